@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Fuzzes the Kineto JSON reader with libFuzzer (clang, ASan + UBSan). See fuzz/fuzz_kineto.cpp.
+#
+#   scripts/fuzz.sh [SECONDS]        (default 60)
+#
+# Builds build-fuzz/ (clang, RelWithDebInfo, -DEMO_BUILD_FUZZ=ON), seeds a corpus from the small
+# real traces (decompressed, < 1 MB, from $EMO_DATA_DIR/kineto, default ../shared/data) plus
+# trimmed valid heads of them and the hand-written cases in fuzz/seeds/, then fuzzes for SECONDS.
+# New interesting inputs accumulate in build-fuzz/fuzz-corpus/ (kept between runs). A crash,
+# sanitizer report, timeout or OOM saves the reproducer under fuzz/crashers/ and exits non-zero.
+# Replay one: build-fuzz/fuzz_kineto fuzz/crashers/crash-...
+# Extra libFuzzer flags can be passed in EMO_FUZZ_FLAGS (e.g. "-jobs=2 -workers=2").
+set -euo pipefail
+
+secs=${1:-60}
+[[ $secs =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${EMO_FUZZ_BUILD_DIR:-$root/build-fuzz}
+data=${EMO_DATA_DIR:-$root/../shared/data}
+
+command -v clang++ >/dev/null || { echo "fuzz.sh: error: needs clang++ (libFuzzer)" >&2; exit 2; }
+
+echo "== build ($build, clang, fuzzer+address+undefined)"
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DEMO_BUILD_FUZZ=ON -DEMO_BUILD_TESTS=OFF -DEMO_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_kineto >/dev/null
+
+echo "== seed corpus"
+seed=$build/fuzz-seed
+corpus=$build/fuzz-corpus
+rm -rf "$seed"
+mkdir -p "$seed" "$corpus" "$root/fuzz/crashers"
+cp "$root"/fuzz/seeds/* "$seed/"
+if [[ -d $data/kineto ]]; then
+  for f in "$data"/kineto/*.json.gz; do
+    name=$(basename "$f" .json.gz)
+    gzip -dc "$f" >"$seed/$name.json"
+    if (( $(stat -c %s "$seed/$name.json") >= 1000000 )); then
+      rm "$seed/$name.json"
+    fi
+  done
+  # Valid heads (metadata + first events) of every real trace: small enough to mutate quickly,
+  # large enough (> 6 KiB) to be cut into several 4 KiB chunks.
+  python3 - "$data/kineto" "$seed" <<'PY'
+import glob, gzip, json, os, sys
+src, dst = sys.argv[1], sys.argv[2]
+for path in sorted(glob.glob(os.path.join(src, "*.json.gz"))):
+    doc = json.load(gzip.open(path, "rt", encoding="utf-8"))
+    name = os.path.basename(path)[: -len(".json.gz")]
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    for n, indent in ((60, 1), (25, None)):
+        head = dict(doc) if isinstance(doc, dict) else {}
+        head.pop("INFO", None)  # long log lines, nothing the reader uses
+        head["traceEvents"] = events[:n]
+        with open(os.path.join(dst, f"{name}.head{n}.json"), "w") as out:
+            json.dump(head, out, indent=indent)
+PY
+else
+  echo "(no real data at $data: hand-written seeds only)"
+fi
+echo "$(ls "$seed" | wc -l) seed files, $(ls "$corpus" | wc -l) in the kept corpus"
+
+echo "== fuzz for ${secs}s"
+rc=0
+(cd "$build" && ./fuzz_kineto "$corpus" "$seed" \
+  -dict="$root/fuzz/kineto.dict" -max_total_time="$secs" -max_len=131072 -timeout=10 \
+  -rss_limit_mb=4096 -artifact_prefix="$root/fuzz/crashers/" -print_final_stats=1 \
+  ${EMO_FUZZ_FLAGS:-}) || rc=$?
+if (( rc != 0 )); then
+  echo "fuzz.sh: the fuzzer stopped with exit code $rc; reproducers in fuzz/crashers/:" >&2
+  ls -t "$root/fuzz/crashers" | head -5 >&2
+  exit "$rc"
+fi
+echo "fuzz.sh: no crash in ${secs}s"

@@ -1,0 +1,74 @@
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "trace/error.h"
+#include "trace/load.h"
+#include "trace/summary.h"
+
+namespace emo::cli {
+namespace {
+
+struct InspectOptions {
+  std::vector<std::string> traces;
+  std::string json_out;
+};
+
+/// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
+void write_output(const std::string& dest, const std::string& text) {
+  if (dest == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream out(dest, std::ios::binary);
+  if (!out) throw InputError(dest, "cannot open for writing");
+  out << text;
+  if (!out) throw InputError(dest, "write failed");
+}
+
+int run_inspect(const InspectOptions& o) {
+  std::vector<trace::TraceSummary> summaries;
+  for (const std::string& path : o.traces) summaries.push_back(trace::summarize(trace::load_trace(path)));
+
+  const bool json_to_stdout = o.json_out == "-";
+  if (!json_to_stdout) {
+    for (const auto& s : summaries) fmt::print("{}", trace::to_text(s));
+  }
+  if (!o.json_out.empty()) {
+    nlohmann::json doc;
+    if (summaries.size() == 1) {
+      doc = trace::to_json(summaries.front());
+    } else {
+      doc = nlohmann::json::array();
+      for (const auto& s : summaries) doc.push_back(trace::to_json(s));
+    }
+    write_output(o.json_out, doc.dump(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_inspect_command(CLI::App& app) {
+  auto opts = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Summarise traces: format, GPU, streams, op counts, syncs, collectives, quirks");
+  cmd->add_option("traces", opts->traces,
+                  "Trace files: Kineto/PyTorch-profiler JSON (plain or .gz) or nsys SQLite export")
+      ->required();
+  cmd->add_option("--json", opts->json_out,
+                  "Also write a JSON summary to FILE ('-' = stdout only, no text); one object per "
+                  "trace, an array for several");
+  return [cmd, opts]() -> int {
+    if (!cmd->parsed()) return -1;
+    return run_inspect(*opts);
+  };
+}
+
+}  // namespace emo::cli

@@ -1,0 +1,44 @@
+// `emo`: the command-line front end. Bad input of any kind ends with one line on stderr,
+// "emo: error: FILE: problem", and exit code 2.
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "trace/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"EMO: cut the energy of GPU AI workloads by running non-critical GPU work at "
+               "lower SM clocks"};
+  app.set_version_flag("--version", std::string("emo ") + EMO_VERSION);
+  app.require_subcommand(1);
+  std::vector<emo::cli::Action> actions;
+  actions.push_back(emo::cli::add_inspect_command(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; usage errors exit 2 with CLI11's message.
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    for (const auto& action : actions) {
+      const int rc = action();
+      if (rc >= 0) return rc;
+    }
+    return 2;
+  } catch (const emo::InputError& e) {
+    std::fprintf(stderr, "emo: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "emo: error: out of memory\n");
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "emo: internal error: %s\n", emo::one_line(e.what()).c_str());
+    return 1;
+  }
+}

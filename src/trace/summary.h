@@ -1,0 +1,58 @@
+// What `emo inspect` reports about one trace: counts per op kind, streams, syncs, collectives,
+// time span and the reader's warnings.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "trace/trace.h"
+
+namespace emo::trace {
+
+/// GPU ops (kernel, memcpy, memset) that ran on one (device, stream).
+struct StreamSummary {
+  std::int32_t device = 0;
+  std::int64_t stream = 0;
+  std::int64_t ops = 0;
+};
+
+struct TraceSummary {
+  std::string path;
+  std::string format;               ///< trace_format_name()
+  std::string gpu;                  ///< GPU name(s) of the devices that ran GPU ops
+  std::int32_t rank = -1;
+  std::int32_t world_size = -1;
+  TimeNs start_ns = 0;              ///< First op start (ns since the trace's epoch).
+  TimeNs end_ns = 0;                ///< Last op end.
+  TimeNs span_ns = 0;               ///< end_ns - start_ns; 0 for an empty trace.
+  std::array<std::int64_t, kOpKindCount> by_kind{};  ///< Indexed by OpKind.
+  std::int64_t api_calls = 0;       ///< Runtime + driver calls.
+  std::int64_t collectives = 0;
+  std::map<std::string, std::int64_t> syncs_by_kind;        ///< sync_kind_name -> count
+  std::map<std::string, std::int64_t> collectives_by_name;  ///< "allreduce" -> count
+  std::vector<StreamSummary> streams;  ///< Sorted by (device, stream).
+  std::int64_t host_threads = 0;    ///< Distinct (pid, tid) with host ops.
+  std::vector<GpuInfo> gpus;
+  QuirkCounts quirks;
+  std::vector<std::string> warnings;
+
+  std::int64_t count(OpKind k) const { return by_kind[static_cast<int>(k)]; }
+};
+
+/// Summarises a finished trace. O(ops log streams).
+TraceSummary summarize(const Trace& trace);
+
+/// The `emo inspect --json` object of one trace: format, gpu, rank, world_size, span_ns,
+/// counts {kernel, memcpy, memset, runtime, sync, collective, ...}, streams [{device, stream,
+/// ops}], warnings [...], plus detail (syncs by kind, collectives by name, gpus, quirks).
+nlohmann::json to_json(const TraceSummary& s);
+
+/// Human-readable multi-line summary.
+std::string to_text(const TraceSummary& s);
+
+}  // namespace emo::trace

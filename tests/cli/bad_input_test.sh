@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Bad input to `emo inspect`: each case must exit with code 2 and print exactly one line on
+# stderr that names the file, and nothing may crash. Usage: bad_input_test.sh PATH/TO/emo
+set -u
+EMO=${1:?usage: bad_input_test.sh EMO_BINARY}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fails=0; passes=0
+
+python3 - "$dir" <<'PY'
+import gzip, os, sqlite3, sys
+d = sys.argv[1]
+def w(name, data):
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+w('empty.json', b'')
+good = b'{"traceEvents": [' + b','.join(
+    b'{"ph": "X", "cat": "kernel", "name": "k%d", "pid": 0, "tid": 7, "ts": %d, "dur": 1, '
+    b'"args": {"device": 0, "stream": 7, "correlation": %d}}' % (i, i, i) for i in range(2000)) + b']}'
+z = gzip.compress(good)
+w('truncated.json.gz', z[: len(z) // 2])
+w('truncated.json', good[: len(good) // 2])
+w('invalid.json', b'{"traceEvents": [ {"ph": "X", } ]}')
+w('no_events.json', b'{"schemaVersion": 1, "deviceProperties": []}')
+w('wrong_type.json', b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}]}')
+w('wrong_type_args.json', b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": [7]}}]}')
+w('binary.bin', bytes(range(256)) * 4)
+w('gzip_garbage.gz', b'\x1f\x8b' + b'\x00' * 40)
+con = sqlite3.connect(os.path.join(d, 'not_nsys.sqlite'))
+con.execute('create table t (x)'); con.commit(); con.close()
+con = sqlite3.connect(os.path.join(d, 'nsys_missing_column.sqlite'))
+con.execute('create table StringIds (id, value)')
+con.execute('create table CUPTI_ACTIVITY_KIND_KERNEL (start, deviceId)')
+con.commit(); con.close()
+PY
+mkdir "$dir/a_directory"
+
+check() {  # check NAME FILE...
+  local name=$1; shift
+  local err rc lines
+  err=$("$EMO" inspect "$@" 2>&1 >/dev/null); rc=$?
+  lines=$(printf '%s' "$err" | grep -c '')
+  if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$(basename "$1")"* && "$err" != *Sanitizer* ]]; then
+    passes=$((passes + 1)); echo "ok   $name: $err"
+  else
+    fails=$((fails + 1)); echo "FAIL $name: rc=$rc lines=$lines stderr=<<$err>>"
+  fi
+}
+
+check empty "$dir/empty.json"
+check truncated_gzip "$dir/truncated.json.gz"
+check truncated_json "$dir/truncated.json"
+check invalid_json "$dir/invalid.json"
+check no_trace_events "$dir/no_events.json"
+check wrong_type "$dir/wrong_type.json"
+check wrong_type_args "$dir/wrong_type_args.json"
+check unknown_binary "$dir/binary.bin"
+check gzip_garbage "$dir/gzip_garbage.gz"
+check sqlite_not_nsys "$dir/not_nsys.sqlite"
+check nsys_missing_column "$dir/nsys_missing_column.sqlite"
+check directory "$dir/a_directory"
+check missing "$dir/does_not_exist.json"
+
+# Usage errors also exit 2; --help exits 0.
+"$EMO" >/dev/null 2>&1; rc=$?
+if [[ $rc -eq 2 ]]; then passes=$((passes + 1)); echo "ok   no_subcommand"; else fails=$((fails + 1)); echo "FAIL no_subcommand rc=$rc"; fi
+"$EMO" inspect --bogus x >/dev/null 2>&1; rc=$?
+if [[ $rc -eq 2 ]]; then passes=$((passes + 1)); echo "ok   unknown_option"; else fails=$((fails + 1)); echo "FAIL unknown_option rc=$rc"; fi
+"$EMO" --help >/dev/null 2>&1; rc=$?
+if [[ $rc -eq 0 ]]; then passes=$((passes + 1)); echo "ok   help"; else fails=$((fails + 1)); echo "FAIL help rc=$rc"; fi
+
+echo "$passes passed, $fails failed"
+[[ $fails -eq 0 ]]
