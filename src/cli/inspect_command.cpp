@@ -1,4 +1,6 @@
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -27,7 +29,7 @@ void write_output(const std::string& dest, const std::string& text) {
     return;
   }
   std::ofstream out(dest, std::ios::binary);
-  if (!out) throw InputError(dest, "cannot open for writing");
+  if (!out) throw InputError(dest, fmt::format("cannot open for writing: {}", std::strerror(errno)));
   out << text;
   if (!out) throw InputError(dest, "write failed");
 }

@@ -20,7 +20,7 @@ TraceSummary summarize(const Trace& t) {
   s.warnings = t.warnings;
 
   const OpTable& ops = t.ops;
-  std::map<std::pair<std::int32_t, std::int64_t>, std::int64_t> streams;
+  std::map<std::pair<std::int32_t, std::int64_t>, StreamSummary> streams;
   std::set<std::pair<std::int64_t, std::int64_t>> threads;
   std::set<std::int32_t> devices;
   TimeNs first = 0, last = 0;
@@ -30,7 +30,9 @@ TraceSummary summarize(const Trace& t) {
     if (i == 0 || ops.start_ns[i] < first) first = ops.start_ns[i];
     if (i == 0 || ops.end_ns(i) > last) last = ops.end_ns(i);
     if (is_gpu_op(k)) {
-      ++streams[{ops.device[i], ops.stream[i]}];
+      StreamSummary& st = streams[{ops.device[i], ops.stream[i]}];
+      ++st.ops;
+      st.busy_ns += ops.dur_ns[i];
       devices.insert(ops.device[i]);
     } else if (k != OpKind::kSync && k != OpKind::kGpuAnnotation) {
       threads.insert({ops.process[i], ops.thread[i]});
@@ -43,9 +45,20 @@ TraceSummary summarize(const Trace& t) {
   }
   s.api_calls = s.count(OpKind::kRuntime) + s.count(OpKind::kDriver);
   s.collectives = static_cast<std::int64_t>(t.collectives.size());
-  for (auto [key, n] : streams) s.streams.push_back({key.first, key.second, n});
+  for (auto& [key, st] : streams) {
+    st.device = key.first;
+    st.stream = key.second;
+    s.streams.push_back(st);
+  }
+  s.gpu_devices.assign(devices.begin(), devices.end());
   s.host_threads = static_cast<std::int64_t>(threads.size());
   for (SyncKind k : t.syncs.kind) ++s.syncs_by_kind[std::string(sync_kind_name(k))];
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!is_api_call(ops.kind[i])) continue;
+    if (auto k = sync_kind_of_api_call(t.strings.view(ops.name[i]))) {
+      ++s.sync_calls_by_kind[std::string(sync_kind_name(*k))];
+    }
+  }
   for (StringId n : t.collectives.name) ++s.collectives_by_name[std::string(t.strings.view(n))];
 
   // GPU name: those of the devices that ran GPU ops; else whatever the trace lists.
@@ -75,6 +88,7 @@ nlohmann::json to_json(const TraceSummary& s) {
       {"runtime_api", s.count(OpKind::kRuntime)},
       {"driver_api", s.count(OpKind::kDriver)},
       {"sync", s.count(OpKind::kSync)},
+      {"sync_api_calls", s.quirks.sync_api_calls},
       {"collective", s.collectives},
       {"framework_op", s.count(OpKind::kFrameworkOp)},
       {"annotation", s.count(OpKind::kAnnotation)},
@@ -82,7 +96,10 @@ nlohmann::json to_json(const TraceSummary& s) {
   };
   json streams = json::array();
   for (const StreamSummary& st : s.streams) {
-    streams.push_back({{"device", st.device}, {"stream", st.stream}, {"ops", st.ops}});
+    streams.push_back({{"device", st.device},
+                       {"stream", st.stream},
+                       {"ops", st.ops},
+                       {"busy_ns", st.busy_ns}});
   }
   json gpus = json::array();
   for (const GpuInfo& g : s.gpus) {
@@ -91,7 +108,7 @@ nlohmann::json to_json(const TraceSummary& s) {
                     {"total_memory_bytes", g.total_memory_bytes},
                     {"compute_capability", fmt::format("{}.{}", g.compute_major, g.compute_minor)},
                     {"sm_count", g.sm_count},
-                    {"clock_rate_khz", g.clock_rate_khz}});
+                    {"clock_rate_khz", g.clock_rate_khz > 0 ? json(g.clock_rate_khz) : json()}});
   }
   const QuirkCounts& q = s.quirks;
   json quirks = {{"out_of_order", q.out_of_order},
@@ -103,17 +120,20 @@ nlohmann::json to_json(const TraceSummary& s) {
                  {"string_ids", q.string_ids},
                  {"duplicate_gpu_correlation", q.duplicate_gpu_correlation},
                  {"gpu_ops_without_launch", q.gpu_ops_without_launch},
-                 {"ignored_events", q.ignored_events}};
+                 {"ignored_events", q.ignored_events},
+                 {"sync_api_calls", q.sync_api_calls}};
+  auto known = [](std::int32_t v) { return v >= 0 ? json(v) : json(); };
   return {{"path", s.path},
           {"format", s.format},
           {"gpu", s.gpu},
-          {"rank", s.rank},
-          {"world_size", s.world_size},
+          {"rank", known(s.rank)},
+          {"world_size", known(s.world_size)},
           {"start_ns", s.start_ns},
           {"end_ns", s.end_ns},
           {"span_ns", s.span_ns},
           {"counts", counts},
           {"syncs_by_kind", s.syncs_by_kind},
+          {"sync_api_calls_by_kind", s.sync_calls_by_kind},
           {"collectives_by_name", s.collectives_by_name},
           {"streams", streams},
           {"host_threads", s.host_threads},
@@ -139,37 +159,60 @@ struct Lines {
   }
 };
 
+std::string join_counts(const std::map<std::string, std::int64_t>& m) {
+  std::string out;
+  for (const auto& [k, n] : m) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", k, n);
+  return out;
+}
+
+std::string gpu_line(const TraceSummary& s) {
+  std::string line = s.gpu.empty() ? "(not recorded)" : s.gpu;
+  if (!s.gpu_devices.empty()) {
+    line += fmt::format("; GPU ops on device {}", fmt::join(s.gpu_devices, ", "));
+  }
+  if (s.gpus.size() > 1) line += fmt::format("; the trace lists {} GPUs", s.gpus.size());
+  return line;
+}
+
 }  // namespace
 
 std::string to_text(const TraceSummary& s) {
   Lines line;
   line("{}", s.path);
   line("  format      {}", s.format);
-  line("  gpu         {}", s.gpu.empty() ? "(not recorded)" : s.gpu);
-  line("  rank/world  {}/{}", s.rank < 0 ? "?" : std::to_string(s.rank),
-       s.world_size < 0 ? "?" : std::to_string(s.world_size));
+  line("  gpu         {}", gpu_line(s));
+  line("  rank/world  {}/{}", s.rank < 0 ? "unknown" : std::to_string(s.rank),
+       s.world_size < 0 ? "unknown" : std::to_string(s.world_size));
   line("  time span   {} ({} ns, from {} to {})", format_span(s.span_ns), s.span_ns, s.start_ns,
        s.end_ns);
-  line("  ops         kernel {}  memcpy {}  memset {}  runtime {} (driver {})  sync {}  "
-       "collective {}",
-       s.count(OpKind::kKernel), s.count(OpKind::kMemcpy), s.count(OpKind::kMemset), s.api_calls,
-       s.count(OpKind::kDriver), s.count(OpKind::kSync), s.collectives);
-  line("              framework ops {}  annotations {}  gpu annotations {}  host threads {}",
-       s.count(OpKind::kFrameworkOp), s.count(OpKind::kAnnotation),
-       s.count(OpKind::kGpuAnnotation), s.host_threads);
-  if (!s.syncs_by_kind.empty()) {
-    std::string parts;
-    for (const auto& [k, n] : s.syncs_by_kind) parts += fmt::format("  {} {}", k, n);
-    line("  syncs      {}", parts);
+  std::string collectives;
+  if (s.collectives > 0) {
+    collectives = fmt::format(" (collectives {}: {})", s.collectives,
+                              join_counts(s.collectives_by_name));
   }
-  if (!s.collectives_by_name.empty()) {
-    std::string parts;
-    for (const auto& [k, n] : s.collectives_by_name) parts += fmt::format("  {} {}", k, n);
-    line("  collectives{}", parts);
-  }
-  line("  streams     {} (device:stream ops)", s.streams.size());
+  line("  GPU ops     kernel {}{}, memcpy {}, memset {}", s.count(OpKind::kKernel), collectives,
+       s.count(OpKind::kMemcpy), s.count(OpKind::kMemset));
+  line("  host        runtime API {}, driver API {}, framework ops {}, annotations {}, "
+       "threads {}",
+       s.count(OpKind::kRuntime), s.count(OpKind::kDriver), s.count(OpKind::kFrameworkOp),
+       s.count(OpKind::kAnnotation), s.host_threads);
+  line("  syncs       {} sync records{}; {} synchronising API calls{}",
+       s.count(OpKind::kSync),
+       s.syncs_by_kind.empty() ? "" : " (" + join_counts(s.syncs_by_kind) + ")",
+       s.quirks.sync_api_calls,
+       s.sync_calls_by_kind.empty() ? "" : " (" + join_counts(s.sync_calls_by_kind) + ")");
+  line("  streams     {} with GPU ops:", s.streams.size());
   for (const StreamSummary& st : s.streams) {
-    line("              {}:{}  {}", st.device, st.stream, st.ops);
+    const double share = s.span_ns > 0 ? 100.0 * static_cast<double>(st.busy_ns) /
+                                             static_cast<double>(s.span_ns)
+                                       : 0.0;
+    line("              device {} stream {:<6} {:>8} ops  busy {} ({:.1f} % of the span)",
+         st.device, st.stream, st.ops, format_span(st.busy_ns), share);
+  }
+  if (s.quirks.ignored_events > 0 || s.quirks.unknown_category > 0) {
+    line("  skipped     {} events not modelled (flows, instants, counters, profiler spans), "
+         "{} of unknown categories",
+         s.quirks.ignored_events, s.quirks.unknown_category);
   }
   if (s.warnings.empty()) {
     line("  warnings    none");

@@ -19,6 +19,7 @@ struct StreamSummary {
   std::int32_t device = 0;
   std::int64_t stream = 0;
   std::int64_t ops = 0;
+  TimeNs busy_ns = 0;  ///< Sum of the ops' durations (ops of one stream do not overlap).
 };
 
 struct TraceSummary {
@@ -34,8 +35,10 @@ struct TraceSummary {
   std::int64_t api_calls = 0;       ///< Runtime + driver calls.
   std::int64_t collectives = 0;
   std::map<std::string, std::int64_t> syncs_by_kind;        ///< sync_kind_name -> count
+  std::map<std::string, std::int64_t> sync_calls_by_kind;   ///< API calls by sync_kind_of_api_call
   std::map<std::string, std::int64_t> collectives_by_name;  ///< "allreduce" -> count
   std::vector<StreamSummary> streams;  ///< Sorted by (device, stream).
+  std::vector<std::int32_t> gpu_devices;  ///< Devices that ran GPU ops, ascending.
   std::int64_t host_threads = 0;    ///< Distinct (pid, tid) with host ops.
   std::vector<GpuInfo> gpus;
   QuirkCounts quirks;
@@ -47,9 +50,10 @@ struct TraceSummary {
 /// Summarises a finished trace. O(ops log streams).
 TraceSummary summarize(const Trace& trace);
 
-/// The `emo inspect --json` object of one trace: format, gpu, rank, world_size, span_ns,
-/// counts {kernel, memcpy, memset, runtime, sync, collective, ...}, streams [{device, stream,
-/// ops}], warnings [...], plus detail (syncs by kind, collectives by name, gpus, quirks).
+/// The `emo inspect --json` object of one trace: format, gpu, rank, world_size (null when
+/// unknown), span_ns, counts {kernel, memcpy, memset, runtime (runtime + driver API calls), sync
+/// (sync records), collective, ...}, streams [{device, stream, ops, busy_ns}], warnings [...],
+/// plus detail (syncs by kind, collectives by name, gpus, quirks).
 nlohmann::json to_json(const TraceSummary& s);
 
 /// Human-readable multi-line summary.

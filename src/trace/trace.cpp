@@ -35,6 +35,24 @@ std::string_view sync_kind_name(SyncKind kind) noexcept {
   return "unknown";
 }
 
+std::optional<SyncKind> sync_kind_of_api_call(std::string_view name) noexcept {
+  const std::string_view base = name.substr(0, name.find('_'));  // drop "_v3020", "_ptsz"
+  std::string_view call;
+  for (std::string_view prefix : {"cuda", "hip", "cu"}) {
+    if (base.starts_with(prefix)) {
+      call = base.substr(prefix.size());
+      break;
+    }
+  }
+  if (call == "DeviceSynchronize" || call == "CtxSynchronize" || call == "ThreadSynchronize") {
+    return SyncKind::kContextSync;
+  }
+  if (call == "StreamSynchronize") return SyncKind::kStreamSync;
+  if (call == "EventSynchronize") return SyncKind::kEventSync;
+  if (call == "StreamWaitEvent") return SyncKind::kStreamWaitEvent;
+  return std::nullopt;
+}
+
 std::string_view trace_format_name(TraceFormat f) noexcept {
   switch (f) {
     case TraceFormat::kKinetoJson: return "kineto-json";
@@ -126,7 +144,11 @@ void sort_ops(Trace& t) {
 
 struct PairHash {
   std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const noexcept {
-    return std::hash<std::int64_t>{}(p.first * 1000003 ^ p.second);
+    // Unsigned arithmetic: ids may be near -2^62 (host_id_of_string), where a signed multiply
+    // would overflow.
+    const auto a = static_cast<std::uint64_t>(p.first);
+    const auto b = static_cast<std::uint64_t>(p.second);
+    return std::hash<std::uint64_t>{}(a * 0x9E3779B97F4A7C15ull ^ b);
   }
 };
 
@@ -213,6 +235,19 @@ void count_correlation_quirks(Trace& t) {
   }
 }
 
+const char* plural(std::int64_t n, const char* one, const char* many) { return n == 1 ? one : many; }
+
+void count_sync_api_calls(Trace& t) {
+  // Names are interned: classify each distinct name once.
+  std::vector<std::int8_t> is_sync(t.strings.size(), -1);
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    if (!is_api_call(t.ops.kind[i])) continue;
+    std::int8_t& known = is_sync[t.ops.name[i]];
+    if (known < 0) known = sync_kind_of_api_call(t.strings.view(t.ops.name[i])).has_value();
+    t.quirks.sync_api_calls += known;
+  }
+}
+
 void write_warnings(Trace& t) {
   const QuirkCounts& q = t.quirks;
   auto& w = t.warnings;
@@ -223,22 +258,26 @@ void write_warnings(Trace& t) {
   if (q.duplicate_gpu_correlation > 0) {
     w.push_back(fmt::format("{} GPU ops share their correlation id with another GPU op "
                             "(CUDA graph launches, or duplicated records)",
-                            q.duplicate_gpu_correlation));
+                            q.duplicate_gpu_correlation));  // always >= 2
   }
   if (q.gpu_ops_without_launch > 0) {
-    w.push_back(fmt::format("{} GPU ops have no launching runtime/driver call in the trace",
-                            q.gpu_ops_without_launch));
+    w.push_back(fmt::format("{} GPU {} no launching runtime/driver call in the trace",
+                            q.gpu_ops_without_launch,
+                            plural(q.gpu_ops_without_launch, "op has", "ops have")));
   }
   if (q.clamped_children > 0) {
-    w.push_back(fmt::format("{} host ops ended after their parent op (by up to {} ns); "
+    w.push_back(fmt::format("{} host {} after the enclosing op (by up to {} ns); "
                             "clamped to the parent's end",
-                            q.clamped_children, q.max_clamp_ns));
+                            q.clamped_children, plural(q.clamped_children, "op ended", "ops ended"),
+                            q.max_clamp_ns));
   }
   if (q.negative_duration > 0) {
-    w.push_back(fmt::format("{} events had a negative duration; set to 0", q.negative_duration));
+    w.push_back(fmt::format("{} {} a negative duration; set to 0", q.negative_duration,
+                            plural(q.negative_duration, "event had", "events had")));
   }
   if (q.zero_duration > 0) {
-    w.push_back(fmt::format("{} events have zero duration", q.zero_duration));
+    w.push_back(fmt::format("{} {} zero duration", q.zero_duration,
+                            plural(q.zero_duration, "event has", "events have")));
   }
   if (q.string_ids > 0) {
     w.push_back(fmt::format("{} pid/tid/stream values were strings; converted", q.string_ids));
@@ -247,9 +286,15 @@ void write_warnings(Trace& t) {
     w.push_back(fmt::format("{} complete events of categories EMO does not model were skipped",
                             q.unknown_category));
   }
-  if (q.dangling_flows > 0) {
-    w.push_back(fmt::format("{} flow events have no partner (ignored; correlation ids are used)",
-                            q.dangling_flows));
+  if (t.syncs.size() == 0 && q.sync_api_calls > 0) {
+    w.push_back(fmt::format(
+        "no sync records, but {} synchronising API {} (cudaStreamSynchronize, ...); waits will be "
+        "inferred from call names. For exact ones, profile PyTorch with experimental_config="
+        "torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)",
+        q.sync_api_calls, plural(q.sync_api_calls, "call", "calls")));
+  }
+  if (t.ops.size() == 0) {
+    w.push_back("no events of the kinds EMO models (GPU ops, API calls, framework ops)");
   }
 }
 
@@ -259,6 +304,7 @@ void Trace::finish(TimeNs clamp_tolerance_ns) {
   sort_ops(*this);
   clamp_children(*this, clamp_tolerance_ns);
   count_correlation_quirks(*this);
+  count_sync_api_calls(*this);
   std::sort(meta.gpus.begin(), meta.gpus.end(),
             [](const GpuInfo& a, const GpuInfo& b) { return a.device < b.device; });
   write_warnings(*this);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,12 @@ enum class SyncKind : std::uint8_t {
 };
 std::string_view sync_kind_name(SyncKind kind) noexcept;
 
+/// Sync kind of a blocking or waiting API call, judged by its name (CUDA runtime, driver or HIP;
+/// a "_v3020"/"_ptsz" suffix is ignored), or nullopt for other calls.
+/// Examples: "cudaDeviceSynchronize" -> kContextSync, "hipStreamSynchronize" -> kStreamSync,
+/// "cuStreamWaitEvent" -> kStreamWaitEvent, "cudaLaunchKernel" -> nullopt.
+std::optional<SyncKind> sync_kind_of_api_call(std::string_view name) noexcept;
+
 /// One row per sync record (an op of kind kSync). Columns as in OpTable.
 struct SyncTable {
   std::vector<std::uint32_t> op;               ///< Row in OpTable.
@@ -149,8 +156,10 @@ struct QuirkCounts {
   std::int64_t string_ids = 0;         ///< pid/tid/stream written as strings.
   std::int64_t duplicate_gpu_correlation = 0;  ///< GPU ops sharing a correlation id.
   std::int64_t gpu_ops_without_launch = 0;     ///< GPU ops with no API call of that correlation.
-  std::int64_t dangling_flows = 0;     ///< Flow events ('s'/'f') with no partner.
   std::int64_t ignored_events = 0;     ///< Events skipped (instant, counter, profiler spans...).
+  std::int64_t sync_api_calls = 0;     ///< API calls that block or wait (by name), see
+                                       ///< sync_kind_of_api_call(); with no sync records these
+                                       ///< are the only evidence of synchronisation.
 };
 
 /// Metadata of the traced job.

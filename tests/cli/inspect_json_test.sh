@@ -25,7 +25,8 @@ for o in arr:
     for k in ("kernel", "memcpy", "memset", "runtime", "sync", "collective"):
         assert isinstance(o["counts"][k], int), f"counts.{k}"
     for s in o["streams"]:
-        assert set(s) == {"device", "stream", "ops"}, s
+        assert {"device", "stream", "ops", "busy_ns"} <= set(s), s
+        assert 0 < s["busy_ns"] <= o["span_ns"], s
 assert arr[0]["format"] == "kineto-json" and arr[1]["format"] == "nsys-sqlite"
 assert arr[0]["counts"]["sync"] == 5 and len(arr[0]["streams"]) == 3
 assert arr[1]["counts"]["kernel"] == 1312

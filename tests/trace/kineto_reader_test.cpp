@@ -378,7 +378,8 @@ TEST(KinetoReaderErrors, Malformed) {
   EXPECT_THAT(error_of("{\"traceEvents\": []} trailing"), HasSubstr("after the end"));
   EXPECT_THAT(error_of("{\"schemaVersion\": 1}"), HasSubstr("no 'traceEvents'"));
   EXPECT_THAT(error_of("{\"traceEvents\": {}}"), HasSubstr("not an array"));
-  EXPECT_THAT(error_of("{\"traceEvents\": [1]}"), HasSubstr("traceEvents[0]"));
+  EXPECT_THAT(error_of("{\"traceEvents\": [1]}"), HasSubstr("traceEvents[0]: event is not a JSON object"));
+  EXPECT_THAT(error_of("[1, 2, 3]"), HasSubstr("traceEvents[0]: event is not a JSON object"));
   EXPECT_THAT(error_of("\"just a string\""), HasSubstr("not a trace"));
 }
 

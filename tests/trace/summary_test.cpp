@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <vector>
+
 namespace emo::trace {
 namespace {
 
@@ -41,6 +43,8 @@ TEST(Summary, CountsStreamsSpanAndWarnings) {
   EXPECT_EQ(s.streams[0].device, 0);
   EXPECT_EQ(s.streams[0].stream, 7);
   EXPECT_EQ(s.streams[0].ops, 2);
+  EXPECT_EQ(s.streams[0].busy_ns, 200);
+  EXPECT_EQ(s.gpu_devices, (std::vector<std::int32_t>{0, 1}));
   EXPECT_EQ(s.streams[1].device, 1);
   EXPECT_EQ(s.host_threads, 2);
   EXPECT_EQ(s.gpu, "NVIDIA H100");
@@ -65,13 +69,51 @@ TEST(Summary, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["streams"][1]["stream"], 9);
   EXPECT_EQ(j["streams"][1]["ops"], 1);
   EXPECT_TRUE(j["warnings"].is_array());
+  EXPECT_EQ(j["streams"][1]["busy_ns"], 1000);
+  EXPECT_TRUE(j["gpus"][0]["clock_rate_khz"].is_null()) << "unknown clock is null, not 0";
+}
+
+TEST(Summary, UnknownRankIsNullInJson) {
+  Trace t;
+  t.finish();
+  const nlohmann::json j = to_json(summarize(t));
+  EXPECT_TRUE(j["rank"].is_null());
+  EXPECT_TRUE(j["world_size"].is_null());
+}
+
+TEST(Summary, SyncCallsWithoutSyncRecordsAreCountedAndWarned) {
+  Trace t;
+  const StringId sync = t.strings.intern("cudaStreamSynchronize");
+  const StringId launch = t.strings.intern("cudaLaunchKernel");
+  t.ops.push(OpKind::kRuntime, 0, 5, sync, kNone, kNone, 1, 1, 1, kNone);
+  t.ops.push(OpKind::kRuntime, 10, 5, launch, kNone, kNone, 1, 1, 2, kNone);
+  t.ops.push(OpKind::kRuntime, 20, 5, sync, kNone, kNone, 1, 1, 3, kNone);
+  t.finish();
+  const TraceSummary s = summarize(t);
+  EXPECT_EQ(s.quirks.sync_api_calls, 2);
+  EXPECT_EQ(to_json(s)["counts"]["sync_api_calls"], 2);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_NE(s.warnings[0].find("no sync records, but 2 synchronising API calls"), std::string::npos)
+      << s.warnings[0];
+}
+
+TEST(SyncKindOfApiCall, CudaDriverHipAndSuffixes) {
+  EXPECT_EQ(sync_kind_of_api_call("cudaDeviceSynchronize"), SyncKind::kContextSync);
+  EXPECT_EQ(sync_kind_of_api_call("cudaDeviceSynchronize_v3020"), SyncKind::kContextSync);
+  EXPECT_EQ(sync_kind_of_api_call("cuCtxSynchronize"), SyncKind::kContextSync);
+  EXPECT_EQ(sync_kind_of_api_call("hipStreamSynchronize"), SyncKind::kStreamSync);
+  EXPECT_EQ(sync_kind_of_api_call("cudaEventSynchronize"), SyncKind::kEventSync);
+  EXPECT_EQ(sync_kind_of_api_call("cudaStreamWaitEvent_ptsz"), SyncKind::kStreamWaitEvent);
+  EXPECT_EQ(sync_kind_of_api_call("cudaLaunchKernel"), std::nullopt);
+  EXPECT_EQ(sync_kind_of_api_call("cudaStreamSynchronizeX"), std::nullopt);
 }
 
 TEST(Summary, TextMentionsTheEssentials) {
   const std::string text = to_text(summarize(two_stream_trace()));
   EXPECT_NE(text.find("NVIDIA H100"), std::string::npos);
   EXPECT_NE(text.find("rank/world  1/4"), std::string::npos);
-  EXPECT_NE(text.find("0:7  2"), std::string::npos);
+  EXPECT_NE(text.find("device 0 stream 7"), std::string::npos) << text;
+  EXPECT_NE(text.find("the trace lists 2 GPUs"), std::string::npos) << text;
 }
 
 TEST(Summary, EmptyTrace) {

@@ -456,7 +456,11 @@ class KinetoReader {
     od::document doc = parser_.iterate(data + sep, len, capacity);
     od::array events = doc.get_array();
     for (auto element : events) {
-      od::object obj = element.get_object();
+      od::object obj;
+      if (const auto err = element.get_object().get(obj); err != simdjson::SUCCESS) {
+        if (err == simdjson::INCORRECT_TYPE) throw EventError{"event is not a JSON object"};
+        throw simdjson::simdjson_error(err);
+      }
       parse_event(obj);
       ++event_index_;
     }

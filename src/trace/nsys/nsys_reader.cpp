@@ -68,12 +68,6 @@ constexpr std::int64_t pid_of_global(std::int64_t global) noexcept {
 /// Thread id packed in an nsys globalTid (bits 0..23).
 constexpr std::int64_t tid_of_global(std::int64_t global) noexcept { return global & 0xffffff; }
 
-/// The API call name without its version / per-thread suffix:
-/// "cudaStreamSynchronize_v3020" -> "cudaStreamSynchronize", "cudaStreamWaitEvent_ptsz" -> ...
-std::string_view api_base_name(std::string_view name) noexcept {
-  return name.substr(0, name.find('_'));
-}
-
 /// The call name as Kineto and the CUDA headers spell it: a trailing version suffix is dropped
 /// ("cudaLaunchKernel_v7000" -> "cudaLaunchKernel"); "_ptsz"/"_ptds" (per-thread default
 /// stream variants) are kept because they change the call's stream semantics.
@@ -84,26 +78,6 @@ std::string_view api_call_name(std::string_view name) noexcept {
     if (name[i] < '0' || name[i] > '9') return name;
   }
   return name.substr(0, us);
-}
-
-/// Sync kind implied by the name of a CUDA runtime or driver API call, or nullopt when the call
-/// is not one of the synchronisation calls.
-std::optional<SyncKind> sync_kind_of_call(std::string_view name) noexcept {
-  const std::string_view base = api_base_name(name);
-  if (base == "cudaDeviceSynchronize" || base == "cudaCtxSynchronize" ||
-      base == "cudaThreadSynchronize" || base == "cuCtxSynchronize") {
-    return SyncKind::kContextSync;
-  }
-  if (base == "cudaStreamSynchronize" || base == "cuStreamSynchronize") {
-    return SyncKind::kStreamSync;
-  }
-  if (base == "cudaEventSynchronize" || base == "cuEventSynchronize") {
-    return SyncKind::kEventSync;
-  }
-  if (base == "cudaStreamWaitEvent" || base == "cuStreamWaitEvent") {
-    return SyncKind::kStreamWaitEvent;
-  }
-  return std::nullopt;
 }
 
 /// Sync kind from the SYNCHRONIZATION.syncType column (ENUM_CUPTI_SYNC_TYPE). Only a fallback:
@@ -673,7 +647,7 @@ class NsysReader {
   /// Sync kind of a record: from the API call joined on correlationId, else from syncType.
   SyncKind classify_sync(const ApiCall* call, std::int64_t sync_type) const {
     if (call != nullptr) {
-      if (auto kind = sync_kind_of_call(trace_.strings.view(call->name))) return *kind;
+      if (auto kind = sync_kind_of_api_call(trace_.strings.view(call->name))) return *kind;
     }
     return sync_kind_of_type(sync_type);
   }
