@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -13,5 +14,11 @@ using Action = std::function<int()>;
 
 /// `emo inspect TRACE... [--json FILE|-]`
 Action add_inspect_command(CLI::App& app);
+
+/// `emo analyze TRACE [--window ...] [--json FILE|-] [--overlay FILE] [--what-if SPEC]...`
+Action add_analyze_command(CLI::App& app);
+
+/// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
+void write_output(const std::string& dest, const std::string& text);
 
 }  // namespace emo::cli

@@ -22,18 +22,6 @@ struct InspectOptions {
   std::string json_out;
 };
 
-/// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
-void write_output(const std::string& dest, const std::string& text) {
-  if (dest == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return;
-  }
-  std::ofstream out(dest, std::ios::binary);
-  if (!out) throw InputError(dest, fmt::format("cannot open for writing: {}", std::strerror(errno)));
-  out << text;
-  if (!out) throw InputError(dest, "write failed");
-}
-
 int run_inspect(const InspectOptions& o) {
   std::vector<trace::TraceSummary> summaries;
   for (const std::string& path : o.traces) summaries.push_back(trace::summarize(trace::load_trace(path)));
@@ -56,6 +44,17 @@ int run_inspect(const InspectOptions& o) {
 }
 
 }  // namespace
+
+void write_output(const std::string& dest, const std::string& text) {
+  if (dest == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream out(dest, std::ios::binary);
+  if (!out) throw InputError(dest, fmt::format("cannot open for writing: {}", std::strerror(errno)));
+  out << text;
+  if (!out) throw InputError(dest, "write failed");
+}
 
 Action add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();

@@ -142,6 +142,24 @@ void sort_ops(Trace& t) {
   for (auto& row : t.collectives.op) row = new_index[row];
 }
 
+/// Orders the collective table by op row, so that Trace::is_collective can binary-search it.
+void sort_collectives(CollectiveTable& c) {
+  if (std::is_sorted(c.op.begin(), c.op.end())) return;
+  std::vector<std::uint32_t> order(c.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return c.op[a] < c.op[b]; });
+  permute(c.op, order);
+  permute(c.name, order);
+  permute(c.group, order);
+  permute(c.group_ranks, order);
+  permute(c.group_size, order);
+  permute(c.in_nelems, order);
+  permute(c.out_nelems, order);
+  permute(c.dtype, order);
+  permute(c.sequence, order);
+}
+
 struct PairHash {
   std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const noexcept {
     // Unsigned arithmetic: ids may be near -2^62 (host_id_of_string), where a signed multiply
@@ -302,12 +320,17 @@ void write_warnings(Trace& t) {
 
 void Trace::finish(TimeNs clamp_tolerance_ns) {
   sort_ops(*this);
+  sort_collectives(collectives);
   clamp_children(*this, clamp_tolerance_ns);
   count_correlation_quirks(*this);
   count_sync_api_calls(*this);
   std::sort(meta.gpus.begin(), meta.gpus.end(),
             [](const GpuInfo& a, const GpuInfo& b) { return a.device < b.device; });
   write_warnings(*this);
+}
+
+bool Trace::is_collective(std::uint32_t row) const noexcept {
+  return std::binary_search(collectives.op.begin(), collectives.op.end(), row);
 }
 
 std::string_view Trace::gpu_name(std::int32_t device) const noexcept {

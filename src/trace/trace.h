@@ -118,7 +118,7 @@ struct SyncTable {
 /// One row per collective kernel (NCCL/RCCL). Metadata as written by PyTorch (`Collective name`,
 /// `Process Group Name`, `Group size`, `In msg nelems`, ...); absent values are kNone / id 0.
 struct CollectiveTable {
-  std::vector<std::uint32_t> op;            ///< Row in OpTable (a kernel).
+  std::vector<std::uint32_t> op;            ///< Row in OpTable (a kernel); ascending after finish().
   std::vector<StringId> name;               ///< "allreduce", "sendrecv", ... (lower case).
   std::vector<StringId> group;              ///< Process group name, "" if unknown.
   std::vector<StringId> group_ranks;        ///< e.g. "[0, 1]", "" if unknown.
@@ -188,6 +188,10 @@ struct Trace {
   /// parent on the same thread (up to `clamp_tolerance_ns`), counts correlation quirks and writes
   /// `warnings`. Readers call it once at the end.
   void finish(TimeNs clamp_tolerance_ns = 1000);
+
+  /// True when op row `row` is a collective kernel (binary search: finish() sorts the
+  /// collective table by op row).
+  bool is_collective(std::uint32_t row) const noexcept;
 
   /// GPU name for `device`, or "" if unknown.
   std::string_view gpu_name(std::int32_t device) const noexcept;

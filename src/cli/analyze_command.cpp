@@ -1,0 +1,73 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "timing/analysis.h"
+#include "timing/overlay.h"
+#include "trace/error.h"
+#include "trace/load.h"
+
+namespace emo::cli {
+namespace {
+
+struct AnalyzeOptions {
+  std::string trace;
+  std::string window;
+  std::string annotation;
+  int instance = 0;
+  std::string json_out;
+  std::string overlay_out;
+  std::vector<std::string> what_ifs;
+};
+
+int run_analyze(const AnalyzeOptions& o) {
+  std::vector<timing::WhatIf> what_ifs;
+  for (const std::string& spec : o.what_ifs) what_ifs.push_back(timing::parse_what_if(spec));
+  const trace::Trace t = trace::load_trace(o.trace);
+  const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
+  const timing::Analysis a = timing::analyze(t, window, what_ifs);
+  if (o.json_out != "-") fmt::print("{}", timing::to_text(t, a));
+  if (!o.json_out.empty()) write_output(o.json_out, timing::to_json(t, a).dump(2) + "\n");
+  if (!o.overlay_out.empty()) timing::write_overlay(t, a, o.overlay_out);
+  return 0;
+}
+
+}  // namespace
+
+Action add_analyze_command(CLI::App& app) {
+  auto opts = std::make_shared<AnalyzeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "analyze", "Dependency graph, replay, critical path and slack of a trace; what-if timing");
+  cmd->add_option("trace", opts->trace, "Trace file (Kineto JSON, plain or .gz, or nsys SQLite)")
+      ->required();
+  auto* win = cmd->add_option("--window", opts->window,
+                              "Analyse one annotation, e.g. ProfilerStep#3 (first of that name)");
+  auto* ann = cmd->add_option("--annotation", opts->annotation,
+                              "Analyse an annotation by name (with --instance)");
+  cmd->add_option("--instance", opts->instance, "Which instance of --annotation (0-based)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(ann);
+  win->excludes(ann);
+  cmd->add_option("--json", opts->json_out,
+                  "Write the JSON result to FILE ('-' = stdout only, no text)");
+  cmd->add_option("--overlay", opts->overlay_out,
+                  "Write a Chrome/Perfetto JSON trace with the critical path, slack per op and "
+                  "slack windows");
+  cmd->add_option("--what-if", opts->what_ifs,
+                  "Duration change to evaluate, repeatable: SELECTOR:CHANGE[;...], e.g. "
+                  "kind=kernel:x1.5, name~gemm:x1.2, id=123:+2ms (docs/graph.md)");
+  return [cmd, opts]() -> int {
+    if (!cmd->parsed()) return -1;
+    return run_analyze(*opts);
+  };
+}
+
+}  // namespace emo::cli

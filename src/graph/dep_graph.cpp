@@ -1,0 +1,612 @@
+#include "graph/dep_graph.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace emo::graph {
+namespace {
+
+using trace::kNone;
+using trace::OpKind;
+using trace::SyncKind;
+using trace::Trace;
+
+constexpr std::uint32_t kNoNode = std::numeric_limits<std::uint32_t>::max();
+
+struct RawEdge {
+  std::uint32_t from_tp;
+  std::uint32_t to_tp;
+  TimeNs lag;  // physical lag before the gap rule
+  EdgeType type;
+  bool inferred;
+};
+
+/// A GPU stream: its nodes in execution order, with the time each was launched (the start of
+/// its launching API call; its own start when it has none).
+struct StreamOps {
+  std::int32_t device;
+  std::int64_t stream;
+  std::vector<std::uint32_t> nodes;
+  std::vector<TimeNs> launched;
+};
+
+/// Calls that block the host until GPU work is done, besides the sync calls: synchronous copies.
+bool is_blocking_copy(std::string_view name) {
+  const std::string_view base = name.substr(0, name.find('_'));
+  for (std::string_view n : {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
+                             "cudaMemcpyFromSymbol", "cudaMemcpyPeer", "hipMemcpy",
+                             "hipMemcpy2D", "cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH",
+                             "cuMemcpyDtoD"}) {
+    if (base == n) return true;
+  }
+  return false;
+}
+
+bool is_event_record(std::string_view name) {
+  const std::string_view base = name.substr(0, name.find('_'));
+  return base == "cudaEventRecord" || base == "cudaEventRecordWithFlags" ||
+         base == "hipEventRecord" || base == "cuEventRecord";
+}
+
+class Builder {
+ public:
+  Builder(const Trace& t, const Window& w) : t_(t), ops_(t.ops) { g_.window = w; }
+
+  DepGraph build() {
+    select_nodes();
+    program_order_edges();
+    stream_edges();
+    launch_edges();
+    sync_record_edges();
+    inferred_sync_edges();
+    assign_lags_and_csr();
+    topological_order();
+    return std::move(g_);
+  }
+
+ private:
+  // ---- nodes -------------------------------------------------------------------------------
+
+  std::uint32_t add_node(std::uint32_t row) {
+    const auto n = static_cast<std::uint32_t>(g_.op.size());
+    g_.op.push_back(row);
+    g_.dur.push_back(ops_.dur_ns[row]);
+    g_.rec_start.push_back(ops_.start_ns[row]);
+    g_.rec_end.push_back(ops_.end_ns(row));
+    g_.gpu.push_back(trace::is_gpu_op(ops_.kind[row]) ? 1 : 0);
+    g_.release.push_back(INT64_MIN);
+    node_of_op_[row] = n;
+    return n;
+  }
+
+  bool in_window(TimeNs ts) const {
+    return ts >= g_.window.begin_ns && ts < g_.window.end_ns;
+  }
+
+  void select_nodes() {
+    node_of_op_.assign(ops_.size(), kNoNode);
+    // API calls in the window, then the GPU ops they launched (or, without a launcher, in it).
+    for (std::uint32_t i = 0; i < ops_.size(); ++i) {
+      if (trace::is_api_call(ops_.kind[i]) && in_window(ops_.start_ns[i])) {
+        if (ops_.correlation[i] != kNone) call_of_corr_.try_emplace(ops_.correlation[i], i);
+      }
+    }
+    find_relevant_threads();
+    for (std::uint32_t i = 0; i < ops_.size(); ++i) {
+      const OpKind k = ops_.kind[i];
+      if (trace::is_api_call(k)) {
+        if (in_window(ops_.start_ns[i]) && relevant_threads_.count(thread_key(i)) != 0) add_node(i);
+      } else if (trace::is_gpu_op(k)) {
+        const auto it = call_of_corr_.find(ops_.correlation[i]);
+        const bool launched_in_window = it != call_of_corr_.end();
+        if (launched_in_window || (!has_any_launcher(i) && in_window(ops_.start_ns[i]))) {
+          add_node(i);
+        }
+      }
+    }
+    if (!g_.op.empty()) {
+      g_.window_start_ns = *std::min_element(g_.rec_start.begin(), g_.rec_start.end());
+    }
+  }
+
+  std::uint64_t thread_key(std::uint32_t row) const {
+    return static_cast<std::uint64_t>(ops_.process[row]) * 0x9E3779B97F4A7C15ull ^
+           static_cast<std::uint64_t>(ops_.thread[row]);
+  }
+
+  /// Threads that launch GPU work or block on it. Others (an NCCL watchdog polling with
+  /// cudaEventQuery, a data loader) neither delay the GPU nor wait for it, so they are left out:
+  /// their calls would otherwise stretch the window's end with unrelated CPU time.
+  void find_relevant_threads() {
+    std::vector<std::int64_t> gpu_corr;
+    for (std::uint32_t i = 0; i < ops_.size(); ++i) {
+      if (trace::is_gpu_op(ops_.kind[i])) gpu_corr.push_back(ops_.correlation[i]);
+    }
+    std::sort(gpu_corr.begin(), gpu_corr.end());
+    for (std::uint32_t i = 0; i < ops_.size(); ++i) {
+      if (!trace::is_api_call(ops_.kind[i]) || !in_window(ops_.start_ns[i])) continue;
+      const std::uint64_t key = thread_key(i);
+      if (relevant_threads_.count(key) != 0) continue;
+      const std::string_view name = t_.strings.view(ops_.name[i]);
+      if (std::binary_search(gpu_corr.begin(), gpu_corr.end(), ops_.correlation[i]) ||
+          trace::sync_kind_of_api_call(name).has_value() || is_blocking_copy(name)) {
+        relevant_threads_.insert(key);
+      }
+    }
+  }
+
+  /// True when some API call anywhere in the trace has the op's correlation id.
+  bool has_any_launcher(std::uint32_t gpu_row) {
+    if (all_calls_.empty() && !all_calls_built_) {
+      for (std::uint32_t i = 0; i < ops_.size(); ++i) {
+        if (trace::is_api_call(ops_.kind[i]) && ops_.correlation[i] != kNone) {
+          all_calls_.push_back(ops_.correlation[i]);
+        }
+      }
+      std::sort(all_calls_.begin(), all_calls_.end());
+      all_calls_built_ = true;
+    }
+    return ops_.correlation[gpu_row] != kNone &&
+           std::binary_search(all_calls_.begin(), all_calls_.end(), ops_.correlation[gpu_row]);
+  }
+
+  std::uint32_t node_of_call(std::int64_t corr) const {
+    const auto it = call_of_corr_.find(corr);
+    return it == call_of_corr_.end() ? kNoNode : node_of_op_[it->second];
+  }
+
+  void edge(std::uint32_t from_tp, std::uint32_t to_tp, TimeNs lag, EdgeType type,
+            bool inferred = false) {
+    raw_.push_back({from_tp, to_tp, lag, type, inferred});
+  }
+
+  // ---- CPU threads: program order and nesting ----------------------------------------------
+
+  void program_order_edges() {
+    std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> threads;
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+      if (g_.gpu[n]) continue;
+      const std::uint32_t r = g_.op[n];
+      threads[thread_key(r)].push_back(n);
+    }
+    for (auto& [key, nodes] : threads) {
+      // Nodes are in start order (trace rows are sorted); parents first on ties.
+      std::stable_sort(nodes.begin(), nodes.end(), [&](std::uint32_t a, std::uint32_t b) {
+        if (g_.rec_start[a] != g_.rec_start[b]) return g_.rec_start[a] < g_.rec_start[b];
+        return g_.rec_end[a] > g_.rec_end[b];
+      });
+      // A stack of open calls; each level remembers its last finished child.
+      struct Level {
+        std::uint32_t node;
+        std::uint32_t last_child;
+      };
+      std::vector<Level> stack;
+      std::uint32_t last_top = kNoNode;
+      for (std::uint32_t n : nodes) {
+        while (!stack.empty() && g_.rec_end[stack.back().node] <= g_.rec_start[n]) {
+          const std::uint32_t closed = stack.back().node;
+          stack.pop_back();
+          if (stack.empty()) {
+            last_top = closed;
+          } else {
+            stack.back().last_child = closed;
+          }
+        }
+        if (stack.empty()) {
+          if (last_top != kNoNode) {
+            edge(DepGraph::end_tp(last_top), DepGraph::start_tp(n),
+                 g_.rec_start[n] - g_.rec_end[last_top], EdgeType::kProgramOrder);
+          }
+        } else {
+          Level& parent = stack.back();
+          if (parent.last_child != kNoNode) {
+            edge(DepGraph::end_tp(parent.last_child), DepGraph::start_tp(n),
+                 g_.rec_start[n] - g_.rec_end[parent.last_child], EdgeType::kProgramOrder);
+          } else {
+            edge(DepGraph::start_tp(parent.node), DepGraph::start_tp(n),
+                 g_.rec_start[n] - g_.rec_start[parent.node], EdgeType::kNesting);
+          }
+          edge(DepGraph::end_tp(n), DepGraph::end_tp(parent.node), 0, EdgeType::kNesting);
+        }
+        stack.push_back({n, kNoNode});
+      }
+    }
+  }
+
+  // ---- GPU streams ---------------------------------------------------------------------------
+
+  void stream_edges() {
+    std::unordered_map<std::uint64_t, std::uint32_t> index;
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+      if (!g_.gpu[n]) continue;
+      const std::uint32_t r = g_.op[n];
+      const std::uint64_t key = static_cast<std::uint64_t>(ops_.device[r]) << 48 ^
+                                static_cast<std::uint64_t>(ops_.stream[r]);
+      auto [it, added] = index.try_emplace(key, static_cast<std::uint32_t>(streams_.size()));
+      if (added) streams_.push_back({ops_.device[r], ops_.stream[r], {}, {}});
+      StreamOps& s = streams_[it->second];
+      s.nodes.push_back(n);
+      const std::uint32_t call = node_of_call(ops_.correlation[r]);
+      s.launched.push_back(call == kNoNode ? g_.rec_start[n] : g_.rec_start[call]);
+    }
+    for (StreamOps& s : streams_) {
+      // Nodes were added in start order; launch times are non-decreasing in practice, and the
+      // lookups below need them sorted: make them so (a running maximum).
+      for (std::size_t i = 1; i < s.launched.size(); ++i) {
+        s.launched[i] = std::max(s.launched[i], s.launched[i - 1]);
+      }
+      for (std::size_t i = 1; i < s.nodes.size(); ++i) {
+        edge(DepGraph::end_tp(s.nodes[i - 1]), DepGraph::start_tp(s.nodes[i]), 0,
+             EdgeType::kStreamOrder);
+      }
+    }
+  }
+
+  void launch_edges() {
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+      if (!g_.gpu[n]) continue;
+      const std::uint32_t call = node_of_call(ops_.correlation[g_.op[n]]);
+      if (call != kNoNode) edge(DepGraph::start_tp(call), DepGraph::start_tp(n), 0, EdgeType::kLaunch);
+    }
+  }
+
+  // ---- syncs -----------------------------------------------------------------------------------
+
+  /// Last node of `s` launched strictly before `t`, or kNoNode.
+  static std::uint32_t last_launched_before(const StreamOps& s, TimeNs t) {
+    const auto it = std::lower_bound(s.launched.begin(), s.launched.end(), t);
+    if (it == s.launched.begin()) return kNoNode;
+    return s.nodes[static_cast<std::size_t>(it - s.launched.begin()) - 1];
+  }
+
+  /// First node of `s` launched at or after `t`, or kNoNode.
+  static std::uint32_t first_launched_after(const StreamOps& s, TimeNs t) {
+    const auto it = std::lower_bound(s.launched.begin(), s.launched.end(), t);
+    if (it == s.launched.end()) return kNoNode;
+    return s.nodes[static_cast<std::size_t>(it - s.launched.begin())];
+  }
+
+  const StreamOps* find_stream(std::int32_t device, std::int64_t stream) const {
+    for (const StreamOps& s : streams_) {
+      if (s.stream == stream && (device == kNone || s.device == device)) return &s;
+    }
+    return nullptr;
+  }
+
+  /// E(last op of stream launched before `t`) -> E(call).
+  void sync_on_stream(const StreamOps& s, std::uint32_t call, TimeNs t, bool inferred) {
+    const std::uint32_t op = last_launched_before(s, t);
+    if (op != kNoNode) edge(DepGraph::end_tp(op), DepGraph::end_tp(call), 0, EdgeType::kHostSync, inferred);
+  }
+
+  void sync_on_device(std::int32_t device, std::uint32_t call, bool inferred) {
+    for (const StreamOps& s : streams_) {
+      if (device == kNone || s.device == device) sync_on_stream(s, call, g_.rec_start[call], inferred);
+    }
+  }
+
+  void sync_record_edges() {
+    const trace::SyncTable& sy = t_.syncs;
+    covered_.assign(g_.nodes(), 0);
+    for (std::size_t i = 0; i < sy.size(); ++i) {
+      const std::uint32_t row = sy.op[i];
+      const std::uint32_t call = node_of_call(ops_.correlation[row]);
+      if (call == kNoNode) {
+        if (in_window(ops_.start_ns[row])) ++g_.stats.unresolved_syncs;
+        continue;
+      }
+      covered_[call] = 1;
+      // CUPTI also writes records for cudaEventQuery/cudaStreamQuery; a query does not wait.
+      if (t_.strings.view(ops_.name[g_.op[call]]).find("Query") != std::string_view::npos) continue;
+      const std::int32_t device = ops_.device[row];
+      switch (sy.kind[i]) {
+        case SyncKind::kStreamSync: {
+          const StreamOps* s = find_stream(device, sy.stream[i]);
+          if (s != nullptr) sync_on_stream(*s, call, g_.rec_start[call], false);
+          break;
+        }
+        case SyncKind::kContextSync:
+          sync_on_device(device, call, false);
+          break;
+        case SyncKind::kEventSync: {
+          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
+          const StreamOps* s = find_stream(device, sy.event_stream[i]);
+          if (record != kNoNode && s != nullptr) {
+            sync_on_stream(*s, call, g_.rec_start[record], false);
+          } else if (sy.event_record_correlation[i] != kNone) {
+            ++g_.stats.unresolved_syncs;
+          }
+          break;
+        }
+        case SyncKind::kStreamWaitEvent: {
+          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
+          const StreamOps* src = find_stream(device, sy.event_stream[i]);
+          const StreamOps* dst = find_stream(device, sy.stream[i]);
+          if (record == kNoNode || src == nullptr || dst == nullptr) {
+            ++g_.stats.unresolved_syncs;
+            break;
+          }
+          const std::uint32_t a = last_launched_before(*src, g_.rec_start[record]);
+          const std::uint32_t b = first_launched_after(*dst, g_.rec_start[call]);
+          if (a != kNoNode && b != kNoNode) {
+            edge(DepGraph::end_tp(a), DepGraph::start_tp(b), 0, EdgeType::kEventWait);
+          }
+          break;
+        }
+        case SyncKind::kUnknown:
+          sync_on_device(device, call, true);
+          break;
+      }
+    }
+  }
+
+  /// Sync calls without a record, and blocking copies, resolved from their names.
+  void inferred_sync_edges() {
+    // Per thread, the latest cudaEventRecord seen so far (for stream waits without records).
+    std::unordered_map<std::uint64_t, std::uint32_t> last_record;
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+      if (g_.gpu[n]) continue;
+      const std::uint32_t r = g_.op[n];
+      const std::string_view name = t_.strings.view(ops_.name[r]);
+      const std::uint64_t thread = static_cast<std::uint64_t>(ops_.thread[r]);
+      if (is_event_record(name)) {
+        last_record[thread] = n;
+        continue;
+      }
+      if (is_blocking_copy(name)) {
+        for (std::uint32_t m : launched_by(n)) {
+          edge(DepGraph::end_tp(m), DepGraph::end_tp(n), 0, EdgeType::kHostSync);
+        }
+        continue;
+      }
+      if (covered_[n]) continue;
+      const auto kind = trace::sync_kind_of_api_call(name);
+      if (!kind) continue;
+      if (*kind == SyncKind::kStreamWaitEvent) {
+        const auto it = last_record.find(thread);
+        infer_stream_wait(n, it == last_record.end() ? n : it->second);
+      } else {
+        // Stream and event syncs name no stream in Kineto's API events: wait for them all.
+        sync_on_device(kNone, n, true);
+      }
+    }
+  }
+
+  /// GPU nodes launched by API call node `call` (same correlation id).
+  std::vector<std::uint32_t> launched_by(std::uint32_t call) {
+    if (gpu_by_corr_.empty()) {
+      for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+        if (g_.gpu[n]) gpu_by_corr_.emplace_back(ops_.correlation[g_.op[n]], n);
+      }
+      std::sort(gpu_by_corr_.begin(), gpu_by_corr_.end());
+    }
+    std::vector<std::uint32_t> out;
+    const std::int64_t corr = ops_.correlation[g_.op[call]];
+    if (corr == kNone) return out;
+    auto it = std::lower_bound(gpu_by_corr_.begin(), gpu_by_corr_.end(),
+                               std::pair<std::int64_t, std::uint32_t>{corr, 0});
+    for (; it != gpu_by_corr_.end() && it->first == corr; ++it) out.push_back(it->second);
+    return out;
+  }
+
+  /// cudaStreamWaitEvent without a record: the waiting stream is that of the next GPU op
+  /// launched after the call; the event's stream is unknown, so every other stream's last op
+  /// launched before the preceding cudaEventRecord is a source.
+  void infer_stream_wait(std::uint32_t wait_call, std::uint32_t record_call) {
+    const StreamOps* dst = nullptr;
+    std::uint32_t first = kNoNode;
+    TimeNs first_launch = INT64_MAX;
+    for (const StreamOps& s : streams_) {
+      const auto it = std::lower_bound(s.launched.begin(), s.launched.end(), g_.rec_start[wait_call]);
+      if (it != s.launched.end() && *it < first_launch) {
+        first_launch = *it;
+        first = s.nodes[static_cast<std::size_t>(it - s.launched.begin())];
+        dst = &s;
+      }
+    }
+    if (dst == nullptr) return;
+    for (const StreamOps& s : streams_) {
+      if (&s == dst || s.device != dst->device) continue;
+      const std::uint32_t a = last_launched_before(s, g_.rec_start[record_call]);
+      if (a != kNoNode) {
+        edge(DepGraph::end_tp(a), DepGraph::start_tp(first), 0, EdgeType::kEventWait, true);
+      }
+    }
+  }
+
+  // ---- lags, CSR, order ------------------------------------------------------------------------
+
+  TimeNs rec(std::uint32_t tp) const {
+    const std::uint32_t n = DepGraph::node_of(tp);
+    return DepGraph::is_end(tp) ? g_.rec_end[n] : g_.rec_start[n];
+  }
+
+  void assign_lags_and_csr() {
+    const std::size_t tps = 2 * g_.nodes();
+    // Counting sort of the edges by target timepoint.
+    g_.in_begin.assign(tps + 1, 0);
+    for (const RawEdge& e : raw_) ++g_.in_begin[e.to_tp + 1];
+    for (std::size_t t = 0; t < tps; ++t) g_.in_begin[t + 1] += g_.in_begin[t];
+    const std::size_t m = raw_.size();
+    g_.in_from.resize(m);
+    g_.in_lag.resize(m);
+    g_.in_type.resize(m);
+    g_.in_inferred.resize(m);
+    std::vector<std::uint32_t> fill(g_.in_begin.begin(), g_.in_begin.end() - 1);
+    for (const RawEdge& e : raw_) {
+      const std::uint32_t k = fill[e.to_tp]++;
+      g_.in_from[k] = e.from_tp;
+      g_.in_lag[k] = e.lag;
+      g_.in_type[k] = e.type;
+      g_.in_inferred[k] = e.inferred ? 1 : 0;
+      ++g_.stats.edges[static_cast<int>(e.type)];
+      if (e.inferred) ++g_.stats.inferred_edges[static_cast<int>(e.type)];
+    }
+    raw_.clear();
+    raw_.shrink_to_fit();
+    for (std::uint32_t t = 0; t < tps; ++t) fit_lags(t);
+  }
+
+  /// The gap rule of build_graph() for timepoint t.
+  void fit_lags(std::uint32_t t) {
+    const std::uint32_t b = g_.in_begin[t];
+    const std::uint32_t e = g_.in_begin[t + 1];
+    const std::uint32_t n = DepGraph::node_of(t);
+    const TimeNs target = rec(t);
+    if (b == e) {
+      if (!DepGraph::is_end(t)) {
+        g_.release[n] = target;
+        ++g_.stats.sources;
+      }
+      return;
+    }
+    std::uint32_t binding = b;
+    TimeNs latest = INT64_MIN;
+    std::uint32_t launch = UINT32_MAX;
+    for (std::uint32_t k = b; k < e; ++k) {
+      TimeNs c = rec(g_.in_from[k]) + g_.in_lag[k];
+      if (c > target) {  // contradicted by the recorded times: clamp
+        g_.in_lag[k] = target - rec(g_.in_from[k]);
+        c = target;
+        ++g_.stats.violated_edges;
+      }
+      if (c > latest) {
+        latest = c;
+        binding = k;
+      }
+      if (g_.in_type[k] == EdgeType::kLaunch) launch = k;
+    }
+    // A GPU op that started before its launch call returned was waiting for the launch to be
+    // submitted: the gap is launch overhead, even if the stream was busy until after the call
+    // began.
+    if (launch != UINT32_MAX && binding != launch &&
+        target <= g_.rec_end[DepGraph::node_of(g_.in_from[launch])]) {
+      binding = launch;
+      latest = rec(g_.in_from[launch]) + g_.in_lag[launch];
+      // Constraints later than the launch's remain satisfied: they are <= target.
+      const TimeNs gap = target - latest;
+      g_.in_lag[binding] += gap;
+      return;
+    }
+    if (DepGraph::is_end(t)) {
+      // A call that waited: its own duration is what remains after the wait ended.
+      if (latest > g_.rec_start[n]) {
+        g_.dur[n] = std::min(g_.dur[n], target - latest);
+      } else {
+        return;  // finished on its own: the duration binds, the edges do not
+      }
+    }
+    const TimeNs gap = target - latest;
+    g_.in_lag[binding] += gap;
+    if (g_.gpu[n] && !DepGraph::is_end(t) && g_.in_type[binding] == EdgeType::kStreamOrder) {
+      g_.stats.unexplained_gpu_gap_ns += gap;
+    }
+  }
+
+  /// Kahn's algorithm over timepoints (with the S -> E edge of each node). Equal-time cycles,
+  /// if any, are broken by dropping the edges that still block (counted).
+  void topological_order() {
+    const std::size_t tps = 2 * g_.nodes();
+    std::vector<std::uint32_t> indeg(tps, 0);
+    std::vector<std::uint32_t> out_begin(tps + 1, 0);
+    for (std::uint32_t t = 0; t < tps; ++t) {
+      indeg[t] = g_.in_begin[t + 1] - g_.in_begin[t] + (DepGraph::is_end(t) ? 1 : 0);
+      for (std::uint32_t k = g_.in_begin[t]; k < g_.in_begin[t + 1]; ++k) ++out_begin[g_.in_from[k] + 1];
+    }
+    for (std::size_t t = 0; t < tps; ++t) out_begin[t + 1] += out_begin[t];
+    std::vector<std::uint32_t> out_to(g_.edges());
+    std::vector<std::uint32_t> fill(out_begin.begin(), out_begin.end() - 1);
+    for (std::uint32_t t = 0; t < tps; ++t) {
+      for (std::uint32_t k = g_.in_begin[t]; k < g_.in_begin[t + 1]; ++k) out_to[fill[g_.in_from[k]]++] = t;
+    }
+    g_.topo.clear();
+    g_.topo.reserve(tps);
+    std::vector<std::uint32_t> ready;
+    for (std::uint32_t t = 0; t < tps; ++t) {
+      if (indeg[t] == 0) ready.push_back(t);
+    }
+    std::vector<std::uint8_t> done(tps, 0);
+    auto release = [&](std::uint32_t t) {
+      g_.topo.push_back(t);
+      done[t] = 1;
+      if (!DepGraph::is_end(t) && --indeg[t + 1] == 0) ready.push_back(t + 1);
+      for (std::uint32_t k = out_begin[t]; k < out_begin[t + 1]; ++k) {
+        if (--indeg[out_to[k]] == 0) ready.push_back(out_to[k]);
+      }
+    };
+    std::size_t next_forced = 0;
+    std::vector<std::uint32_t> by_time;  // built only if a cycle shows up
+    while (g_.topo.size() < tps) {
+      while (!ready.empty()) {
+        const std::uint32_t t = ready.back();
+        ready.pop_back();
+        release(t);
+      }
+      if (g_.topo.size() == tps) break;
+      // A cycle: force the earliest (recorded time) unfinished start timepoint and drop its
+      // unfinished incoming edges.
+      if (by_time.empty()) {
+        by_time.resize(tps);
+        std::iota(by_time.begin(), by_time.end(), 0u);
+        std::stable_sort(by_time.begin(), by_time.end(),
+                         [&](std::uint32_t a, std::uint32_t b) { return rec(a) < rec(b); });
+      }
+      while (next_forced < tps && (done[by_time[next_forced]] || indeg[by_time[next_forced]] == 0)) {
+        ++next_forced;
+      }
+      const std::uint32_t t = by_time[next_forced];
+      for (std::uint32_t k = g_.in_begin[t]; k < g_.in_begin[t + 1]; ++k) {
+        if (!done[g_.in_from[k]]) {
+          g_.in_lag[k] = kDroppedLag;
+          ++g_.stats.cycle_edges;
+        }
+      }
+      indeg[t] = 0;
+      ready.push_back(t);
+    }
+  }
+
+  const Trace& t_;
+  const trace::OpTable& ops_;
+  DepGraph g_;
+  std::vector<std::uint32_t> node_of_op_;
+  std::unordered_set<std::uint64_t> relevant_threads_;
+  std::unordered_map<std::int64_t, std::uint32_t> call_of_corr_;  // correlation -> trace row
+  std::vector<std::int64_t> all_calls_;
+  bool all_calls_built_ = false;
+  std::vector<StreamOps> streams_;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> gpu_by_corr_;
+  std::vector<std::uint8_t> covered_;
+  std::vector<RawEdge> raw_;
+};
+
+}  // namespace
+
+std::string_view edge_type_name(EdgeType t) noexcept {
+  switch (t) {
+    case EdgeType::kStreamOrder: return "stream_order";
+    case EdgeType::kProgramOrder: return "program_order";
+    case EdgeType::kNesting: return "nesting";
+    case EdgeType::kLaunch: return "launch";
+    case EdgeType::kHostSync: return "host_sync";
+    case EdgeType::kEventWait: return "event_wait";
+  }
+  return "unknown";
+}
+
+std::size_t DepGraph::memory_bytes() const noexcept {
+  return op.capacity() * 4 + (dur.capacity() + rec_start.capacity() + rec_end.capacity() +
+                              release.capacity()) * 8 +
+         gpu.capacity() + in_begin.capacity() * 4 + in_from.capacity() * 4 +
+         in_lag.capacity() * 8 + in_type.capacity() + in_inferred.capacity() + topo.capacity() * 4;
+}
+
+DepGraph build_graph(const trace::Trace& trace, const Window& window) {
+  return Builder(trace, window).build();
+}
+
+}  // namespace emo::graph

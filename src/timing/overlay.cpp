@@ -1,0 +1,126 @@
+#include "timing/overlay.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trace/error.h"
+
+namespace emo::timing {
+namespace {
+
+using trace::TimeNs;
+
+/// ns -> the µs text Chrome traces use, exactly ("1712195495519689.047").
+std::string us(TimeNs ns) {
+  const bool neg = ns < 0;
+  const unsigned long long a = neg ? 0ull - static_cast<unsigned long long>(ns)
+                                   : static_cast<unsigned long long>(ns);
+  return fmt::format("{}{}.{:03d}", neg ? "-" : "", a / 1000, a % 1000);
+}
+
+std::string quoted(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+
+constexpr std::int64_t kPathPid = 1'000'000'000;     // the critical-path track
+constexpr std::int64_t kSlackPidBase = 1'000'000'100;  // + device: slack windows
+
+class Writer {
+ public:
+  Writer(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
+    if (!f_) throw InputError(path, fmt::format("cannot open for writing: {}", std::strerror(errno)));
+  }
+  ~Writer() {
+    if (f_) std::fclose(f_);
+  }
+  void event(const std::string& body) {
+    put(first_ ? "\n" : ",\n");
+    first_ = false;
+    put(body);
+  }
+  void put(std::string_view s) {
+    if (std::fwrite(s.data(), 1, s.size(), f_) != s.size()) throw InputError(path_, "write failed");
+  }
+  void close() {
+    if (std::fclose(f_) != 0) {
+      f_ = nullptr;
+      throw InputError(path_, "write failed");
+    }
+    f_ = nullptr;
+  }
+
+ private:
+  std::string path_;
+  std::FILE* f_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& path) {
+  const graph::DepGraph& g = a.graph;
+  const auto& ops = t.ops;
+  std::vector<std::uint32_t> node_of(ops.size(), UINT32_MAX);
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) node_of[g.op[n]] = n;
+
+  Writer w(path);
+  w.put("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [");
+  w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO critical path"}}}})", kPathPid));
+  for (const GpuSlack& gs : a.gpus) {
+    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO slack windows, GPU {}"}}}})",
+                        kSlackPidBase + gs.device, gs.device));
+  }
+  for (std::uint32_t i = 0; i < ops.size(); ++i) {
+    const trace::OpKind k = ops.kind[i];
+    if (k == trace::OpKind::kSync) continue;
+    const bool gpu = trace::is_gpu_op(k) || k == trace::OpKind::kGpuAnnotation;
+    const std::int64_t pid = gpu ? ops.device[i] : ops.process[i];
+    const std::int64_t tid = gpu ? ops.stream[i] : ops.thread[i];
+    std::string args = fmt::format(R"("id": {}, "correlation": {})", i, ops.correlation[i]);
+    const std::uint32_t n = node_of[i];
+    if (n != UINT32_MAX) {
+      args += fmt::format(R"(, "slack_ns": {}, "critical": {})", a.node_slack[n],
+                          a.node_slack[n] == 0 ? "true" : "false");
+    }
+    w.event(fmt::format(R"({{"ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{{}}}}})",
+                        trace::op_kind_name(k), quoted(t.strings.view(ops.name[i])), pid, tid,
+                        us(ops.start_ns[i]), us(ops.dur_ns[i]), args));
+  }
+  // The critical path: its own track, and flows linking its steps in the original tracks.
+  std::uint64_t flow = 1;
+  for (std::size_t s = 0; s < a.path.steps.size(); ++s) {
+    const PathStep& st = a.path.steps[s];
+    const std::uint32_t row = g.op[st.node];
+    w.event(fmt::format(R"({{"ph": "X", "cat": "critical_path", "name": {}, "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {{"id": {}, "via": "{}"}}}})",
+                        quoted(t.strings.view(ops.name[row])), kPathPid,
+                        us(a.schedule.start(st.node)),
+                        us(a.schedule.end(st.node) - a.schedule.start(st.node)), row,
+                        st.via_edge ? graph::edge_type_name(st.edge) : "start"));
+    if (s + 1 < a.path.steps.size()) {
+      const std::uint32_t next = a.path.steps[s + 1].node;
+      const std::uint32_t nrow = g.op[next];
+      const bool gpu_a = g.gpu[st.node] != 0;
+      const bool gpu_b = g.gpu[next] != 0;
+      w.event(fmt::format(R"({{"ph": "s", "id": {}, "cat": "critical_path", "name": "critical_path", "pid": {}, "tid": {}, "ts": {}}})",
+                          flow, gpu_a ? ops.device[row] : ops.process[row],
+                          gpu_a ? ops.stream[row] : ops.thread[row], us(ops.start_ns[row])));
+      w.event(fmt::format(R"({{"ph": "f", "bp": "e", "id": {}, "cat": "critical_path", "name": "critical_path", "pid": {}, "tid": {}, "ts": {}}})",
+                          flow, gpu_b ? ops.device[nrow] : ops.process[nrow],
+                          gpu_b ? ops.stream[nrow] : ops.thread[nrow], us(ops.start_ns[nrow])));
+      ++flow;
+    }
+  }
+  for (const GpuSlack& gs : a.gpus) {
+    for (const Interval& win : gs.windows) {
+      w.event(fmt::format(R"({{"ph": "X", "cat": "slack_window", "name": "slack window", "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {{"device": {}}}}})",
+                          kSlackPidBase + gs.device, us(win.start_ns), us(win.end_ns - win.start_ns), gs.device));
+    }
+  }
+  w.put("\n]}\n");
+  w.close();
+}
+
+}  // namespace emo::timing

@@ -1,0 +1,17 @@
+// A Chrome/Perfetto JSON trace of an analysis, for looking at slack in the Perfetto UI.
+#pragma once
+
+#include <string>
+
+#include "timing/analysis.h"
+
+namespace emo::timing {
+
+/// Writes `path`: every op of the trace as a complete event ("X"; GPU ops on pid = device,
+/// tid = stream; host ops on their pid/tid), with args {id, correlation, slack_ns, critical};
+/// the critical path as flow events (cat "critical_path") and as its own track
+/// ("EMO critical path"); and per GPU a track of slack windows ("EMO slack windows, GPU d").
+/// Timestamps are µs with exact ns fractions. Throws emo::InputError when it cannot be written.
+void write_overlay(const trace::Trace& trace, const Analysis& a, const std::string& path);
+
+}  // namespace emo::timing

@@ -1,0 +1,115 @@
+// What-if timing, slack and the critical path over a dependency graph (DESIGN §2).
+//
+// replay(): every timepoint's time is the max over its constraints, in topological order,
+// O(V + E). slack(): the latest finish of each node that keeps the same end of the window
+// (backward pass, O(V + E)) minus its earliest finish. The critical path is the chain of tight
+// constraints from the last end back to a pinned start.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/dep_graph.h"
+#include "trace/trace.h"
+
+namespace emo::timing {
+
+using graph::DepGraph;
+using trace::TimeNs;
+
+/// Times of every timepoint (index = timepoint id of DepGraph), and the window's end.
+struct Schedule {
+  std::vector<TimeNs> time;      ///< size 2 * nodes
+  TimeNs end_ns = 0;             ///< Latest end of any node.
+  std::uint32_t last_node = 0;   ///< A node ending at end_ns.
+  TimeNs makespan_ns = 0;        ///< end_ns - DepGraph::window_start_ns.
+  TimeNs start(std::uint32_t n) const { return time[DepGraph::start_tp(n)]; }
+  TimeNs end(std::uint32_t n) const { return time[DepGraph::end_tp(n)]; }
+};
+
+/// Forward pass with the given intrinsic durations (size nodes; usually DepGraph::dur, or a
+/// what-if variant of it). O(V + E).
+Schedule replay(const DepGraph& g, std::span<const TimeNs> dur);
+
+/// max over GPU nodes of |replayed end - recorded end| / makespan (0 for an empty graph).
+double replay_error(const DepGraph& g, const Schedule& s);
+
+/// Per node: latest end that keeps s.end_ns, minus the node's end in `s` (>= 0). O(V + E).
+std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const TimeNs> dur);
+
+/// Where the makespan goes along the critical path; fractions of the makespan sum to 1.
+/// cpu: host call time and CPU gaps between calls; gpu_compute: kernels (not collectives) and
+/// memsets; communication: collective kernels and memcpys; launch_overhead: API call start to GPU
+/// op start; sync_wait: GPU end to the return of a blocking call, and cross-stream event waits;
+/// idle: GPU gaps the graph cannot explain and the time before the path's first op.
+struct BoundBy {
+  enum Category { kCpu, kGpuCompute, kCommunication, kLaunchOverhead, kSyncWait, kIdle, kCount };
+  std::array<TimeNs, kCount> ns{};
+  static const char* name(int c);
+};
+
+/// One step of the critical path: a node, and the edge (type) by which it was reached from
+/// the previous step (kNone-like: `via_edge` false for the first).
+struct PathStep {
+  std::uint32_t node;
+  bool via_edge = false;
+  graph::EdgeType edge = graph::EdgeType::kStreamOrder;
+};
+
+struct CriticalPath {
+  std::vector<PathStep> steps;  ///< From the first op to the last, in time order.
+  TimeNs length_ns = 0;         ///< End of the last step - start of the first.
+  BoundBy bound_by;
+};
+
+/// Walks tight constraints back from s.last_node. `trace` classifies nodes for bound_by.
+CriticalPath critical_path(const trace::Trace& trace, const DepGraph& g, const Schedule& s,
+                           std::span<const TimeNs> dur);
+
+/// A time interval [start_ns, end_ns).
+struct Interval {
+  TimeNs start_ns;
+  TimeNs end_ns;
+};
+
+/// Per GPU: busy time (union of its ops), critical-busy time (union of its zero-slack ops), and
+/// the slack windows — busy intervals where only ops with slack run — with their total.
+struct GpuSlack {
+  std::int32_t device = 0;
+  TimeNs busy_ns = 0;
+  TimeNs critical_busy_ns = 0;
+  TimeNs slack_ns = 0;  ///< Sum of the windows' lengths = busy - critical-busy.
+  std::vector<Interval> windows;
+};
+
+std::vector<GpuSlack> gpu_slack(const trace::Trace& trace, const DepGraph& g, const Schedule& s,
+                                std::span<const TimeNs> node_slack);
+
+/// Duration changes for what-if timing. Spec: RULE[;RULE...], RULE = SELECTOR:CHANGE.
+/// SELECTOR: all | gpu | id=N (trace op row) | name=TEXT | name~REGEX | kind=K (kernel,
+/// collective, memcpy, memset, runtime, driver) | stream=S | device=D.
+/// CHANGE: xF or *F (scale by F >= 0), +DUR, -DUR (add/subtract, floor 0), =DUR (absolute);
+/// DUR = number with unit ns|us|ms|s, e.g. "kind=kernel:x1.5", "name~gemm:x1.2", "id=123:+2ms".
+/// Rules apply in order, each to the result of the previous ones.
+struct WhatIf {
+  std::string spec;
+  struct Rule;
+  std::vector<Rule> rules;
+  WhatIf();
+  ~WhatIf();
+  WhatIf(const WhatIf&);
+  WhatIf& operator=(const WhatIf&);
+  WhatIf(WhatIf&&) noexcept;
+  WhatIf& operator=(WhatIf&&) noexcept;
+};
+
+/// Parses a what-if spec. Throws emo::InputError("--what-if SPEC", reason) when malformed.
+WhatIf parse_what_if(const std::string& spec);
+
+/// The node durations of `g` with the spec's changes applied.
+std::vector<TimeNs> apply_what_if(const trace::Trace& trace, const DepGraph& g, const WhatIf& w);
+
+}  // namespace emo::timing
