@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the default input: installs the Debian dependencies, builds EMO and runs it.
-# Today the pipeline's first stage, `emo inspect`; later `emo optimize` end to end.
-#   scripts/main-job.sh [TRACE...]     (default: a real trace from ../shared/data)
+# The main job on the default input: installs the Debian dependencies, builds EMO and runs the
+# pipeline as far as it exists today: `emo inspect` (trace summary) and `emo analyze` (critical
+# path, slack, what-if) on each trace; later `emo optimize` end to end.
+#   scripts/main-job.sh [TRACE...]     (default: real traces from ../shared/data)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
@@ -11,4 +12,8 @@ DATA=${EMO_DATA_DIR:-../shared/data}
 if (($# == 0)); then
   set -- "$DATA/kineto/hta_nccl_allreduce_rank0.json.gz" "$DATA/nsys/perlmutter-cloverleaf-cuda.sqlite"
 fi
-exec build/emo inspect "$@"
+build/emo inspect "$@"
+for t in "$@"; do
+  echo
+  build/emo analyze "$t" --what-if 'kind=kernel:x1.1'
+done

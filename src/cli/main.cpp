@@ -1,6 +1,7 @@
 // `emo`: the command-line front end. Bad input of any kind ends with one line on stderr,
 // "emo: error: FILE: problem", and exit code 2.
 #include <cstdio>
+#include <string>
 #include <exception>
 #include <new>
 #include <vector>
@@ -16,6 +17,10 @@ int main(int argc, char** argv) {
                "lower SM clocks"};
   app.set_version_flag("--version", std::string("emo ") + EMO_VERSION);
   app.require_subcommand(1);
+  // Usage errors: one line, like every other error ("emo: error: ...").
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("emo: error: ") + e.what() + " (see emo --help)\n";
+  });
   std::vector<emo::cli::Action> actions;
   actions.push_back(emo::cli::add_inspect_command(app));
   actions.push_back(emo::cli::add_analyze_command(app));

@@ -36,9 +36,10 @@ struct StreamOps {
 
 /// Calls that block the host until GPU work is done, besides the sync calls: synchronous copies.
 bool is_blocking_copy(std::string_view name) {
+  // "hipMemcpyWithStream" has no '_'; "cudaMemcpy_v3020" (nsys) is cut at it.
   const std::string_view base = name.substr(0, name.find('_'));
   for (std::string_view n : {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
-                             "cudaMemcpyFromSymbol", "cudaMemcpyPeer", "hipMemcpy",
+                             "cudaMemcpyFromSymbol", "cudaMemcpyPeer", "hipMemcpy", "hipMemcpyWithStream",
                              "hipMemcpy2D", "cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH",
                              "cuMemcpyDtoD"}) {
     if (base == n) return true;
@@ -91,25 +92,31 @@ class Builder {
     node_of_op_.assign(ops_.size(), kNoNode);
     // API calls in the window, then the GPU ops they launched (or, without a launcher, in it).
     for (std::uint32_t i = 0; i < ops_.size(); ++i) {
-      if (trace::is_api_call(ops_.kind[i]) && in_window(ops_.start_ns[i])) {
-        if (ops_.correlation[i] != kNone) call_of_corr_.try_emplace(ops_.correlation[i], i);
+      if (trace::is_api_call(ops_.kind[i]) && in_window(ops_.start_ns[i]) &&
+          ops_.correlation[i] != kNone) {
+        call_of_corr_.emplace_back(ops_.correlation[i], i);
       }
     }
+    // Sorted by correlation, first call (lowest row = earliest) first among equals.
+    std::sort(call_of_corr_.begin(), call_of_corr_.end());
     find_relevant_threads();
     for (std::uint32_t i = 0; i < ops_.size(); ++i) {
       const OpKind k = ops_.kind[i];
       if (trace::is_api_call(k)) {
         if (in_window(ops_.start_ns[i]) && relevant_threads_.count(thread_key(i)) != 0) add_node(i);
       } else if (trace::is_gpu_op(k)) {
-        const auto it = call_of_corr_.find(ops_.correlation[i]);
-        const bool launched_in_window = it != call_of_corr_.end();
+        const bool launched_in_window = call_row(ops_.correlation[i]) != kNoNode;
         if (launched_in_window || (!has_any_launcher(i) && in_window(ops_.start_ns[i]))) {
           add_node(i);
         }
       }
     }
     if (!g_.op.empty()) {
-      g_.window_start_ns = *std::min_element(g_.rec_start.begin(), g_.rec_start.end());
+      // A named window starts where its annotation starts (its CPU time before the first API
+      // call counts); the whole trace starts at its first node.
+      g_.window_start_ns = g_.window.begin_ns != INT64_MIN
+                               ? g_.window.begin_ns
+                               : *std::min_element(g_.rec_start.begin(), g_.rec_start.end());
     }
   }
 
@@ -154,9 +161,17 @@ class Builder {
            std::binary_search(all_calls_.begin(), all_calls_.end(), ops_.correlation[gpu_row]);
   }
 
+  /// Trace row of the (first) API call in the window with correlation `corr`, or kNoNode.
+  std::uint32_t call_row(std::int64_t corr) const {
+    if (corr == kNone) return kNoNode;
+    const auto it = std::lower_bound(call_of_corr_.begin(), call_of_corr_.end(),
+                                     std::pair<std::int64_t, std::uint32_t>{corr, 0});
+    return (it != call_of_corr_.end() && it->first == corr) ? it->second : kNoNode;
+  }
+
   std::uint32_t node_of_call(std::int64_t corr) const {
-    const auto it = call_of_corr_.find(corr);
-    return it == call_of_corr_.end() ? kNoNode : node_of_op_[it->second];
+    const std::uint32_t row = call_row(corr);
+    return row == kNoNode ? kNoNode : node_of_op_[row];
   }
 
   void edge(std::uint32_t from_tp, std::uint32_t to_tp, TimeNs lag, EdgeType type,
@@ -233,6 +248,7 @@ class Builder {
       const std::uint32_t call = node_of_call(ops_.correlation[r]);
       s.launched.push_back(call == kNoNode ? g_.rec_start[n] : g_.rec_start[call]);
     }
+    release_backlog(index);
     for (StreamOps& s : streams_) {
       // Nodes were added in start order; launch times are non-decreasing in practice, and the
       // lookups below need them sorted: make them so (a running maximum).
@@ -243,6 +259,23 @@ class Builder {
         edge(DepGraph::end_tp(s.nodes[i - 1]), DepGraph::start_tp(s.nodes[i]), 0,
              EdgeType::kStreamOrder);
       }
+    }
+  }
+
+  /// In a window, a stream may still be busy with work launched before it: the first op of
+  /// each stream may not start before that work ends (a release time, not an edge).
+  void release_backlog(const std::unordered_map<std::uint64_t, std::uint32_t>& index) {
+    if (g_.window.begin_ns == INT64_MIN) return;
+    for (std::uint32_t i = 0; i < ops_.size(); ++i) {
+      if (!trace::is_gpu_op(ops_.kind[i]) || node_of_op_[i] != kNoNode) continue;
+      const std::uint64_t key = static_cast<std::uint64_t>(ops_.device[i]) << 48 ^
+                                static_cast<std::uint64_t>(ops_.stream[i]);
+      const auto it = index.find(key);
+      if (it == index.end()) continue;
+      const std::uint32_t first = streams_[it->second].nodes.front();
+      if (ops_.start_ns[i] >= g_.rec_start[first]) continue;
+      const TimeNs busy_until = std::min(ops_.end_ns(i), g_.rec_start[first]);
+      g_.release[first] = std::max(g_.release[first], busy_until);
     }
   }
 
@@ -296,7 +329,10 @@ class Builder {
       const std::uint32_t row = sy.op[i];
       const std::uint32_t call = node_of_call(ops_.correlation[row]);
       if (call == kNoNode) {
-        if (in_window(ops_.start_ns[row])) ++g_.stats.unresolved_syncs;
+        // A call outside the window, or on a left-out thread (a poller), or absent.
+        if (in_window(ops_.start_ns[row]) && call_row(ops_.correlation[row]) == kNoNode) {
+          ++g_.stats.unresolved_syncs;
+        }
         continue;
       }
       covered_[call] = 1;
@@ -307,30 +343,27 @@ class Builder {
         case SyncKind::kStreamSync: {
           const StreamOps* s = find_stream(device, sy.stream[i]);
           if (s != nullptr) sync_on_stream(*s, call, g_.rec_start[call], false);
-          break;
+          break;  // no ops on that stream: nothing to wait for
         }
         case SyncKind::kContextSync:
           sync_on_device(device, call, false);
           break;
         case SyncKind::kEventSync: {
-          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
+          // The event was recorded on event_stream, by the call of event_record_correlation;
+          // without that call, the last op of the event's stream launched before the wait.
           const StreamOps* s = find_stream(device, sy.event_stream[i]);
-          if (record != kNoNode && s != nullptr) {
-            sync_on_stream(*s, call, g_.rec_start[record], false);
-          } else if (sy.event_record_correlation[i] != kNone) {
-            ++g_.stats.unresolved_syncs;
-          }
+          if (s == nullptr) break;  // unknown stream, or one with no ops: nothing to wait for
+          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
+          sync_on_stream(*s, call, g_.rec_start[record != kNoNode ? record : call], false);
           break;
         }
         case SyncKind::kStreamWaitEvent: {
-          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
           const StreamOps* src = find_stream(device, sy.event_stream[i]);
           const StreamOps* dst = find_stream(device, sy.stream[i]);
-          if (record == kNoNode || src == nullptr || dst == nullptr) {
-            ++g_.stats.unresolved_syncs;
-            break;
-          }
-          const std::uint32_t a = last_launched_before(*src, g_.rec_start[record]);
+          if (src == nullptr || dst == nullptr) break;  // a stream with no ops: no edge needed
+          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
+          const std::uint32_t a =
+              last_launched_before(*src, g_.rec_start[record != kNoNode ? record : call]);
           const std::uint32_t b = first_launched_after(*dst, g_.rec_start[call]);
           if (a != kNoNode && b != kNoNode) {
             edge(DepGraph::end_tp(a), DepGraph::start_tp(b), 0, EdgeType::kEventWait);
@@ -358,8 +391,13 @@ class Builder {
         continue;
       }
       if (is_blocking_copy(name)) {
+        // A synchronous copy returns once its data is in host memory (DtoH). From pageable host
+        // memory to the GPU it returns once the data is staged, and device-to-device copies do
+        // not block the host (CUDA runtime API, "API synchronization behavior").
         for (std::uint32_t m : launched_by(n)) {
-          edge(DepGraph::end_tp(m), DepGraph::end_tp(n), 0, EdgeType::kHostSync);
+          if (t_.strings.view(ops_.name[g_.op[m]]).find("DtoH") != std::string_view::npos) {
+            edge(DepGraph::end_tp(m), DepGraph::end_tp(n), 0, EdgeType::kHostSync, true);
+          }
         }
         continue;
       }
@@ -456,21 +494,22 @@ class Builder {
     const std::uint32_t b = g_.in_begin[t];
     const std::uint32_t e = g_.in_begin[t + 1];
     const std::uint32_t n = DepGraph::node_of(t);
+    const bool is_end = DepGraph::is_end(t);
     const TimeNs target = rec(t);
-    if (b == e) {
-      if (!DepGraph::is_end(t)) {
-        g_.release[n] = target;
-        ++g_.stats.sources;
-      }
-      return;
-    }
-    std::uint32_t binding = b;
-    TimeNs latest = INT64_MIN;
+    std::uint32_t binding = UINT32_MAX;
     std::uint32_t launch = UINT32_MAX;
+    TimeNs latest = INT64_MIN;
+    TimeNs latest_other = is_end ? INT64_MIN : g_.release[n];  // constraints but the launch
     for (std::uint32_t k = b; k < e; ++k) {
       TimeNs c = rec(g_.in_from[k]) + g_.in_lag[k];
-      if (c > target) {  // contradicted by the recorded times: clamp
-        g_.in_lag[k] = target - rec(g_.in_from[k]);
+      if (c > target) {
+        if (g_.in_inferred[k]) {
+          // An inferred wait the recording contradicts did not happen: drop it.
+          g_.in_lag[k] = kDroppedLag;
+          ++g_.stats.dropped_inferred_edges;
+          continue;
+        }
+        g_.in_lag[k] = target - rec(g_.in_from[k]);  // recorded dependency, clock skew: clamp
         c = target;
         ++g_.stats.violated_edges;
       }
@@ -478,31 +517,35 @@ class Builder {
         latest = c;
         binding = k;
       }
-      if (g_.in_type[k] == EdgeType::kLaunch) launch = k;
+      if (g_.in_type[k] == EdgeType::kLaunch) {
+        launch = k;
+      } else {
+        latest_other = std::max(latest_other, c);
+      }
     }
-    // A GPU op that started before its launch call returned was waiting for the launch to be
-    // submitted: the gap is launch overhead, even if the stream was busy until after the call
-    // began.
-    if (launch != UINT32_MAX && binding != launch &&
-        target <= g_.rec_end[DepGraph::node_of(g_.in_from[launch])]) {
-      binding = launch;
-      latest = rec(g_.in_from[launch]) + g_.in_lag[launch];
-      // Constraints later than the launch's remain satisfied: they are <= target.
-      const TimeNs gap = target - latest;
-      g_.in_lag[binding] += gap;
+    if (!is_end && (binding == UINT32_MAX || g_.release[n] >= latest)) {
+      // No constraint, or the stream was busy with work from before the window: pinned.
+      g_.release[n] = target;
+      ++g_.stats.sources;
       return;
     }
-    if (DepGraph::is_end(t)) {
+    if (binding == UINT32_MAX) return;  // an end with no usable edge: its duration binds
+    // A GPU op cannot start before its launch call submitted it, which is by the call's return.
+    // When the call returned no earlier than every other constraint, the launch explains the
+    // start: the gap is launch overhead, not an unexplained wait of the GPU.
+    if (launch != UINT32_MAX && binding != launch &&
+        g_.rec_end[DepGraph::node_of(g_.in_from[launch])] >= latest_other) {
+      binding = launch;
+      latest = rec(g_.in_from[launch]) + g_.in_lag[launch];
+    }
+    if (is_end) {
       // A call that waited: its own duration is what remains after the wait ended.
-      if (latest > g_.rec_start[n]) {
-        g_.dur[n] = std::min(g_.dur[n], target - latest);
-      } else {
-        return;  // finished on its own: the duration binds, the edges do not
-      }
+      if (latest <= g_.rec_start[n]) return;  // finished on its own: the duration binds
+      g_.dur[n] = std::min(g_.dur[n], target - latest);
     }
     const TimeNs gap = target - latest;
     g_.in_lag[binding] += gap;
-    if (g_.gpu[n] && !DepGraph::is_end(t) && g_.in_type[binding] == EdgeType::kStreamOrder) {
+    if (g_.gpu[n] && !is_end && g_.in_type[binding] == EdgeType::kStreamOrder) {
       g_.stats.unexplained_gpu_gap_ns += gap;
     }
   }
@@ -575,7 +618,7 @@ class Builder {
   DepGraph g_;
   std::vector<std::uint32_t> node_of_op_;
   std::unordered_set<std::uint64_t> relevant_threads_;
-  std::unordered_map<std::int64_t, std::uint32_t> call_of_corr_;  // correlation -> trace row
+  std::vector<std::pair<std::int64_t, std::uint32_t>> call_of_corr_;  // (correlation, row), sorted
   std::vector<std::int64_t> all_calls_;
   bool all_calls_built_ = false;
   std::vector<StreamOps> streams_;

@@ -43,7 +43,9 @@ inline constexpr TimeNs kDroppedLag = INT64_MIN;
 struct GraphStats {
   std::array<std::int64_t, kEdgeTypeCount> edges{};           ///< Per type, inferred included.
   std::array<std::int64_t, kEdgeTypeCount> inferred_edges{};  ///< Per type: from call names.
-  std::int64_t violated_edges = 0;   ///< Contradicted by the recorded times; lag clamped.
+  std::int64_t violated_edges = 0;   ///< Recorded dependencies the times contradict (clock
+                                     ///< skew); lag clamped.
+  std::int64_t dropped_inferred_edges = 0;  ///< Inferred waits the times contradict: dropped.
   std::int64_t cycle_edges = 0;      ///< Dropped to break cycles (equal-time ties).
   std::int64_t unresolved_syncs = 0; ///< Sync records whose call or ops were not found.
   std::int64_t sources = 0;          ///< Start timepoints with no incoming edge (pinned).
@@ -79,7 +81,8 @@ struct DepGraph {
   std::vector<std::uint32_t> topo;
 
   Window window;
-  TimeNs window_start_ns = 0;  ///< Earliest recorded start of a node (the makespan's origin).
+  TimeNs window_start_ns = 0;  ///< The makespan's origin: the window's begin, or for the whole
+                               ///< trace the earliest recorded start of a node.
   GraphStats stats;
 
   std::size_t nodes() const noexcept { return op.size(); }
@@ -103,10 +106,14 @@ struct DepGraph {
 /// its return latency (recorded end - latest end it waited for); otherwise its recorded duration.
 /// Start timepoints without incoming edges are pinned to their recorded start (`release`).
 ///
-/// Sync edges come from the trace's sync records where they exist; sync calls without a record
-/// are resolved from their names (sync_kind_of_api_call), conservatively: a stream or event sync
-/// whose stream is unknown waits for every stream of the process's devices. Such edges are flagged
-/// inferred. See docs/graph.md. O((ops + edges) log) for the grouping sorts, O(V + E) otherwise.
+/// Sync edges come from the trace's sync records where they exist (records of query calls,
+/// cudaEventQuery, are ignored: a query does not wait); sync calls without a record are resolved
+/// from their names (sync_kind_of_api_call), conservatively: a stream or event sync whose stream
+/// is unknown waits for every stream of every device. Synchronous device-to-host copies wait for
+/// their copy. Name-based edges are flagged inferred; an inferred edge the recorded times
+/// contradict is dropped (the wait did not happen). Host threads that neither launch GPU work nor
+/// block on it are left out. In a window, a stream busy with work launched before it gives its
+/// first op a release time. See docs/graph.md. O(ops log ops + edges).
 DepGraph build_graph(const trace::Trace& trace, const Window& window = {});
 
 }  // namespace emo::graph

@@ -149,6 +149,7 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
           {"bound_by", bound},
           {"what_if", what_if},
           {"graph", {{"violated_edges", st.violated_edges},
+                     {"dropped_inferred_edges", st.dropped_inferred_edges},
                      {"cycle_edges", st.cycle_edges},
                      {"unresolved_syncs", st.unresolved_syncs},
                      {"sources", st.sources},
@@ -161,10 +162,11 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
   auto line = [&out](const std::string& s) { out += s + '\n'; };
   line(t.meta.path);
   line(fmt::format("  window        {}", g.window.label));
-  line(fmt::format("  graph         {} nodes, {} edges ({} inferred from call names), {} "
-                   "contradicted by the recorded times",
-                   g.nodes(), g.edges(),
-                   [&] { std::int64_t n = 0; for (auto v : g.stats.inferred_edges) n += v; return n; }(),
+  std::int64_t inferred = 0;
+  for (auto v : g.stats.inferred_edges) inferred += v;
+  line(fmt::format("  graph         {} nodes, {} edges ({} inferred from call names, {} of them "
+                   "dropped as contradicted by the recorded times); {} recorded edges clamped",
+                   g.nodes(), g.edges(), inferred, g.stats.dropped_inferred_edges,
                    g.stats.violated_edges));
   line(fmt::format("  makespan      {} (replay error {:.4f} %)", format_ns(a.schedule.makespan_ns),
                    100.0 * a.replay_error));

@@ -238,6 +238,7 @@ struct WhatIf::Rule {
 };
 
 WhatIf::WhatIf() = default;
+std::size_t WhatIf::rule_count() const noexcept { return rules.size(); }
 WhatIf::~WhatIf() = default;
 WhatIf::WhatIf(const WhatIf&) = default;
 WhatIf& WhatIf::operator=(const WhatIf&) = default;

@@ -96,8 +96,9 @@ std::vector<GpuSlack> gpu_slack(const trace::Trace& trace, const DepGraph& g, co
 /// Rules apply in order, each to the result of the previous ones.
 struct WhatIf {
   std::string spec;
-  struct Rule;
-  std::vector<Rule> rules;
+  struct Rule;               ///< Defined in timing.cpp.
+  std::vector<Rule> rules;   ///< Use rule_count() outside timing.cpp.
+  std::size_t rule_count() const noexcept;
   WhatIf();
   ~WhatIf();
   WhatIf(const WhatIf&);

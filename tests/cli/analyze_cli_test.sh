@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# `emo analyze`: the --json keys, the --overlay file, and bad input (exit 2, one line on stderr).
+# Usage: analyze_cli_test.sh PATH/TO/emo
+set -u
+EMO=${1:?usage: analyze_cli_test.sh EMO_BINARY}
+DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
+a="$DATA/kineto/hta_cuda_event_sync.json.gz"
+b="$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
+if [[ ! -f "$a" || ! -f "$b" ]]; then
+  if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
+  echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
+fi
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+fails=0; passes=0
+ok() { passes=$((passes + 1)); echo "ok   $1"; }
+bad() { fails=$((fails + 1)); echo "FAIL $1"; }
+
+# --- JSON and overlay -------------------------------------------------------------------------
+if "$EMO" analyze "$a" --annotation ProfilerStep --instance 0 --json - --what-if 'gpu:x2' \
+     --what-if 'kind=kernel:x1.5;name~spin:+1us' > "$out/a.json" 2> "$out/a.err" &&
+   "$EMO" analyze "$b" --json "$out/b.json" --overlay "$out/overlay.json" > "$out/b.txt" 2> "$out/b.err"; then
+  ok "analyze runs"
+else
+  bad "analyze exited non-zero: $(cat "$out/a.err" "$out/b.err")"
+fi
+[[ ! -s "$out/a.err" && ! -s "$out/b.err" ]] && ok "nothing on stderr" || bad "stderr: $(cat "$out/a.err" "$out/b.err")"
+if python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+a = json.load(open(f"{d}/a.json"))   # --json - : stdout holds only the JSON
+b = json.load(open(f"{d}/b.json"))
+for j in (a, b):
+    for k in ("makespan_ns", "replay_error", "critical_path_ns", "critical_path", "edges", "gpus",
+              "bound_by", "what_if", "window", "nodes", "graph"):
+        assert k in j, f"missing key {k}"
+    assert isinstance(j["makespan_ns"], int) and j["makespan_ns"] > 0
+    assert 0 <= j["replay_error"] <= 0.01, j["replay_error"]
+    assert 0 < j["critical_path_ns"] <= j["makespan_ns"]
+    for step in j["critical_path"]:
+        assert {"id", "name", "kind", "start_ns", "dur_ns", "via"} <= set(step), step
+        if step["kind"] in ("kernel", "memcpy", "memset", "collective"):
+            assert isinstance(step["stream"], int) and isinstance(step["device"], int), step
+    assert j["critical_path"][0]["via"] is None
+    types = ("stream_order", "program_order", "nesting", "launch", "host_sync", "event_wait")
+    for t in types:
+        assert isinstance(j["edges"][t], int) and isinstance(j["edges"]["inferred"][t], int), t
+        assert 0 <= j["edges"]["inferred"][t] <= j["edges"][t]
+    assert set(j["bound_by"]) == {"cpu", "gpu_compute", "communication", "launch_overhead",
+                                  "sync_wait", "idle"}, j["bound_by"]
+    assert abs(sum(j["bound_by"].values()) - 1) < 1e-9, j["bound_by"]
+    for g in j["gpus"]:
+        assert {"device", "busy_ns", "critical_busy_ns", "slack_ns", "slack_windows"} <= set(g)
+        assert g["slack_ns"] == g["busy_ns"] - g["critical_busy_ns"]
+        assert g["slack_ns"] == sum(e - s for s, e in g["slack_windows"])
+# Values known from the trace (see tests/timing/real_traces_test.cpp).
+assert a["window"]["label"] == "ProfilerStep (instance 0)", a["window"]
+names = [s["name"] for s in a["critical_path"]]
+i = next(k for k, n in enumerate(names) if "spin_kernel" in n)
+assert names[i + 1] == "cudaEventSynchronize" and a["critical_path"][i + 1]["via"] == "host_sync"
+assert a["critical_path"][i]["stream"] == 7
+assert [w["spec"] for w in a["what_if"]] == ["gpu:x2", "kind=kernel:x1.5;name~spin:+1us"]
+for w in a["what_if"]:
+    assert isinstance(w["makespan_ns"], int) and w["makespan_ns"] >= a["makespan_ns"], w
+assert b["edges"]["event_wait"] == 1 and b["what_if"] == []
+# Overlay: a Chrome trace whose events all have known phases and numeric timestamps.
+o = json.load(open(f"{d}/overlay.json"))
+ev = o["traceEvents"]
+assert ev, "empty overlay"
+phases = {e["ph"] for e in ev}
+assert phases <= {"X", "s", "f", "M"}, phases
+assert {"X", "M"} <= phases
+for e in ev:
+    if e["ph"] != "M":
+        assert isinstance(e["ts"], (int, float)), e
+    if e["ph"] == "X":
+        assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+crit = [e for e in ev if e.get("cat") == "critical_path" and e["ph"] == "X"]
+assert len(crit) == len(b["critical_path"]), (len(crit), len(b["critical_path"]))
+flows = [e for e in ev if e["ph"] in "sf"]
+assert len(flows) == 2 * (len(crit) - 1)
+slack_ops = [e for e in ev if e["ph"] == "X" and "slack_ns" in e.get("args", {})]
+assert len(slack_ops) == b["nodes"], (len(slack_ops), b["nodes"])
+print("json and overlay checks passed")
+PY
+then ok "json keys and overlay"; else bad "json keys and overlay"; fi
+grep -q "critical path" "$out/b.txt" && ok "text summary printed alongside --json FILE" || bad "no text summary"
+
+# --- bad input: exit 2, one line on stderr ------------------------------------------------------
+check() {  # check NAME EXPECTED_TEXT ARGS...
+  local name=$1 want=$2; shift 2
+  local err rc lines
+  err=$("$EMO" analyze "$@" 2>&1 >/dev/null); rc=$?
+  lines=$(printf '%s' "$err" | grep -c '')
+  if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$want"* && "$err" != *Sanitizer* ]]; then
+    ok "$name: $err"
+  else
+    bad "$name: rc=$rc lines=$lines stderr=<<$err>>"
+  fi
+}
+check unknown_window "no annotation named 'NoSuchStep'" "$a" --window NoSuchStep
+check instance_out_of_range "has 1 instance(s)" "$a" --annotation ProfilerStep --instance 5
+check bad_what_if "--what-if kind=gpu:x2: unknown kind 'gpu'" "$a" --what-if 'kind=gpu:x2'
+check bad_what_if_unit "unknown unit" "$a" --what-if 'all:+3 parsecs'
+check missing_file "does_not_exist.json" "$out/does_not_exist.json"
+check bad_overlay_path "cannot open for writing" "$a" --overlay "$out/no/such/dir/o.json"
+
+# Usage errors (CLI11) also exit 2 and name the conflict on the first line. CLI11 adds a second
+# line ("Run with --help for more information."), so only the first line is checked here.
+usage() {  # usage NAME EXPECTED_TEXT ARGS...
+  local name=$1 want=$2; shift 2
+  local err rc
+  err=$("$EMO" analyze "$@" 2>&1 >/dev/null); rc=$?
+  if [[ $rc -eq 2 && "$(printf '%s\n' "$err" | head -n1)" == *"$want"* ]]; then
+    ok "$name"
+  else
+    bad "$name: rc=$rc stderr=<<$err>>"
+  fi
+}
+usage window_and_annotation "excludes" "$a" --window ProfilerStep#100 --annotation ProfilerStep
+usage instance_without_annotation "requires --annotation" "$a" --instance 1
+
+echo "$passes passed, $fails failed"
+[[ $fails -eq 0 ]]
