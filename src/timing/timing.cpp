@@ -126,7 +126,7 @@ CriticalPath critical_path(const trace::Trace& trace, const DepGraph& g, const S
       tp = tp - 1;
       continue;
     }
-    // A tight incoming edge (the latest one if several).
+    // A tight incoming edge (the first one in storage order if several).
     std::uint32_t best = UINT32_MAX;
     for (std::uint32_t k = g.in_begin[tp]; k < g.in_begin[tp + 1]; ++k) {
       if (g.in_lag[k] == kDroppedLag) continue;
@@ -136,8 +136,11 @@ CriticalPath critical_path(const trace::Trace& trace, const DepGraph& g, const S
       }
     }
     if (best == UINT32_MAX) {
-      // A pinned start: the path begins here; before it, the window was idle on this path.
-      p.bound_by.ns[BoundBy::kIdle] += s.time[tp] - g.window_start_ns;
+      // A pinned start: the path begins here. Before a host call, the thread was running
+      // untraced CPU work (Python, framework ops) since the window began: CPU time. Before a GPU
+      // op, the stream was busy with work from before the window, or idle: idle.
+      const BoundBy::Category before = g.gpu[n] ? BoundBy::kIdle : BoundBy::kCpu;
+      p.bound_by.ns[before] += s.time[tp] - g.window_start_ns;
       break;
     }
     p.bound_by.ns[edge_category(g.in_type[best])] += g.in_lag[best];

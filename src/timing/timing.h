@@ -44,7 +44,9 @@ std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const 
 /// cpu: host call time and CPU gaps between calls; gpu_compute: kernels (not collectives) and
 /// memsets; communication: collective kernels and memcpys; launch_overhead: API call start to GPU
 /// op start; sync_wait: GPU end to the return of a blocking call, and cross-stream event waits;
-/// idle: GPU gaps the graph cannot explain and the time before the path's first op.
+/// idle: GPU gaps the graph cannot explain. The time from the window's start to the path's first
+/// op counts as cpu when that op is a host call (untraced CPU work before it) and as idle when
+/// it is a GPU op (a stream busy with earlier work, or waiting).
 struct BoundBy {
   enum Category { kCpu, kGpuCompute, kCommunication, kLaunchOverhead, kSyncWait, kIdle, kCount };
   std::array<TimeNs, kCount> ns{};
