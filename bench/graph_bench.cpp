@@ -22,6 +22,8 @@
 //   emo-bench-graph --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include "bench_input.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,12 +58,6 @@ struct Input {
 };
 
 Input* g_input = nullptr;
-
-std::string default_trace() {
-  std::filesystem::path dir = EMO_DEFAULT_DATA_DIR;
-  if (const char* env = std::getenv("EMO_DATA_DIR"); env != nullptr && *env != '\0') dir = env;
-  return (dir / "kineto" / "hta_v100_ns_resolution.json.gz").string();
-}
 
 /// The counters every benchmark reports (rates over `state.iterations()`).
 void set_counters(benchmark::State& state) {
@@ -168,8 +164,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
   Input input;
-  const char* env = std::getenv("EMO_BENCH_TRACE");
-  input.path = (env != nullptr && *env != '\0') ? env : default_trace();
+  input.path = emo::bench::bench_trace_path();
   try {
     input.trace = emo::trace::load_trace(input.path);
   } catch (const emo::InputError& e) {

@@ -16,6 +16,8 @@
 //                    --benchmark_format=json
 // Extra flag: --emo_chunk_bytes=N sets KinetoOptions::chunk_bytes for BM_EmoKinetoIngest.
 #include <benchmark/benchmark.h>
+
+#include "bench_input.h"
 #include <simdjson.h>
 
 #include <cstdio>
@@ -47,12 +49,6 @@ struct Input {
 
 Input* g_input = nullptr;
 emo::trace::KinetoOptions g_options;
-
-std::string default_trace() {
-  std::filesystem::path dir = EMO_DEFAULT_DATA_DIR;
-  if (const char* env = std::getenv("EMO_DATA_DIR"); env != nullptr && *env != '\0') dir = env;
-  return (dir / "kineto" / "hta_v100_ns_resolution.json.gz").string();
-}
 
 PaddedBuffer copy_of(const PaddedBuffer& b) {
   PaddedBuffer out(b.size());
@@ -184,8 +180,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
   Input input;
-  const char* env = std::getenv("EMO_BENCH_TRACE");
-  input.path = (env != nullptr && *env != '\0') ? env : default_trace();
+  input.path = emo::bench::bench_trace_path();
   try {
     input.file = emo::trace::read_file(input.path);
     input.gzip = emo::trace::is_gzip(input.file.view());
