@@ -41,7 +41,8 @@ graph::Window find_window(const trace::Trace& t, const std::string& window_name,
     throw InputError(t.meta.path, fmt::format("annotation '{}' has {} instance(s); instance {} "
                                               "asked (0-based)", name, seen, wanted));
   }
-  throw InputError(t.meta.path, fmt::format("no annotation named '{}' (some that exist: {})", name,
+  throw InputError(t.meta.path, fmt::format("no annotation named '{}' (some that exist: {}; "
+                                            "--annotation NAME --instance K picks NAME#k ranges)", name,
                                             available.empty() ? "none" : fmt::format("{}", fmt::join(available, ", "))));
 }
 
@@ -55,9 +56,9 @@ Analysis analyze(const trace::Trace& trace, const graph::Window& window,
   a.path = critical_path(trace, a.graph, a.schedule, a.graph.dur);
   a.gpus = gpu_slack(trace, a.graph, a.schedule, a.node_slack);
   for (const WhatIf& w : what_ifs) {
-    const std::vector<TimeNs> dur = apply_what_if(trace, a.graph, w);
-    const Schedule s = replay(a.graph, dur);
     WhatIfResult r;
+    const std::vector<TimeNs> dur = apply_what_if(trace, a.graph, w, &r.matched_ops);
+    const Schedule s = replay(a.graph, dur);
     r.spec = w.spec;
     r.makespan_ns = s.makespan_ns;
     r.change = a.schedule.makespan_ns > 0
@@ -132,7 +133,10 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
   }
   json what_if = json::array();
   for (const WhatIfResult& w : a.what_ifs) {
-    what_if.push_back({{"spec", w.spec}, {"makespan_ns", w.makespan_ns}, {"change", w.change}});
+    what_if.push_back({{"spec", w.spec},
+                       {"makespan_ns", w.makespan_ns},
+                       {"change", w.change},
+                       {"matched_ops", w.matched_ops}});
   }
   const graph::GraphStats& st = g.stats;
   return {{"path", t.meta.path},
@@ -165,7 +169,7 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
   std::int64_t inferred = 0;
   for (auto v : g.stats.inferred_edges) inferred += v;
   line(fmt::format("  graph         {} nodes, {} edges ({} inferred from call names, {} of them "
-                   "dropped as contradicted by the recorded times); {} recorded edges clamped",
+                   "dropped as contradicted by the recorded times); {} recorded edge(s) clamped",
                    g.nodes(), g.edges(), inferred, g.stats.dropped_inferred_edges,
                    g.stats.violated_edges));
   line(fmt::format("  makespan      {} (replay error {:.4f} %)", format_ns(a.schedule.makespan_ns),
@@ -183,8 +187,9 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
                      gs.windows.size()));
   }
   for (const WhatIfResult& w : a.what_ifs) {
-    line(fmt::format("  what-if       {}: makespan {} ({:+.2f} %)", w.spec, format_ns(w.makespan_ns),
-                     100.0 * w.change));
+    line(fmt::format("  what-if       {}: makespan {} ({:+.2f} %), {} ops changed{}", w.spec,
+                     format_ns(w.makespan_ns), 100.0 * w.change, w.matched_ops,
+                     w.matched_ops == 0 ? " (the spec selects nothing)" : ""));
   }
   return out;
 }

@@ -23,6 +23,7 @@ struct WhatIfResult {
   std::string spec;
   TimeNs makespan_ns = 0;
   double change = 0.0;  ///< makespan_ns / baseline - 1
+  std::size_t matched_ops = 0;  ///< Graph nodes the spec selected.
 };
 
 struct Analysis {

@@ -23,7 +23,7 @@ std::string us(TimeNs ns) {
   return fmt::format("{}{}.{:03d}", neg ? "-" : "", a / 1000, a % 1000);
 }
 
-std::string quoted(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+std::string json_quoted(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
 
 constexpr std::int64_t kPathPid = 1'000'000'000;     // the critical-path track
 constexpr std::int64_t kSlackPidBase = 1'000'000'100;  // + device: slack windows
@@ -66,8 +66,17 @@ void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& 
   std::vector<std::uint32_t> node_of(ops.size(), UINT32_MAX);
   for (std::uint32_t n = 0; n < g.nodes(); ++n) node_of[g.op[n]] = n;
 
+  // Timestamps are written relative to the trace's first op: Perfetto reads them as doubles,
+  // which at epoch scale resolve only 0.25 µs. The origin is kept in otherData.
+  const TimeNs origin = ops.size() > 0 ? ops.start_ns[0] : 0;
+  auto rel = [origin](TimeNs t) { return us(t - origin); };
+  std::vector<std::uint8_t> on_path(g.nodes(), 0);
+  for (const PathStep& st : a.path.steps) on_path[st.node] = 1;
+
   Writer w(path);
-  w.put("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [");
+  w.put(fmt::format("{{\"displayTimeUnit\": \"ns\", \"otherData\": {{\"emo_origin_ns\": {}, "
+                    "\"emo_trace\": {}}}, \"traceEvents\": [",
+                    origin, json_quoted(t.meta.path)));
   w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO critical path"}}}})", kPathPid));
   for (const GpuSlack& gs : a.gpus) {
     w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO slack windows, GPU {}"}}}})",
@@ -82,21 +91,24 @@ void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& 
     std::string args = fmt::format(R"("id": {}, "correlation": {})", i, ops.correlation[i]);
     const std::uint32_t n = node_of[i];
     if (n != UINT32_MAX) {
-      args += fmt::format(R"(, "slack_ns": {}, "critical": {})", a.node_slack[n],
-                          a.node_slack[n] == 0 ? "true" : "false");
+      args += fmt::format(R"(, "slack_ns": {}, "critical": {}, "on_critical_path": {})",
+                          a.node_slack[n], a.node_slack[n] == 0 ? "true" : "false",
+                          on_path[n] ? "true" : "false");
     }
     w.event(fmt::format(R"({{"ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{{}}}}})",
-                        trace::op_kind_name(k), quoted(t.strings.view(ops.name[i])), pid, tid,
-                        us(ops.start_ns[i]), us(ops.dur_ns[i]), args));
+                        trace::op_kind_name(k), json_quoted(t.strings.view(ops.name[i])), pid, tid,
+                        rel(ops.start_ns[i]), us(ops.dur_ns[i]), args));
   }
   // The critical path: its own track, and flows linking its steps in the original tracks.
   std::uint64_t flow = 1;
   for (std::size_t s = 0; s < a.path.steps.size(); ++s) {
     const PathStep& st = a.path.steps[s];
     const std::uint32_t row = g.op[st.node];
-    w.event(fmt::format(R"({{"ph": "X", "cat": "critical_path", "name": {}, "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {{"id": {}, "via": "{}"}}}})",
-                        quoted(t.strings.view(ops.name[row])), kPathPid,
-                        us(a.schedule.start(st.node)),
+    // GPU steps on thread 1, host steps on thread 2: a GPU op and the sync call that waits for
+    // it overlap in time without nesting.
+    w.event(fmt::format(R"({{"ph": "X", "cat": "critical_path", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"id": {}, "via": "{}"}}}})",
+                        json_quoted(t.strings.view(ops.name[row])), kPathPid, g.gpu[st.node] ? 1 : 2,
+                        rel(a.schedule.start(st.node)),
                         us(a.schedule.end(st.node) - a.schedule.start(st.node)), row,
                         st.via_edge ? graph::edge_type_name(st.edge) : "start"));
     if (s + 1 < a.path.steps.size()) {
@@ -106,17 +118,17 @@ void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& 
       const bool gpu_b = g.gpu[next] != 0;
       w.event(fmt::format(R"({{"ph": "s", "id": {}, "cat": "critical_path", "name": "critical_path", "pid": {}, "tid": {}, "ts": {}}})",
                           flow, gpu_a ? ops.device[row] : ops.process[row],
-                          gpu_a ? ops.stream[row] : ops.thread[row], us(ops.start_ns[row])));
+                          gpu_a ? ops.stream[row] : ops.thread[row], rel(ops.start_ns[row])));
       w.event(fmt::format(R"({{"ph": "f", "bp": "e", "id": {}, "cat": "critical_path", "name": "critical_path", "pid": {}, "tid": {}, "ts": {}}})",
                           flow, gpu_b ? ops.device[nrow] : ops.process[nrow],
-                          gpu_b ? ops.stream[nrow] : ops.thread[nrow], us(ops.start_ns[nrow])));
+                          gpu_b ? ops.stream[nrow] : ops.thread[nrow], rel(ops.start_ns[nrow])));
       ++flow;
     }
   }
   for (const GpuSlack& gs : a.gpus) {
     for (const Interval& win : gs.windows) {
       w.event(fmt::format(R"({{"ph": "X", "cat": "slack_window", "name": "slack window", "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {{"device": {}}}}})",
-                          kSlackPidBase + gs.device, us(win.start_ns), us(win.end_ns - win.start_ns), gs.device));
+                          kSlackPidBase + gs.device, rel(win.start_ns), us(win.end_ns - win.start_ns), gs.device));
     }
   }
   w.put("\n]}\n");

@@ -8,10 +8,12 @@
 namespace emo::timing {
 
 /// Writes `path`: every op of the trace as a complete event ("X"; GPU ops on pid = device,
-/// tid = stream; host ops on their pid/tid), with args {id, correlation, slack_ns, critical};
-/// the critical path as flow events (cat "critical_path") and as its own track
-/// ("EMO critical path"); and per GPU a track of slack windows ("EMO slack windows, GPU d").
-/// Timestamps are µs with exact ns fractions. Throws emo::InputError when it cannot be written.
+/// tid = stream; host ops on their pid/tid), with args {id, correlation, slack_ns, critical
+/// (zero slack), on_critical_path}; the critical path as flow events (cat "critical_path") and
+/// as its own track ("EMO critical path": GPU steps on tid 1, host steps on tid 2); and per GPU a
+/// track of slack windows ("EMO slack windows, GPU d"). Timestamps are µs with exact ns
+/// fractions, relative to the trace's first op (otherData.emo_origin_ns holds it, in ns), since
+/// Perfetto parses them as doubles. Throws emo::InputError when it cannot be written.
 void write_overlay(const trace::Trace& trace, const Analysis& a, const std::string& path);
 
 }  // namespace emo::timing

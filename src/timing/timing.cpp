@@ -389,12 +389,15 @@ WhatIf parse_what_if(const std::string& spec) {
   return w;
 }
 
-std::vector<TimeNs> apply_what_if(const trace::Trace& trace, const DepGraph& g, const WhatIf& w) {
+std::vector<TimeNs> apply_what_if(const trace::Trace& trace, const DepGraph& g, const WhatIf& w,
+                                  std::size_t* matched) {
   std::vector<TimeNs> dur = g.dur;
+  std::vector<std::uint8_t> hit(matched != nullptr ? g.nodes() : 0, 0);
   for (const WhatIf::Rule& r : w.rules) {
     std::vector<std::int8_t> cache(r.sel == WhatIf::Rule::Sel::kNameRegex ? trace.strings.size() : 0, -1);
     for (std::uint32_t n = 0; n < g.nodes(); ++n) {
       if (!matches(r, trace, g, n, cache)) continue;
+      if (matched != nullptr) hit[n] = 1;
       switch (r.op) {
         case WhatIf::Rule::Op::kScale:
           dur[n] = static_cast<TimeNs>(std::llround(static_cast<double>(dur[n]) * r.factor));
@@ -404,6 +407,7 @@ std::vector<TimeNs> apply_what_if(const trace::Trace& trace, const DepGraph& g, 
       }
     }
   }
+  if (matched != nullptr) *matched = static_cast<std::size_t>(std::count(hit.begin(), hit.end(), 1));
   return dur;
 }
 

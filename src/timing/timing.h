@@ -112,7 +112,9 @@ struct WhatIf {
 /// Parses a what-if spec. Throws emo::InputError("--what-if SPEC", reason) when malformed.
 WhatIf parse_what_if(const std::string& spec);
 
-/// The node durations of `g` with the spec's changes applied.
-std::vector<TimeNs> apply_what_if(const trace::Trace& trace, const DepGraph& g, const WhatIf& w);
+/// The node durations of `g` with the spec's changes applied. `matched`, when given, receives
+/// the number of nodes that at least one rule selected (0 means the spec changed nothing).
+std::vector<TimeNs> apply_what_if(const trace::Trace& trace, const DepGraph& g, const WhatIf& w,
+                                  std::size_t* matched = nullptr);
 
 }  // namespace emo::timing

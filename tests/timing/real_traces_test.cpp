@@ -2,6 +2,8 @@
 // exact replay, what-if laws on a GPU-bound trace.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -150,6 +152,8 @@ struct GpuBoundCase {
   const char* label;
   const char* annotation;  // "" = whole trace
 };
+
+void PrintTo(const GpuBoundCase& c, std::ostream* os) { *os << c.label; }
 
 class GpuBound : public ::testing::TestWithParam<GpuBoundCase> {};
 
