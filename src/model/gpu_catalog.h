@@ -1,0 +1,50 @@
+// The GPU catalog: clocks, power limits, idle and blocked power, clock-switch latency per GPU
+// model, each figure with its source. The data is data/gpu_catalog.json, compiled into the
+// library (so `emo` needs no data file at run time).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace emo::model {
+
+/// One GPU model. Units in the names: MHz, W, ms.
+struct GpuSpec {
+  std::string id;                         ///< e.g. "A100-SXM4-80GB" (what --gpu accepts)
+  std::vector<std::string> nvml_names;    ///< e.g. "NVIDIA A100-SXM4-80GB"
+  std::vector<double> sm_clocks_mhz;      ///< Supported SM clocks, descending.
+  std::vector<double> memory_clocks_mhz;
+  double power_limit_min_w = 0, power_limit_max_w = 0, power_limit_default_w = 0;
+  double idle_power_w = 0;
+  std::optional<double> blocked_power_w;  ///< Power while blocked in communication, if measured.
+  double switch_latency_ms = 0;
+  std::map<std::string, std::string> sources;  ///< field -> "datasheet: ..." / "measured: ..." /
+                                               ///< "assumption: ..."
+  double max_sm_clock_mhz() const { return sm_clocks_mhz.empty() ? 0 : sm_clocks_mhz.front(); }
+  /// The supported clock nearest to `mhz`.
+  double nearest_sm_clock(double mhz) const;
+};
+
+class GpuCatalog {
+ public:
+  /// Parses a catalog document (schema of data/gpu_catalog.json). `origin` names it in errors.
+  /// Throws emo::InputError on malformed input.
+  static GpuCatalog parse(std::string_view json, const std::string& origin);
+  /// The catalog compiled into EMO.
+  static const GpuCatalog& builtin();
+
+  /// Finds a GPU by id or NVML name, case-insensitively; "NVIDIA " and "Tesla " prefixes and
+  /// spaces/dashes are ignored ("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB" -> A100-SXM4-80GB).
+  const GpuSpec* find(std::string_view name) const;
+  /// As find(); throws emo::InputError("--gpu NAME", "unknown GPU; known: ...") when absent.
+  const GpuSpec& at(std::string_view name) const;
+  const std::vector<GpuSpec>& gpus() const noexcept { return gpus_; }
+
+ private:
+  std::vector<GpuSpec> gpus_;
+};
+
+}  // namespace emo::model

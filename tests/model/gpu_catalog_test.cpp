@@ -1,0 +1,79 @@
+#include "model/gpu_catalog.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "trace/error.h"
+
+namespace emo::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(GpuCatalog, HasTheIssuesGpusWithSourcedFigures) {
+  const GpuCatalog& c = GpuCatalog::builtin();
+  for (const char* id : {"A100-SXM4-80GB", "A100-PCIE-40GB", "A100-PCIE-80GB", "H100-SXM5-80GB",
+                         "H200-SXM-141GB", "V100-SXM2-32GB", "A40", "L40S"}) {
+    const GpuSpec* g = c.find(id);
+    ASSERT_NE(g, nullptr) << id;
+    EXPECT_GT(g->sm_clocks_mhz.size(), 10u) << id;
+    EXPECT_TRUE(std::is_sorted(g->sm_clocks_mhz.rbegin(), g->sm_clocks_mhz.rend())) << id;
+    EXPECT_GT(g->power_limit_max_w, g->idle_power_w) << id;
+    EXPECT_GT(g->switch_latency_ms, 0) << id;
+    for (const char* field : {"sm_clock_mhz", "power_limit_w", "idle_power_w", "switch_latency_ms"}) {
+      const std::string& src = g->sources.at(field);
+      EXPECT_TRUE(src.starts_with("datasheet") || src.starts_with("measured") ||
+                  src.starts_with("assumption"))
+          << id << "." << field << ": " << src;
+    }
+  }
+}
+
+TEST(GpuCatalog, MeasuredFiguresFromPerseusAndTheClockTable) {
+  const GpuCatalog& c = GpuCatalog::builtin();
+  const GpuSpec& a100 = c.at("A100-SXM4-80GB");
+  ASSERT_TRUE(a100.blocked_power_w.has_value());
+  EXPECT_DOUBLE_EQ(*a100.blocked_power_w, 83.64);  // Perseus, SOURCES.md
+  EXPECT_DOUBLE_EQ(*c.at("A40").blocked_power_w, 70.38);
+  EXPECT_FALSE(c.at("L40S").blocked_power_w.has_value());
+  EXPECT_EQ(a100.max_sm_clock_mhz(), 1410);
+  EXPECT_EQ(a100.sm_clocks_mhz.back(), 210);
+  EXPECT_EQ(a100.sm_clocks_mhz.size(), 81u);  // 1410, 1395, ..., 210
+  EXPECT_EQ(a100.nearest_sm_clock(1000), 1005);
+}
+
+TEST(GpuCatalog, LookupByIdOrNvmlNameCaseInsensitively) {
+  const GpuCatalog& c = GpuCatalog::builtin();
+  EXPECT_EQ(c.at("a100-sxm4-80gb").id, "A100-SXM4-80GB");
+  EXPECT_EQ(c.at("NVIDIA A100-SXM4-80GB").id, "A100-SXM4-80GB");
+  EXPECT_EQ(c.at("Tesla V100-SXM2-32GB").id, "V100-SXM2-32GB");
+  EXPECT_EQ(c.at("nvidia h200").id, "H200-SXM-141GB");
+  EXPECT_EQ(c.find("GeForce GTX 1080"), nullptr);
+  try {
+    c.at("GTX 1080");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown GPU"));
+    EXPECT_THAT(e.what(), HasSubstr("A100-SXM4-80GB"));
+  }
+}
+
+TEST(GpuCatalog, MalformedCatalogsAreInputErrors) {
+  EXPECT_THROW(GpuCatalog::parse("{", "x.json"), InputError);
+  EXPECT_THROW(GpuCatalog::parse(R"({"gpus": [{"id": "X"}]})", "x.json"), InputError);
+  // A figure without its source is refused.
+  const char* no_source = R"({"gpus": [{"id": "X", "nvml_names": [], "sm_clock_mhz": [1000],
+      "memory_clock_mhz": [1], "power_limit_w": {"min": 1, "max": 2, "default": 2},
+      "idle_power_w": 1, "blocked_power_w": null, "switch_latency_ms": 1}]})";
+  try {
+    GpuCatalog::parse(no_source, "x.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has no source"));
+  }
+}
+
+}  // namespace
+}  // namespace emo::model
