@@ -11,31 +11,10 @@
 # /usr/bin/time and taskset.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-build-bench}
-[[ $build = /* ]] || build=$root/$build
-data=${EMO_DATA_DIR:-$root/../shared/data}
-cpu=${EMO_BENCH_CPU:-0}
-reps=${EMO_BENCH_REPS:-5}
+source "$(dirname "$0")/bench-common.sh"
+bench_setup bench-ingest "${1:-build-bench}" emo emo-tile-trace emo-bench-ingest
 target_mb=${EMO_BENCH_TARGET_MB:-500}
-tmp=${TMPDIR:-/tmp}
-v100=$data/kineto/hta_v100_ns_resolution.json.gz
 tiled=$tmp/emo-bench-v100-tiled-${target_mb}mb.json
-
-die() { echo "bench-ingest: error: $*" >&2; exit 1; }
-[[ -f $v100 ]] || die "missing $v100 (set EMO_DATA_DIR)"
-for tool in python3 taskset /usr/bin/time; do
-  command -v "$tool" >/dev/null || die "needs $tool"
-done
-
-echo "== build ($build, Release)"
-if [[ ! -f $build/CMakeCache.txt ]]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build" -j"$(nproc)" --target emo emo-tile-trace emo-bench-ingest >/dev/null
-for exe in emo emo-tile-trace emo-bench-ingest; do
-  [[ -x $build/$exe ]] || die "$build/$exe was not built (Google Benchmark missing?)"
-done
 
 echo "== tiled trace ($tiled)"
 min_bytes=$(python3 -c "print(int($target_mb * 1e6))")
