@@ -76,13 +76,6 @@ std::string kind_of(const trace::Trace& t, std::uint32_t row) {
   return std::string(trace::op_kind_name(t.ops.kind[row]));
 }
 
-std::string format_ns(TimeNs ns) {
-  const double v = static_cast<double>(ns);
-  if (ns >= 1'000'000'000 || ns <= -1'000'000'000) return fmt::format("{:.3f} s", v / 1e9);
-  if (ns >= 1'000'000 || ns <= -1'000'000) return fmt::format("{:.3f} ms", v / 1e6);
-  return fmt::format("{:.3f} us", v / 1e3);
-}
-
 double fraction(TimeNs part, TimeNs whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
@@ -172,9 +165,9 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
                    "dropped as contradicted by the recorded times); {} recorded edge(s) clamped",
                    g.nodes(), g.edges(), inferred, g.stats.dropped_inferred_edges,
                    g.stats.violated_edges));
-  line(fmt::format("  makespan      {} (replay error {:.4f} %)", format_ns(a.schedule.makespan_ns),
+  line(fmt::format("  makespan      {} (replay error {:.4f} %)", trace::format_duration(a.schedule.makespan_ns),
                    100.0 * a.replay_error));
-  line(fmt::format("  critical path {} over {} ops", format_ns(a.path.length_ns), a.path.steps.size()));
+  line(fmt::format("  critical path {} over {} ops", trace::format_duration(a.path.length_ns), a.path.steps.size()));
   std::string bound;
   for (int c = 0; c < BoundBy::kCount; ++c) {
     const double f = fraction(a.path.bound_by.ns[c], a.schedule.makespan_ns);
@@ -183,12 +176,12 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
   line("  bound by      " + bound);
   for (const GpuSlack& gs : a.gpus) {
     line(fmt::format("  GPU {}         busy {}, critical {}, slack {} in {} windows", gs.device,
-                     format_ns(gs.busy_ns), format_ns(gs.critical_busy_ns), format_ns(gs.slack_ns),
+                     trace::format_duration(gs.busy_ns), trace::format_duration(gs.critical_busy_ns), trace::format_duration(gs.slack_ns),
                      gs.windows.size()));
   }
   for (const WhatIfResult& w : a.what_ifs) {
     line(fmt::format("  what-if       {}: makespan {} ({:+.2f} %), {} ops changed{}", w.spec,
-                     format_ns(w.makespan_ns), 100.0 * w.change, w.matched_ops,
+                     trace::format_duration(w.makespan_ns), 100.0 * w.change, w.matched_ops,
                      w.matched_ops == 0 ? " (the spec selects nothing)" : ""));
   }
   return out;

@@ -17,7 +17,6 @@ using graph::EdgeType;
 using graph::kDroppedLag;
 using trace::OpKind;
 
-bool is_collective_row(const trace::Trace& t, std::uint32_t row) { return t.is_collective(row); }
 
 }  // namespace
 
@@ -91,7 +90,7 @@ BoundBy::Category node_category(const trace::Trace& t, const DepGraph& g, std::u
   const std::uint32_t row = g.op[n];
   switch (t.ops.kind[row]) {
     case OpKind::kKernel:
-      return is_collective_row(t, row) ? BoundBy::kCommunication : BoundBy::kGpuCompute;
+      return t.is_collective(row) ? BoundBy::kCommunication : BoundBy::kGpuCompute;
     case OpKind::kMemcpy: return BoundBy::kCommunication;
     case OpKind::kMemset: return BoundBy::kGpuCompute;
     default: return BoundBy::kCpu;
@@ -363,8 +362,8 @@ bool matches(const WhatIf::Rule& r, const trace::Trace& t, const DepGraph& g, st
     }
     case Sel::kKind: {
       const OpKind k = t.ops.kind[row];
-      if (r.text == "kernel") return k == OpKind::kKernel && !is_collective_row(t, row);
-      if (r.text == "collective") return k == OpKind::kKernel && is_collective_row(t, row);
+      if (r.text == "kernel") return k == OpKind::kKernel && !t.is_collective(row);
+      if (r.text == "collective") return k == OpKind::kKernel && t.is_collective(row);
       return trace::op_kind_name(k) == r.text;
     }
     case Sel::kStream: return g.gpu[n] && t.ops.stream[row] == r.number;

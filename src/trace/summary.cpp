@@ -144,12 +144,6 @@ nlohmann::json to_json(const TraceSummary& s) {
 
 namespace {
 
-std::string format_span(TimeNs ns) {
-  if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
-  if (ns >= 1'000'000) return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
-  return fmt::format("{:.3f} us", static_cast<double>(ns) / 1e3);
-}
-
 struct Lines {
   std::string out;
   template <typename... Args>
@@ -183,7 +177,7 @@ std::string to_text(const TraceSummary& s) {
   line("  gpu         {}", gpu_line(s));
   line("  rank/world  {}/{}", s.rank < 0 ? "unknown" : std::to_string(s.rank),
        s.world_size < 0 ? "unknown" : std::to_string(s.world_size));
-  line("  time span   {} ({} ns, from {} to {})", format_span(s.span_ns), s.span_ns, s.start_ns,
+  line("  time span   {} ({} ns, from {} to {})", format_duration(s.span_ns), s.span_ns, s.start_ns,
        s.end_ns);
   std::string collectives;
   if (s.collectives > 0) {
@@ -207,7 +201,7 @@ std::string to_text(const TraceSummary& s) {
                                              static_cast<double>(s.span_ns)
                                        : 0.0;
     line("              device {} stream {:<6} {:>8} ops  busy {} ({:.1f} % of the span)",
-         st.device, st.stream, st.ops, format_span(st.busy_ns), share);
+         st.device, st.stream, st.ops, format_duration(st.busy_ns), share);
   }
   if (s.quirks.ignored_events > 0 || s.quirks.unknown_category > 0) {
     line("  skipped     {} events not modelled (flows, instants, counters, profiler spans), "

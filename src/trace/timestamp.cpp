@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include <fmt/format.h>
+
 namespace emo::trace {
 namespace {
 
@@ -89,6 +91,13 @@ std::optional<TimeNs> parse_us_to_ns(std::string_view text) noexcept {
   const auto magnitude = static_cast<u128>(mantissa);
   return negative ? static_cast<TimeNs>(-static_cast<i128>(magnitude))
                   : static_cast<TimeNs>(magnitude);
+}
+
+std::string format_duration(TimeNs ns) {
+  const double v = static_cast<double>(ns);
+  if (ns >= 1'000'000'000 || ns <= -1'000'000'000) return fmt::format("{:.3f} s", v / 1e9);
+  if (ns >= 1'000'000 || ns <= -1'000'000) return fmt::format("{:.3f} ms", v / 1e6);
+  return fmt::format("{:.3f} us", v / 1e3);
 }
 
 std::optional<std::int64_t> parse_int64(std::string_view text) noexcept {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace emo::trace {
@@ -31,6 +32,10 @@ constexpr bool time_in_range(TimeNs start, TimeNs dur) noexcept {
 /// Examples: "1712195495519689.047" -> 1712195495519689047; "4.928" -> 4928; "2" -> 2000.
 /// Returns nullopt when the text is not a number or the result does not fit in int64.
 std::optional<TimeNs> parse_us_to_ns(std::string_view text) noexcept;
+
+/// A duration for people: "1.232 s", "684.373 ms", "12.000 us" (three decimals; negative
+/// durations keep their sign and unit by magnitude).
+std::string format_duration(TimeNs ns);
 
 /// Parses a decimal integer ("-12", "4294967295"); nullopt when not an integer or out of range.
 std::optional<std::int64_t> parse_int64(std::string_view text) noexcept;
