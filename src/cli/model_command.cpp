@@ -1,6 +1,10 @@
 // `emo model check FILE --fit-clocks LIST [--json FILE|-]`: fits each operation's clock model
 // from a few measured clocks and reports the error on all its other measured clocks.
+// `emo model calibrate [--data-dir DIR] [--json FILE|-]`: the simulated device's ground-truth class
+// curves calibrated on the measured sweeps, next to the values compiled into EMO.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -11,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "model/clock_model.h"
+#include "model/ground_truth.h"
 #include "model/measurements.h"
 #include "trace/error.h"
 
@@ -31,6 +36,8 @@ nlohmann::json model_json(const model::ClockModel& m) {
           {"f_ref_mhz", t.f_ref_mhz},
           {"t_mem_s", t.t_mem_s},
           {"t_comp_s", t.t_comp_s},
+          {"time_form", t.p == 1 ? "sum" : "smooth_max"},
+          {"time_p", t.p},
           {"beta", t.beta()},
           {"p_static_w", p.p_static_w},
           {"p_dynamic_w", p.b_w},
@@ -58,9 +65,10 @@ int run_model_check(const ModelCheckOptions& o) {
     for (const auto& c : report.ops) {
       const auto& t = c.model.time_model();
       const auto& p = c.model.power_model();
-      fmt::print("  {:<48} fit@{:<22} beta {:.2f}  P={:.1f}+{:.1f}x^{:.2f} W  time err med {:.2f}% "
+      fmt::print("  {:<48} fit@{:<22} {:<10} beta {:.2f}  P={:.1f}+{:.1f}x^{:.2f} W  time err med {:.2f}% "
                  "max {:.2f}%  energy err med {:.2f}% max {:.2f}%\n",
-                 c.op, fmt::format("{}", fmt::join(c.fit_clocks, ",")), t.beta(), p.p_static_w, p.b_w,
+                 c.op, fmt::format("{}", fmt::join(c.fit_clocks, ",")),
+                 t.p == 1 ? "sum" : "smooth-max", t.beta(), p.p_static_w, p.b_w,
                  p.gamma, 100 * c.time_err_median, 100 * c.time_err_max, 100 * c.energy_err_median,
                  100 * c.energy_err_max);
     }
@@ -105,6 +113,60 @@ int run_model_check(const ModelCheckOptions& o) {
   return 0;
 }
 
+nlohmann::json curve_json(const model::ClassCurve& c) {
+  return {{"beta", c.beta},       {"p", c.p},
+          {"beta_sd", c.beta_sd}, {"static_share", c.s},
+          {"x_knee", c.x_knee},   {"voltage_slope", c.k},
+          {"power_level", c.power_level}, {"power_level_sd", c.power_level_sd},
+          {"time_rms", c.time_rms}, {"power_rms", c.power_rms},
+          {"ops", c.ops},         {"points", c.points},
+          {"source", c.source}};
+}
+
+nlohmann::json ground_truth_json(const model::GroundTruth& gt) {
+  nlohmann::json curves = nlohmann::json::object();
+  for (int i = 0; i < model::kOpClassCount; ++i)
+    curves[std::string(model::op_class_name(static_cast<model::OpClass>(i)))] = curve_json(gt.curves[i]);
+  return {{"classes", curves},
+          {"noise", {{"time_sd", gt.noise.time_sd}, {"energy_sd", gt.noise.energy_sd},
+                     {"samples", gt.noise.samples}, {"source", gt.noise.source}}}};
+}
+
+int run_model_calibrate(const std::string& data_dir, const std::string& json_out) {
+  const model::GroundTruth gt = model::calibrate_ground_truth(data_dir);
+  const model::GroundTruth& builtin = model::builtin_ground_truth();
+  if (json_out != "-") {
+    fmt::print("Ground truth of the simulated device, calibrated on {} (x = f / f_max, points with x >= {}):\n",
+               data_dir, model::kCalibrationMinX);
+    fmt::print("  {:<14} {:>6} {:>4} {:>7} {:>7} {:>7} {:>6} {:>7} {:>9} {:>8} {:>9} {:>5} {:>6}\n", "class", "beta",
+               "p", "beta_sd", "static", "x_knee", "k", "level", "level_sd", "time_rms", "power_rms", "ops",
+               "points");
+    for (int i = 0; i < model::kOpClassCount; ++i) {
+      const auto& c = gt.curves[i];
+      fmt::print("  {:<14} {:>6.4f} {:>4} {:>7.4f} {:>7.4f} {:>7.2f} {:>6.2f} {:>7.4f} {:>9.4f} {:>7.2f}% {:>8.2f}% "
+                 "{:>5} {:>6}\n",
+                 model::op_class_name(static_cast<model::OpClass>(i)), c.beta, c.p, c.beta_sd, c.s, c.x_knee,
+                 c.k, c.power_level, c.power_level_sd, 100 * c.time_rms, 100 * c.power_rms, c.ops, c.points);
+    }
+    fmt::print("  noise: time sd {:.3f}%, energy sd {:.3f}% ({} samples)\n", 100 * gt.noise.time_sd,
+               100 * gt.noise.energy_sd, gt.noise.samples);
+    double worst = 0;
+    for (int i = 0; i < model::kOpClassCount; ++i) {
+      worst = std::max({worst, std::abs(gt.curves[i].beta - builtin.curves[i].beta),
+                        std::abs(gt.curves[i].s - builtin.curves[i].s),
+                        std::abs(gt.curves[i].power_level - builtin.curves[i].power_level)});
+    }
+    fmt::print("compiled-in values differ by at most {:.4f} (beta, static share, level)\n", worst);
+  }
+  if (!json_out.empty()) {
+    nlohmann::json doc = ground_truth_json(gt);
+    doc["data_dir"] = data_dir;
+    doc["builtin"] = ground_truth_json(builtin);
+    write_output(json_out, doc.dump(2) + "\n");
+  }
+  return 0;
+}
+
 }  // namespace
 
 Action add_model_command(CLI::App& app) {
@@ -125,7 +187,16 @@ Action add_model_command(CLI::App& app) {
       ->delimiter(',');
   check->add_option("--json", opts->json_out,
                     "Also write a JSON report to FILE ('-' = stdout only, no text)");
-  return [check, opts]() -> int {
+  const char* env_dir = std::getenv("EMO_DATA_DIR");
+  auto data_dir = std::make_shared<std::string>(env_dir != nullptr && *env_dir ? env_dir : EMO_DEFAULT_DATA_DIR);
+  auto calib_json = std::make_shared<std::string>();
+  CLI::App* calibrate = cmd->add_subcommand(
+      "calibrate", "Calibrate the simulated device's per-class clock curves on the measured sweeps "
+                   "(Perseus, NV-DVFS, KernelTuner files under DIR)");
+  calibrate->add_option("--data-dir", *data_dir, "Folder holding perseus/ and dvfs/ (default: $EMO_DATA_DIR, else ../shared/data beside the source tree)");
+  calibrate->add_option("--json", *calib_json, "Also write JSON to FILE ('-' = stdout only, no text)");
+  return [check, opts, calibrate, data_dir, calib_json]() -> int {
+    if (calibrate->parsed()) return run_model_calibrate(*data_dir, *calib_json);
     if (!check->parsed()) return -1;
     return run_model_check(*opts);
   };

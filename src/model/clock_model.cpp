@@ -74,6 +74,12 @@ double TimeModel::beta() const {
   return total > 0 ? t_comp_s / total : 0.0;
 }
 
+double TimeModel::at(double clock_mhz) const {
+  const double comp = t_comp_s * f_ref_mhz / clock_mhz;
+  if (p == 1) return t_mem_s + comp;
+  return std::pow(std::pow(t_mem_s, p) + std::pow(comp, p), 1.0 / p);
+}
+
 double PowerModel::at(double clock_mhz) const {
   return p_static_w + b_w * std::pow(clock_mhz / f_ref_mhz, gamma);
 }
@@ -171,15 +177,29 @@ ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptio
   for (const auto& p : pts) m.clocks_.push_back(p.clock_mhz);
   const double f_ref = pts.back().clock_mhz;
 
-  // Time: rows scaled by 1/t so that the residuals are relative.
+  // Time, for p = 1 and p = kSmoothMaxExponent: t^p = t_mem^p + t_comp^p·(f_ref/f)^p is linear in
+  // (t_mem^p, t_comp^p); rows scaled by 1/t^p so that the residuals are relative. The form with the
+  // smaller rms relative time residual wins (the sum on ties).
   std::vector<double> a, y;
-  for (const auto& p : pts) {
-    a.push_back(1.0 / p.time_s);
-    a.push_back(f_ref / p.clock_mhz / p.time_s);
-    y.push_back(1.0);
+  double best_time_rss = std::numeric_limits<double>::infinity();
+  for (const double p_exp : {1.0, kSmoothMaxExponent}) {
+    a.clear();
+    y.clear();
+    for (const auto& p : pts) {
+      const double tp = std::pow(p.time_s, p_exp);
+      a.push_back(1.0 / tp);
+      a.push_back(std::pow(f_ref / p.clock_mhz, p_exp) / tp);
+      y.push_back(1.0);
+    }
+    const auto xt = nnls_small(a, y, 2, {0b11u});
+    const TimeModel candidate{std::pow(xt[0], 1.0 / p_exp), std::pow(xt[1], 1.0 / p_exp), f_ref, p_exp};
+    double rss = 0;
+    for (const auto& p : pts) rss += std::pow(candidate.at(p.clock_mhz) / p.time_s - 1, 2);
+    if (rss < best_time_rss - 1e-12) {
+      best_time_rss = rss;
+      m.time_ = candidate;
+    }
   }
-  const auto xt = nnls_small(a, y, 2, {0b11u});
-  m.time_ = {xt[0], xt[1], f_ref};
 
   // Power, same weighting, for each γ of the grid; γ = 3 with 2 clocks.
   double best_rss = std::numeric_limits<double>::infinity();

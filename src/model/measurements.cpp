@@ -21,7 +21,7 @@ class Collector {
  public:
   void add(const std::string& op, ClockPoint p) {
     auto [it, inserted] = index_.try_emplace(op, ops_.size());
-    if (inserted) ops_.push_back({op, {}});
+    if (inserted) ops_.push_back({op, {}, {}});
     ops_[it->second].points.push_back(p);
   }
   std::vector<OpMeasurements> finish() {
@@ -133,6 +133,13 @@ MeasurementSet parse_csv(std::string_view content, const std::string& path) {
   const std::size_t needed =
       static_cast<std::size_t>(std::max({c_a, c_b, c_clock, c_time, c_energy, c_power})) + 1;
   Collector collector;
+  // NV-DVFS: activity ratios at each op's highest clock.
+  std::vector<std::pair<std::string, int>> activity_cols;
+  if (set.format == MeasurementFormat::kNvDvfsBenchmark) {
+    for (const char* name : {"DRAMA", "SMACT", "FP32A", "FP64A", "TENSO"})
+      if (col(name) >= 0) activity_cols.emplace_back(name, col(name));
+  }
+  std::map<std::string, std::pair<double, std::map<std::string, double>>> activity;  // op -> (clock, ratios)
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const std::size_t line_no = i + 1;
     const auto f = split_csv(lines[i]);
@@ -150,11 +157,19 @@ MeasurementSet parse_csv(std::string_view content, const std::string& path) {
     } else {
       p.energy_j = parse_number(f[c_power], path, line_no, header[c_power]) * p.time_s;
       op = fmt::format("{}/{}", f[c_a], f[c_b]);
+      auto& [clock, ratios] = activity[op];
+      if (p.clock_mhz >= clock) {
+        clock = p.clock_mhz;
+        for (const auto& [name, c] : activity_cols) ratios[name] = parse_number(f[c], path, line_no, name);
+      }
     }
     check_point(p, path, fmt::format("line {}", line_no));
     collector.add(op, p);
   }
   set.ops = collector.finish();
+  for (auto& op : set.ops) {
+    if (auto it = activity.find(op.op); it != activity.end()) op.activity = it->second.second;
+  }
   return set;
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ struct ClockPoint {
 struct OpMeasurements {
   std::string op;
   std::vector<ClockPoint> points;
+  /// NV-DVFS-Benchmark only: DCGM activity ratios (0..1) at the op's highest measured clock, for
+  /// the columns present among DRAMA (DRAM), SMACT (SM active), FP32A, FP64A, TENSO (tensor).
+  /// Empty for the other layouts.
+  std::map<std::string, double> activity;
 };
 
 enum class MeasurementFormat { kPerseusStageProfile, kNvDvfsBenchmark, kKernelTunerCache };

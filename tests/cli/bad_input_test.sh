@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad input to `emo inspect`: each case must exit with code 2 and print exactly one line on
+# Bad input to `emo inspect` (and `emo model`): each case must exit with code 2 and print exactly one line on
 # stderr that names the file, and nothing may crash. Usage: bad_input_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: bad_input_test.sh EMO_BINARY}
@@ -60,6 +60,24 @@ check sqlite_not_nsys "$dir/not_nsys.sqlite"
 check nsys_missing_column "$dir/nsys_missing_column.sqlite"
 check directory "$dir/a_directory"
 check missing "$dir/does_not_exist.json"
+
+check_cmd() {  # check_cmd NAME NEEDLE ARGS...: `emo ARGS` exits 2 with one line containing NEEDLE
+  local name=$1 needle=$2; shift 2
+  local err rc lines
+  err=$("$EMO" "$@" 2>&1 >/dev/null); rc=$?
+  lines=$(printf '%s' "$err" | grep -c '')
+  if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$needle"* && "$err" != *Sanitizer* ]]; then
+    passes=$((passes + 1)); echo "ok   $name: $err"
+  else
+    fails=$((fails + 1)); echo "FAIL $name: rc=$rc lines=$lines stderr=<<$err>>"
+  fi
+}
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.05,oops\n' > "$dir/bad_profile.csv"
+check_cmd model_check_bad_number bad_profile.csv model check "$dir/bad_profile.csv" --fit-clocks 1410,990
+check_cmd model_check_missing nope.csv model check "$dir/nope.csv" --fit-clocks 1410,990
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.05,20\n0,forward,990,0.07,18\n' > "$dir/good_profile.csv"
+check_cmd model_check_one_clock fit-clocks model check "$dir/good_profile.csv" --fit-clocks 1410
+check_cmd model_calibrate_missing_dir "$dir/no_data" model calibrate --data-dir "$dir/no_data"
 
 # Usage errors also exit 2; --help exits 0.
 "$EMO" >/dev/null 2>&1; rc=$?

@@ -133,12 +133,12 @@ TEST_P(RealFit, ErrorsAsMeasuredAndMonotone) {
 INSTANTIATE_TEST_SUITE_P(
     Files, RealFit,
     ::testing::Values(
-        // Goal met: median <= 2 % time, <= 3 % energy (measured 1.22 %, 2.38 %).
+        // Goal met: median <= 2 % time, <= 3 % energy (measured 0.34 %, 1.54 %; max 1.46 %, 5.76 %).
         Goal{"perseus/stage_profile/gpt3-175b+a100_sxm_bf16.csv", {1410, 1200, 990}, 0.02, 0.03,
-             0.025, 0.056},
-        // Goal missed on V100 (measured 4.45 %, 4.62 %): the 405 MHz row and memory-bound knees,
-        // see docs/models.md. Bounds are the measured values rounded up.
-        Goal{"dvfs/v100-dvfs-real.csv", {1380, 1087, 802}, 0.046, 0.047, 0.52, 0.37},
+             0.015, 0.058},
+        // V100: energy goal met (2.17 %), time missed (2.66 %): the 405-600 MHz rows scale worse
+        // than 1/f, see docs/models.md. Time bound is the measured value rounded up.
+        Goal{"dvfs/v100-dvfs-real.csv", {1380, 1087, 802}, 0.027, 0.03, 0.52, 0.37},
         // Time goal met (0.22 %); energy misses (10.9 %): power extrapolated from 1005-1410 down to
         // 210 MHz, below the voltage knee.
         Goal{"dvfs/kerneltuner_synthetic_fp32_a100_pcie.json", {1410, 1200, 990}, 0.02, 0.11, 0.007,

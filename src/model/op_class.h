@@ -1,0 +1,32 @@
+// Classes of GPU work by how their time responds to the SM clock (DESIGN §4, issue 4):
+// compute-bound (GEMM, convolution, attention), memory-bound (elementwise, reduction, copies),
+// communication-bound (NCCL collectives and peer copies), and mixed (anything not recognised).
+#pragma once
+
+#include <string_view>
+
+#include "trace/trace.h"
+
+namespace emo::model {
+
+enum class OpClass { kCompute, kMemory, kCommunication, kMixed };
+
+inline constexpr int kOpClassCount = 4;
+
+/// "compute", "memory", "communication", "mixed".
+std::string_view op_class_name(OpClass c);
+
+/// Classifies one GPU op from its kind and name (case-insensitive substring rules).
+///  - memcpy / memset                                   → memory (copies are bandwidth-bound);
+///  - names with "nccl" (collectives, send/recv)        → communication;
+///  - gemm, gemv, matmul, cutlass, cublas, xmma, conv, cudnn, wgrad, dgrad, fprop, attention,
+///    attn, fmha, flash, sm80_/sm90_ tensor-core kernels, nvjet, "mm_" Triton matmuls → compute;
+///  - elementwise, reduce, softmax, norm, copy, fill, cat, index, gather, scatter, embedding,
+///    dropout, adam, sgd, transpose, vectorized, unrolled (PyTorch's elementwise kernels),
+///    memcpy/memset-like names                          → memory;
+///  - anything else                                     → mixed.
+/// Compute rules are tried before memory rules ("gemm_reduce" is compute). Host kinds (runtime,
+/// driver, framework ops) are not GPU work; they classify as mixed.
+OpClass classify_op(trace::OpKind kind, std::string_view name);
+
+}  // namespace emo::model
