@@ -1,0 +1,130 @@
+#include "policy/policy.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trace/error.h"
+#include "trace/file_io.h"
+
+namespace emo::policy {
+namespace {
+
+using nlohmann::json;
+
+/// Field `key` of `obj` as T; InputError naming `where` and the key when absent or mistyped.
+template <typename T>
+T field(const json& obj, const char* key, const std::string& origin, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) throw InputError(origin, fmt::format("{}: missing '{}'", where, key));
+  const bool ok = [&] {
+    if constexpr (std::is_same_v<T, std::string>) return it->is_string();
+    else if constexpr (std::is_same_v<T, bool>) return it->is_boolean();
+    else if constexpr (std::is_integral_v<T>) return it->is_number_integer();
+    else return it->is_number();
+  }();
+  if (!ok) throw InputError(origin, fmt::format("{}: '{}' has the wrong type", where, key));
+  return it->get<T>();
+}
+
+}  // namespace
+
+std::string to_json(const Policy& p) {
+  json gpus = json::array();
+  for (const auto& g : p.gpus) {
+    json packs = json::array();
+    for (const auto& k : g.packs) {
+      packs.push_back({{"index", k.index},
+                       {"start", {{"op_name", k.start.op_name}, {"stream", k.start.stream}, {"ordinal", k.start.ordinal}}},
+                       {"start_offset_ns", k.start_offset_ns},
+                       {"duration_ns", k.duration_ns},
+                       {"ops", k.ops},
+                       {"clock_mhz", k.clock_mhz},
+                       {"predicted_energy_j", k.predicted_energy_j}});
+    }
+    gpus.push_back({{"device", g.device}, {"rank", g.rank}, {"default_clock_mhz", g.default_clock_mhz},
+                    {"packs", std::move(packs)}});
+  }
+  json doc = {{"schema", p.schema},
+              {"emo_version", p.emo_version},
+              {"gpu", p.gpu},
+              {"trace", p.trace},
+              {"iteration_marker", p.iteration_marker},
+              {"max_slowdown", p.max_slowdown},
+              {"latency_target_ns", p.latency_target_ns},
+              {"baseline", {{"time_ns", p.baseline_time_ns}, {"energy_j", p.baseline_energy_j}}},
+              {"predicted", {{"time_ns", p.predicted_time_ns}, {"energy_j", p.predicted_energy_j}}},
+              {"switch_latency_ms", p.switch_latency_ms},
+              {"simulated", p.simulated},
+              {"gpus", std::move(gpus)}};
+  return doc.dump(2) + "\n";
+}
+
+Policy parse_policy(std::string_view text, const std::string& origin) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) throw InputError(origin, "not valid JSON");
+  if (!doc.is_object()) throw InputError(origin, "a policy must be a JSON object");
+  Policy p;
+  p.schema = field<std::string>(doc, "schema", origin, "policy");
+  if (p.schema != kSchema)
+    throw InputError(origin, fmt::format("schema '{}' is not {}", one_line(p.schema, 40), kSchema));
+  p.emo_version = field<std::string>(doc, "emo_version", origin, "policy");
+  p.gpu = field<std::string>(doc, "gpu", origin, "policy");
+  p.trace = field<std::string>(doc, "trace", origin, "policy");
+  p.iteration_marker = field<std::string>(doc, "iteration_marker", origin, "policy");
+  p.max_slowdown = field<double>(doc, "max_slowdown", origin, "policy");
+  p.latency_target_ns = field<std::int64_t>(doc, "latency_target_ns", origin, "policy");
+  for (auto [key, t, e] : {std::tuple{"baseline", &p.baseline_time_ns, &p.baseline_energy_j},
+                           std::tuple{"predicted", &p.predicted_time_ns, &p.predicted_energy_j}}) {
+    auto it = doc.find(key);
+    if (it == doc.end() || !it->is_object()) throw InputError(origin, fmt::format("policy: missing object '{}'", key));
+    *t = field<std::int64_t>(*it, "time_ns", origin, key);
+    *e = field<double>(*it, "energy_j", origin, key);
+  }
+  p.switch_latency_ms = field<double>(doc, "switch_latency_ms", origin, "policy");
+  p.simulated = field<bool>(doc, "simulated", origin, "policy");
+  auto gpus = doc.find("gpus");
+  if (gpus == doc.end() || !gpus->is_array()) throw InputError(origin, "policy: missing array 'gpus'");
+  for (std::size_t gi = 0; gi < gpus->size(); ++gi) {
+    const json& g = (*gpus)[gi];
+    const std::string where = fmt::format("gpus[{}]", gi);
+    if (!g.is_object()) throw InputError(origin, where + ": not an object");
+    GpuPolicy gp;
+    gp.device = field<std::int32_t>(g, "device", origin, where);
+    gp.rank = field<std::int32_t>(g, "rank", origin, where);
+    gp.default_clock_mhz = field<double>(g, "default_clock_mhz", origin, where);
+    auto packs = g.find("packs");
+    if (packs == g.end() || !packs->is_array()) throw InputError(origin, where + ": missing array 'packs'");
+    for (std::size_t ki = 0; ki < packs->size(); ++ki) {
+      const json& k = (*packs)[ki];
+      const std::string w = fmt::format("{}.packs[{}]", where, ki);
+      if (!k.is_object()) throw InputError(origin, w + ": not an object");
+      PackClock pc;
+      pc.index = field<std::int32_t>(k, "index", origin, w);
+      auto start = k.find("start");
+      if (start == k.end() || !start->is_object()) throw InputError(origin, w + ": missing object 'start'");
+      pc.start.op_name = field<std::string>(*start, "op_name", origin, w + ".start");
+      pc.start.stream = field<std::int64_t>(*start, "stream", origin, w + ".start");
+      pc.start.ordinal = field<std::int64_t>(*start, "ordinal", origin, w + ".start");
+      pc.start_offset_ns = field<std::int64_t>(k, "start_offset_ns", origin, w);
+      pc.duration_ns = field<std::int64_t>(k, "duration_ns", origin, w);
+      pc.ops = field<std::int64_t>(k, "ops", origin, w);
+      pc.clock_mhz = field<double>(k, "clock_mhz", origin, w);
+      pc.predicted_energy_j = field<double>(k, "predicted_energy_j", origin, w);
+      if (!(pc.clock_mhz > 0)) throw InputError(origin, fmt::format("{}: clock_mhz {} is not positive", w, pc.clock_mhz));
+      if (pc.start.ordinal < 0 || pc.duration_ns < 0)
+        throw InputError(origin, w + ": negative ordinal or duration");
+      if (!gp.packs.empty() && pc.start_offset_ns < gp.packs.back().start_offset_ns)
+        throw InputError(origin, w + ": packs are not in start order");
+      gp.packs.push_back(std::move(pc));
+    }
+    p.gpus.push_back(std::move(gp));
+  }
+  return p;
+}
+
+Policy load_policy(const std::string& path) {
+  const trace::PaddedBuffer buf = trace::read_file(path);
+  return parse_policy(buf.view(), path);
+}
+
+}  // namespace emo::policy

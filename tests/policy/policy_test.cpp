@@ -1,0 +1,86 @@
+#include "policy/policy.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "test_data.h"
+#include "trace/error.h"
+
+namespace emo::policy {
+namespace {
+
+Policy sample() {
+  Policy p;
+  p.emo_version = "0.1.0";
+  p.gpu = "A100-SXM4-80GB";
+  p.trace = "t.json.gz";
+  p.iteration_marker = "ProfilerStep#5";
+  p.max_slowdown = 0.05;
+  p.latency_target_ns = 105;
+  p.baseline_time_ns = 100;
+  p.baseline_energy_j = 10;
+  p.predicted_time_ns = 104;
+  p.predicted_energy_j = 8.5;
+  p.switch_latency_ms = 20;
+  p.simulated = true;
+  GpuPolicy g;
+  g.device = 0;
+  g.rank = 0;
+  g.default_clock_mhz = 1410;
+  g.packs.push_back({0, {"ampere_sgemm", 7, 0}, 0, 40, 12, 1410, 5.0});
+  g.packs.push_back({1, {"vectorized_elementwise_kernel", 7, 3}, 40, 64, 30, 990, 3.5});
+  p.gpus.push_back(g);
+  return p;
+}
+
+TEST(Policy, RoundTripsThroughJson) {
+  const Policy p = sample();
+  const Policy q = parse_policy(to_json(p), "mem");
+  EXPECT_EQ(q.gpu, p.gpu);
+  EXPECT_EQ(q.latency_target_ns, 105);
+  EXPECT_EQ(q.baseline_time_ns, 100);
+  EXPECT_DOUBLE_EQ(q.predicted_energy_j, 8.5);
+  EXPECT_TRUE(q.simulated);
+  ASSERT_EQ(q.gpus.size(), 1u);
+  ASSERT_EQ(q.gpus[0].packs.size(), 2u);
+  EXPECT_EQ(q.gpus[0].packs[1].start.op_name, "vectorized_elementwise_kernel");
+  EXPECT_EQ(q.gpus[0].packs[1].start.ordinal, 3);
+  EXPECT_DOUBLE_EQ(q.gpus[0].packs[1].clock_mhz, 990);
+  EXPECT_EQ(to_json(q), to_json(p));
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    parse_policy(text, "p.json");
+    ADD_FAILURE() << "no error for " << needle;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    EXPECT_EQ(std::string(e.what()).rfind("p.json", 0), 0u) << e.what();
+  }
+}
+
+TEST(Policy, BadInputNamesTheProblem) {
+  expect_error("{", "not valid JSON");
+  expect_error("[]", "JSON object");
+  std::string good = to_json(sample());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  expect_error(replaced("\"emo.policy/1\"", "\"emo.policy/9\""), "schema");
+  expect_error(replaced("\"clock_mhz\": 990.0", "\"clock_mhz\": -1.0"), "clock_mhz");
+  expect_error(replaced("\"clock_mhz\": 990.0", "\"clock_mhz\": \"fast\""), "wrong type");
+  expect_error(replaced("\"latency_target_ns\": 105", "\"latency_target_nz\": 105"), "latency_target_ns");
+  expect_error(replaced("\"start_offset_ns\": 40", "\"start_offset_ns\": -5"), "start order");
+}
+
+TEST(Policy, MissingFileIsInputError) {
+  EXPECT_THROW(load_policy("/nonexistent/policy.json"), InputError);
+}
+
+}  // namespace
+}  // namespace emo::policy
