@@ -9,6 +9,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3 time
+  chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do
