@@ -1,0 +1,35 @@
+// Profiling units of work (packs) on a Device at a few SM clocks and fitting their clock models
+// (DESIGN §4: 2–5 clocks per pack instead of every clock).
+#pragma once
+
+#include <vector>
+
+#include "model/clock_model.h"
+#include "runtime/device.h"
+
+namespace emo::runtime {
+
+/// The K profiling clocks: the supported clocks nearest f_max · linspace(1, x_low, K), x_low = 0.70
+/// for K ≤ 3 and 0.60 for K > 3 (on A100, K = 3 gives 1410, 1200, 990 MHz — the clocks
+/// docs/models.md validates). `supported` descending. Throws std::invalid_argument for K < 2 or
+/// fewer than K distinct supported clocks.
+std::vector<double> profiling_clocks(const std::vector<double>& supported, int k);
+
+/// Clocks at which a model fitted on `profiled` is trusted: supported clocks ≥ 0.9 × the lowest
+/// profiled clock (no far extrapolation below the profiled range), descending.
+std::vector<double> trusted_clocks(const std::vector<double>& supported, const std::vector<double>& profiled);
+
+struct ProfileResult {
+  std::vector<model::ClockPoint> points;  ///< One per profiled clock (mean per run).
+  model::ClockModel model;                ///< Fitted on `points`.
+  int runs = 0;                           ///< Total runs (repetitions over all clocks).
+  double device_time_s = 0;               ///< Device time spent, runs only (switches excluded).
+  bool simulated = false;
+};
+
+/// Runs `work` at each of `clocks` (repeated so that each clock spans ≥ `counter_periods` energy-
+/// counter periods, from a first timing run at the first clock) and fits its model. Throws what
+/// Device::run throws, and std::invalid_argument when a measurement has zero energy or time.
+ProfileResult profile_work(Device& device, Work work, const std::vector<double>& clocks, int counter_periods = 50);
+
+}  // namespace emo::runtime
