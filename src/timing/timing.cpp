@@ -230,8 +230,10 @@ std::vector<GpuSlack> gpu_slack(const trace::Trace& trace, const DepGraph& g, co
 // ---- what-if -------------------------------------------------------------------------------
 
 struct WhatIf::Rule {
-  enum class Sel { kAll, kGpu, kId, kNameExact, kNameRegex, kKind, kStream, kDevice } sel;
+  enum class Sel { kAll, kGpu, kId, kCorrelation, kNameExact, kNameRegex, kKind, kStream, kDevice } sel;
   std::int64_t number = 0;
+  /// "@K": only the K-th match (0-based; negative counts from the last) in recorded start order.
+  std::optional<std::int64_t> instance;
   std::string text;
   std::optional<std::regex> regex;
   enum class Op { kScale, kAdd, kSet } op;
@@ -280,12 +282,28 @@ TimeNs parse_duration(const std::string& spec, const std::string& s) {
   return static_cast<TimeNs>(std::llround(v * scale));
 }
 
+/// "@K" at the end of a selector (K an integer, optionally negative), or nullopt. `sel` loses it.
+/// "name=foo@3" -> 3 and "name=foo"; "name~a@b" and "name=x@" keep their '@'.
+std::optional<std::int64_t> take_instance(std::string& sel) {
+  const std::size_t at = sel.rfind('@');
+  if (at == std::string::npos) return std::nullopt;
+  const std::string k = sel.substr(at + 1);
+  const std::size_t digits = k.starts_with('-') ? 1 : 0;
+  if (k.size() <= digits || k.find_first_not_of("0123456789", digits) != std::string::npos ||
+      k.size() > 18) {
+    return std::nullopt;
+  }
+  sel.resize(at);
+  return std::strtoll(k.c_str(), nullptr, 10);
+}
+
 WhatIf::Rule parse_rule(const std::string& spec, const std::string& rule) {
   const std::size_t colon = rule.rfind(':');
   if (colon == std::string::npos) bad_spec(spec, fmt::format("rule '{}' has no ':CHANGE'", rule));
-  const std::string sel = rule.substr(0, colon);
+  std::string sel = rule.substr(0, colon);
   const std::string change = rule.substr(colon + 1);
   WhatIf::Rule r{};
+  r.instance = take_instance(sel);
   using Sel = WhatIf::Rule::Sel;
   if (sel == "all") {
     r.sel = Sel::kAll;
@@ -294,6 +312,9 @@ WhatIf::Rule parse_rule(const std::string& spec, const std::string& rule) {
   } else if (sel.starts_with("id=")) {
     r.sel = Sel::kId;
     r.number = parse_integer(spec, sel.substr(3));
+  } else if (sel.starts_with("corr=")) {
+    r.sel = Sel::kCorrelation;
+    r.number = parse_integer(spec, sel.substr(5));
   } else if (sel.starts_with("name~")) {
     r.sel = Sel::kNameRegex;
     r.text = sel.substr(5);
@@ -320,8 +341,8 @@ WhatIf::Rule parse_rule(const std::string& spec, const std::string& rule) {
     r.sel = Sel::kDevice;
     r.number = parse_integer(spec, sel.substr(7));
   } else {
-    bad_spec(spec, fmt::format("unknown selector '{}' (all, gpu, id=, name=, name~, kind=, "
-                               "stream=, device=)", sel));
+    bad_spec(spec, fmt::format("unknown selector '{}' (all, gpu, id=, corr=, name=, name~, "
+                               "kind=, stream=, device=; optional @K)", sel));
   }
   using Op = WhatIf::Rule::Op;
   if (change.size() >= 2 && (change[0] == 'x' || change[0] == '*')) {
@@ -351,6 +372,7 @@ bool matches(const WhatIf::Rule& r, const trace::Trace& t, const DepGraph& g, st
     case Sel::kAll: return true;
     case Sel::kGpu: return g.gpu[n] != 0;
     case Sel::kId: return row == r.number;
+    case Sel::kCorrelation: return g.gpu[n] && t.ops.correlation[row] == r.number;
     case Sel::kNameExact: return t.strings.view(t.ops.name[row]) == r.text;
     case Sel::kNameRegex: {
       std::int8_t& c = regex_cache[t.ops.name[row]];
@@ -392,10 +414,30 @@ std::vector<TimeNs> apply_what_if(const trace::Trace& trace, const DepGraph& g, 
                                   std::size_t* matched) {
   std::vector<TimeNs> dur = g.dur;
   std::vector<std::uint8_t> hit(matched != nullptr ? g.nodes() : 0, 0);
+  std::vector<std::uint32_t> selected;
   for (const WhatIf::Rule& r : w.rules) {
     std::vector<std::int8_t> cache(r.sel == WhatIf::Rule::Sel::kNameRegex ? trace.strings.size() : 0, -1);
+    selected.clear();
     for (std::uint32_t n = 0; n < g.nodes(); ++n) {
-      if (!matches(r, trace, g, n, cache)) continue;
+      if (matches(r, trace, g, n, cache)) selected.push_back(n);
+    }
+    if (r.instance) {
+      // Recorded start order (ties: trace row order), then keep the one instance asked for.
+      std::sort(selected.begin(), selected.end(), [&](std::uint32_t a, std::uint32_t b) {
+        const std::uint32_t ra = g.op[a], rb = g.op[b];
+        return trace.ops.start_ns[ra] != trace.ops.start_ns[rb]
+                   ? trace.ops.start_ns[ra] < trace.ops.start_ns[rb]
+                   : ra < rb;
+      });
+      const auto count = static_cast<std::int64_t>(selected.size());
+      const std::int64_t k = *r.instance < 0 ? count + *r.instance : *r.instance;
+      if (k >= 0 && k < count) {
+        selected = {selected[static_cast<std::size_t>(k)]};
+      } else {
+        selected.clear();
+      }
+    }
+    for (const std::uint32_t n : selected) {
       if (matched != nullptr) hit[n] = 1;
       switch (r.op) {
         case WhatIf::Rule::Op::kScale:

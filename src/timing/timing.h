@@ -90,11 +90,17 @@ struct GpuSlack {
 std::vector<GpuSlack> gpu_slack(const trace::Trace& trace, const DepGraph& g, const Schedule& s,
                                 std::span<const TimeNs> node_slack);
 
-/// Duration changes for what-if timing. Spec: RULE[;RULE...], RULE = SELECTOR:CHANGE.
-/// SELECTOR: all | gpu | id=N (trace op row) | name=TEXT | name~REGEX | kind=K (kernel,
-/// collective, memcpy, memset, runtime, driver) | stream=S | device=D.
+/// Duration changes for what-if timing. Spec: RULE[;RULE...], RULE = SELECTOR[@K]:CHANGE.
+/// SELECTOR: all | gpu | id=N (trace op row) | corr=N (the GPU op(s) of correlation id N, not
+/// the launching call) | name=TEXT | name~REGEX | kind=K (kernel, collective, memcpy, memset,
+/// runtime, driver) | stream=S | device=D.
+/// @K: only the K-th node the selector matches in the graph (the window), in recorded start
+/// order, 0-based; negative K counts from the last (@-1). No K-th match: the rule changes nothing.
 /// CHANGE: xF or *F (scale by F >= 0), +DUR, -DUR (add/subtract, floor 0), =DUR (absolute);
 /// DUR = number with unit ns|us|ms|s, e.g. "kind=kernel:x1.5", "name~gemm:x1.2", "id=123:+2ms".
+/// "+DUR" on a GPU op is the same as a delay of DUR inserted right after it on its stream (a
+/// spin kernel enqueued after it): everything that waited for its end waits DUR longer.
+/// "corr=812:+2ms" or "name=gemm@3:+2ms" (the 4th gemm of the window) target one instance.
 /// Rules apply in order, each to the result of the previous ones.
 struct WhatIf {
   std::string spec;

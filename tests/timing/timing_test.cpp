@@ -276,6 +276,115 @@ TEST(WhatIf, UniformScaleOfAGpuBoundGraphScalesTheMakespan) {
   EXPECT_EQ(what_if_makespan(t, g, "gpu:x2;gpu:x0.5"), 910);
 }
 
+TEST(WhatIf, CorrelationSelectsTheGpuOpNotItsLaunch) {
+  const trace::Trace t = two_streams();
+  const DepGraph g = graph::build_graph(t);
+  EXPECT_EQ(what_if_makespan(t, g, "corr=2:+7ns"), 137);   // k_long, zero slack
+  EXPECT_EQ(what_if_makespan(t, g, "corr=1:+78ns"), 130);  // k_short, 78 ns of slack
+  EXPECT_EQ(what_if_makespan(t, g, "corr=1:+79ns"), 131);
+  std::size_t matched = 9;
+  const auto dur = timing::apply_what_if(t, g, timing::parse_what_if("corr=2:+1us"), &matched);
+  EXPECT_EQ(matched, 1u);
+  EXPECT_EQ(dur[api_node(t, g, 2)], g.dur[api_node(t, g, 2)]) << "the launch call is untouched";
+  // corr 3 is the cudaDeviceSynchronize: no GPU op has it.
+  (void)timing::apply_what_if(t, g, timing::parse_what_if("corr=3:+1us"), &matched);
+  EXPECT_EQ(matched, 0u);
+}
+
+TEST(WhatIf, InstanceSuffixPicksTheKthMatchInStartOrder) {
+  HandTrace h;
+  h.call("cudaLaunchKernel", 0, 2, 1);
+  h.call("cudaLaunchKernel", 3, 2, 2);
+  h.call("cudaLaunchKernel", 6, 2, 3);
+  h.call("cudaLaunchKernel", 9, 2, 4);
+  h.kernel("k", 10, 100, 7, 1);
+  h.kernel("other", 110, 100, 7, 2);
+  h.kernel("k", 210, 100, 7, 3);
+  h.kernel("k", 310, 100, 7, 4);
+  const trace::Trace t = h.finish();
+  const DepGraph g = graph::build_graph(t);
+  const auto k0 = gpu_node(t, g, 1), other = gpu_node(t, g, 2), k1 = gpu_node(t, g, 3),
+             k2 = gpu_node(t, g, 4);
+  const auto changed = [&](const std::string& spec) {
+    std::size_t matched = 0;
+    const auto dur = timing::apply_what_if(t, g, timing::parse_what_if(spec), &matched);
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+      if (dur[n] != g.dur[n]) out.push_back(n);
+    }
+    EXPECT_EQ(matched, out.size()) << spec;
+    return out;
+  };
+  using V = std::vector<std::uint32_t>;
+  EXPECT_EQ(changed("name=k:+1ns"), V({k0, k1, k2}));
+  EXPECT_EQ(changed("name=k@0:+1ns"), V({k0}));
+  EXPECT_EQ(changed("name=k@1:+1ns"), V({k1}));
+  EXPECT_EQ(changed("name=k@2:+1ns"), V({k2}));
+  EXPECT_EQ(changed("name=k@-1:+1ns"), V({k2}));
+  EXPECT_EQ(changed("name=k@-3:+1ns"), V({k0}));
+  EXPECT_EQ(changed("name=k@3:+1ns"), V()) << "no 4th k: nothing changes";
+  EXPECT_EQ(changed("name=k@-4:+1ns"), V());
+  EXPECT_EQ(changed("gpu@1:+1ns"), V({other}));
+  EXPECT_EQ(changed("name~^k$@1:+1ns"), V({k1}));
+  EXPECT_EQ(changed("stream=7@3:+1ns"), V({k2}));
+  // Each rule picks its own instance.
+  EXPECT_EQ(changed("name=k@0:+1ns;name=k@2:+1ns"), V({k0, k2}));
+  // A '@' not followed by an integer is part of the selector.
+  EXPECT_EQ(changed("name=k@:+1ns"), V());
+  EXPECT_EQ(changed("name=k@x:+1ns"), V());
+  // The 2nd k slowed by 50 ns delays the 3rd: the stream is back to back.
+  EXPECT_EQ(what_if_makespan(t, g, "name=k@1:+50ns"), timing::replay(g, g.dur).makespan_ns + 50);
+}
+
+/// One step with a side stream, as the device-validation workload runs it (docs/device-validation.md):
+///   [0,10)  cudaLaunchKernel corr 1 -> teacher on stream 8, [15, 115)
+///   [10,12) cudaLaunchKernel corr 7 -> spin on stream 8, right after teacher (only if spin_ns > 0)
+///   [12,15) cudaEventRecord corr 2 on stream 8
+///   [15,25) cudaLaunchKernel corr 3 -> m1 on stream 7, [30, 230)
+///   [25,30) cudaStreamWaitEvent corr 4: stream 7 waits for the event of corr 2
+///   [30,40) cudaLaunchKernel corr 5 -> m2 on stream 7, after m1 (2 ns gap) and after the event
+///   [40, ..) cudaStreamSynchronize corr 6 on stream 7, returns 3 ns after m2 ends
+/// The times of the spin run are worked out by hand from the same lags.
+trace::Trace side_stream_step(TimeNs spin_ns) {
+  HandTrace h;
+  const TimeNs teacher_end = 115, event_done = teacher_end + spin_ns;
+  const TimeNs m2_start = std::max<TimeNs>(232, event_done), m2_end = m2_start + 100;
+  h.call("cudaLaunchKernel", 0, 10, 1);
+  h.kernel("teacher", 15, 100, 8, 1);
+  if (spin_ns > 0) {
+    h.call("cudaLaunchKernel", 10, 2, 7);
+    h.kernel("spin_kernel", teacher_end, spin_ns, 8, 7);
+  }
+  const TimeNs record_start = spin_ns > 0 ? 12 : 10;
+  h.call("cudaEventRecord", record_start, 15 - record_start, 2);
+  h.call("cudaLaunchKernel", 15, 10, 3);
+  h.kernel("m1", 30, 200, 7, 3);
+  h.call("cudaStreamWaitEvent", 25, 5, 4);
+  h.sync(SyncKind::kStreamWaitEvent, 25, 5, 4, 0, 7, 8, 2);
+  h.call("cudaLaunchKernel", 30, 10, 5);
+  h.kernel("m2", m2_start, 100, 7, 5);
+  h.call("cudaStreamSynchronize", 40, m2_end + 3 - 40, 6);
+  h.sync(SyncKind::kStreamSync, 40, m2_end + 3 - 40, 6, 0, 7);
+  return h.finish();
+}
+
+TEST(WhatIf, DelayAfterAnOpPredictsTheRunWithASpinInsertedThere) {
+  const trace::Trace base = side_stream_step(0);
+  const DepGraph g = graph::build_graph(base);
+  ASSERT_EQ(timing::replay(g, g.dur).makespan_ns, 335);
+  // Within the teacher's slack (232 - 115 = 117 ns) nothing moves; past it, the excess shows.
+  for (const TimeNs d : {TimeNs{50}, TimeNs{117}, TimeNs{118}, TimeNs{150}, TimeNs{400}}) {
+    const trace::Trace perturbed = side_stream_step(d);
+    const DepGraph gp = graph::build_graph(perturbed);
+    const timing::Schedule measured = timing::replay(gp, gp.dur);
+    EXPECT_EQ(timing::replay_error(gp, measured), 0.0);
+    const TimeNs want = 335 + std::max<TimeNs>(0, d - 117);
+    EXPECT_EQ(measured.makespan_ns, want) << "spin " << d;
+    EXPECT_EQ(what_if_makespan(base, g, fmt::format("corr=1:+{}ns", d)), want) << "spin " << d;
+    EXPECT_EQ(what_if_makespan(base, g, fmt::format("name=teacher@0:+{}ns", d)), want);
+  }
+}
+
 TEST(WhatIf, AnalyzeReportsEachSpec) {
   const trace::Trace t = two_streams();
   const Analysis a = analyze(t, {"gpu:x2", "name=k_short:+1ns"});
@@ -346,6 +455,9 @@ TEST(WhatIf, RejectsBadSpecsWithAHelpfulMessage) {
       {"id=abc:x2", "not an integer"},
       {"stream=:x2", "not an integer"},
       {"name~(:x2", "bad regex"},
+      {"corr=abc:+1ns", "not an integer"},
+      {"corr=:+1ns", "not an integer"},
+      {"kernel@2:x2", "unknown selector 'kernel'"},
       {"gpu:x2;bogus:x2", "unknown selector 'bogus'"},
   };
   for (const auto& [spec, why] : cases) {
