@@ -43,10 +43,14 @@ std::int64_t topological_order(DepGraph& g) {
     for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) ++out_begin[g.in_from[k] + 1];
   }
   for (std::size_t t = 0; t < tps; ++t) out_begin[t + 1] += out_begin[t];
-  std::vector<std::uint32_t> out_to(g.edges());
+  std::vector<std::uint32_t> out_edge(g.edges());  // in-CSR index of each out-edge
   std::vector<std::uint32_t> fill(out_begin.begin(), out_begin.end() - 1);
+  std::vector<std::uint32_t> target(g.edges());
   for (std::uint32_t t = 0; t < tps; ++t) {
-    for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) out_to[fill[g.in_from[k]]++] = t;
+    for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) {
+      out_edge[fill[g.in_from[k]]++] = k;
+      target[k] = t;
+    }
   }
   g.topo.clear();
   g.topo.reserve(tps);
@@ -55,8 +59,8 @@ std::int64_t topological_order(DepGraph& g) {
     if (indeg[t] == 0) ready.push_back(t);
   }
   std::vector<std::uint8_t> done(tps, 0);
-  std::vector<std::uint32_t> by_time;
-  std::size_t next_forced = 0;
+  std::vector<std::uint32_t> seen(tps, 0), pos(tps, 0);
+  std::uint32_t generation = 0;
   std::int64_t dropped = 0;
   while (g.topo.size() < tps) {
     while (!ready.empty()) {
@@ -65,32 +69,62 @@ std::int64_t topological_order(DepGraph& g) {
       g.topo.push_back(t);
       done[t] = 1;
       if (!DepGraph::is_end(t) && --indeg[t + 1] == 0) ready.push_back(t + 1);
-      for (std::uint32_t k = out_begin[t]; k < out_begin[t + 1]; ++k) {
-        if (--indeg[out_to[k]] == 0) ready.push_back(out_to[k]);
+      for (std::uint32_t o = out_begin[t]; o < out_begin[t + 1]; ++o) {
+        const std::uint32_t k = out_edge[o];
+        if (g.in_lag[k] == kDroppedLag) continue;  // already taken off its target's count
+        if (--indeg[target[k]] == 0) ready.push_back(target[k]);
       }
     }
     if (g.topo.size() == tps) break;
-    if (by_time.empty()) {
-      by_time.resize(tps);
-      std::iota(by_time.begin(), by_time.end(), 0u);
-      std::stable_sort(by_time.begin(), by_time.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return rec(g, a) < rec(g, b);
-      });
+    // A cycle closed by contraction: a host call waits for an op in the middle of an island
+    // (which cannot be split) and then launches a later op of the same island, so the path
+    // leaves the pack and re-enters it. Find one cycle by walking blocking edges backwards from
+    // a blocked timepoint, and drop one of its edges: preferably one into a pack start that
+    // keeps another constraint tight at the recorded times (the replay stays exact).
+    ++generation;
+    std::uint32_t t = 0;
+    while (done[t] || indeg[t] == 0) ++t;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> walk;  // (timepoint, edge into it)
+    while (seen[t] != generation) {
+      seen[t] = generation;
+      pos[t] = static_cast<std::uint32_t>(walk.size());
+      std::uint32_t via = UINT32_MAX, src = UINT32_MAX;
+      if (DepGraph::is_end(t) && !done[t - 1]) {
+        src = t - 1;  // its own start
+      } else {
+        for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) {
+          if (!done[g.in_from[k]] && g.in_lag[k] != kDroppedLag) {
+            via = k;
+            src = g.in_from[k];
+            break;
+          }
+        }
+      }
+      walk.push_back({t, via});
+      t = src;
     }
-    while (next_forced < tps && (done[by_time[next_forced]] || indeg[by_time[next_forced]] == 0)) {
-      ++next_forced;
-    }
-    const std::uint32_t t = by_time[next_forced];
-    for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) {
-      if (!done[g.in_from[k]] && g.in_lag[k] != kDroppedLag) {
-        g.in_lag[k] = kDroppedLag;
-        ++dropped;
+    std::uint32_t pick = UINT32_MAX;
+    int best = -1;
+    for (std::size_t i = pos[t]; i < walk.size(); ++i) {
+      const auto [to, k] = walk[i];
+      if (k == UINT32_MAX) continue;
+      int score = 0;
+      if (!DepGraph::is_end(to) && g.gpu[DepGraph::node_of(to)]) {
+        score = 1;
+        for (std::uint32_t j = g.in_begin[to]; j < g.in_begin[to + 1]; ++j) {
+          if (j != k && g.in_lag[j] != kDroppedLag && rec(g, g.in_from[j]) + g.in_lag[j] == rec(g, to)) score = 2;
+        }
+        if (g.release[DepGraph::node_of(to)] == rec(g, to)) score = 2;
+      }
+      if (score > best) {
+        best = score;
+        pick = k;
       }
     }
-    // An end waits for its own start too; a forced end keeps that (its start is not done only
-    // if the start is in the cycle, and then forcing the start comes first by recorded time).
-    indeg[t] = 0;
-    ready.push_back(t);
+    const std::uint32_t to = target[pick];
+    g.in_lag[pick] = kDroppedLag;
+    ++dropped;
+    if (--indeg[to] == 0) ready.push_back(to);
   }
   return dropped;
 }
