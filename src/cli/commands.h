@@ -18,6 +18,9 @@ Action add_inspect_command(CLI::App& app);
 /// `emo analyze TRACE [--window ...] [--json FILE|-] [--overlay FILE] [--what-if SPEC]...`
 Action add_analyze_command(CLI::App& app);
 
+/// `emo pack TRACE [--min-pack-ms X] [--window ...] [--json FILE|-] [--overlay FILE]`
+Action add_pack_command(CLI::App& app);
+
 /// `emo model check FILE --fit-clocks LIST [--json FILE|-]`
 Action add_model_command(CLI::App& app);
 

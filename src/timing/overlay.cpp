@@ -61,6 +61,11 @@ class Writer {
 }  // namespace
 
 void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& path) {
+  write_overlay(t, a, path, {});
+}
+
+void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& path,
+                   const std::vector<OverlayTrack>& extra) {
   const graph::DepGraph& g = a.graph;
   const auto& ops = t.ops;
   std::vector<std::uint32_t> node_of(ops.size(), UINT32_MAX);
@@ -129,6 +134,14 @@ void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& 
     for (const Interval& win : gs.windows) {
       w.event(fmt::format(R"({{"ph": "X", "cat": "slack_window", "name": "slack window", "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {{"device": {}}}}})",
                           kSlackPidBase + gs.device, rel(win.start_ns), us(win.end_ns - win.start_ns), gs.device));
+    }
+  }
+  for (const OverlayTrack& track : extra) {
+    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": {}}}}})",
+                        track.pid, json_quoted(track.name)));
+    for (const OverlayTrack::Slice& sl : track.slices) {
+      w.event(fmt::format(R"({{"ph": "X", "cat": "emo", "name": {}, "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {}}})",
+                          json_quoted(sl.name), track.pid, rel(sl.start_ns), us(sl.dur_ns), sl.args_json));
     }
   }
   w.put("\n]}\n");

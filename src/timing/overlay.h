@@ -1,7 +1,9 @@
 // A Chrome/Perfetto JSON trace of an analysis, for looking at slack in the Perfetto UI.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "timing/analysis.h"
 
@@ -15,5 +17,24 @@ namespace emo::timing {
 /// fractions, relative to the trace's first op (otherData.emo_origin_ns holds it, in ns), since
 /// Perfetto parses them as doubles. Throws emo::InputError when it cannot be written.
 void write_overlay(const trace::Trace& trace, const Analysis& a, const std::string& path);
+
+/// A track that a later stage adds to the overlay (e.g. the packs of `emo pack`): one process
+/// named `name` (pid `pid`, distinct from the trace's and EMO's own), tid 0, one complete event
+/// per slice, timestamps relative to the same origin as the rest of the overlay.
+struct OverlayTrack {
+  struct Slice {
+    std::string name;
+    trace::TimeNs start_ns = 0;  ///< Trace time (absolute ns).
+    trace::TimeNs dur_ns = 0;
+    std::string args_json = "{}";  ///< A JSON object.
+  };
+  std::string name;
+  std::int64_t pid = 0;
+  std::vector<Slice> slices;
+};
+
+/// As above, with `extra` tracks appended.
+void write_overlay(const trace::Trace& trace, const Analysis& a, const std::string& path,
+                   const std::vector<OverlayTrack>& extra);
 
 }  // namespace emo::timing

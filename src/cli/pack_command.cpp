@@ -1,0 +1,89 @@
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "pack/report.h"
+#include "timing/analysis.h"
+#include "trace/error.h"
+#include "trace/load.h"
+
+namespace emo::cli {
+namespace {
+
+struct PackCliOptions {
+  std::string trace;
+  std::string window;
+  std::string annotation;
+  int instance = 0;
+  std::string min_pack_ms;
+  std::string json_out;
+  std::string overlay_out;
+};
+
+/// "--min-pack-ms X": a finite number of milliseconds, > 0 and at most an hour.
+std::optional<trace::TimeNs> parse_min_pack(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  double ms = 0;
+  std::size_t used = 0;
+  try {
+    ms = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(ms)) {
+    throw InputError("--min-pack-ms " + text, "not a number of milliseconds");
+  }
+  if (ms <= 0 || ms > 3.6e6) {
+    throw InputError("--min-pack-ms " + text, "must be > 0 and at most 3600000 (one hour)");
+  }
+  const auto ns = static_cast<trace::TimeNs>(std::llround(ms * 1e6));
+  if (ns <= 0) throw InputError("--min-pack-ms " + text, "shorter than 1 ns");
+  return ns;
+}
+
+int run_pack_command(const PackCliOptions& o) {
+  const std::optional<trace::TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
+  const trace::Trace t = trace::load_trace(o.trace);
+  const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
+  const pack::PackRun r = pack::run_pack(t, window, min_pack);
+  if (o.json_out != "-") fmt::print("{}", pack::to_text(t, r));
+  if (!o.json_out.empty()) write_output(o.json_out, pack::to_json(t, r).dump(2) + "\n");
+  if (!o.overlay_out.empty()) pack::write_pack_overlay(t, r, o.overlay_out);
+  return 0;
+}
+
+}  // namespace
+
+Action add_pack_command(CLI::App& app) {
+  auto opts = std::make_shared<PackCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "pack", "Dependency-aware packing of each GPU's timeline, the pack graph and its exactness");
+  cmd->add_option("trace", opts->trace, "Trace file (Kineto JSON, plain or .gz, or nsys SQLite)")
+      ->required();
+  cmd->add_option("--min-pack-ms", opts->min_pack_ms,
+                  "Shortest pack in ms (default: the GPU's clock-switch latency from the catalog, "
+                  "else 20)");
+  auto* win = cmd->add_option("--window", opts->window,
+                              "Pack one annotation, e.g. ProfilerStep#3 (first of that name)");
+  auto* ann = cmd->add_option("--annotation", opts->annotation,
+                              "Pack an annotation by name (with --instance)");
+  cmd->add_option("--instance", opts->instance, "Which instance of --annotation (0-based)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(ann);
+  win->excludes(ann);
+  cmd->add_option("--json", opts->json_out,
+                  "Write the JSON result to FILE ('-' = stdout only, no text)");
+  cmd->add_option("--overlay", opts->overlay_out,
+                  "Write a Chrome/Perfetto JSON trace with a track of packs per GPU");
+  return [cmd, opts]() -> int {
+    if (!cmd->parsed()) return -1;
+    return run_pack_command(*opts);
+  };
+}
+
+}  // namespace emo::cli

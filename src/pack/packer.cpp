@@ -1,0 +1,396 @@
+#include "pack/packer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "model/gpu_catalog.h"
+
+namespace emo::pack {
+namespace {
+
+using graph::kDroppedLag;
+
+/// Root of a timepoint whose time is pinned (a release), not derived from another timepoint.
+constexpr std::uint32_t kAbsoluteRoot = UINT32_MAX;
+
+/// A maximal run of one device's GPU ops whose recorded intervals overlap.
+struct Island {
+  std::int32_t device;
+  std::uint32_t begin;  ///< Into the device-sorted node list.
+  std::uint32_t end;
+  TimeNs start_ns;
+  TimeNs end_ns;
+  bool critical = false;
+  bool collective = false;
+  bool feeds_host = false;  ///< An op of it has an edge to a host timepoint (or another device).
+};
+
+class Packer {
+ public:
+  Packer(const trace::Trace& t, const DepGraph& g, const timing::Schedule& s,
+         std::span<const TimeNs> slack, TimeNs min_pack)
+      : t_(t), g_(g), s_(s), slack_(slack), min_pack_(min_pack) {}
+
+  Packing run() {
+    out_.min_pack_ns = min_pack_;
+    out_.pack_of.assign(g_.nodes(), kNoPack);
+    out_.follows_anchor.assign(g_.nodes(), 0);
+    build_islands();
+    compute_roots();
+    compute_tight_sources();
+    std::size_t i = 0;
+    while (i < islands_.size()) {
+      std::size_t j = i;
+      while (j < islands_.size() && islands_[j].device == islands_[i].device) ++j;
+      pack_device(i, j);
+      i = j;
+    }
+    count_mid_pack_exits();
+    return std::move(out_);
+  }
+
+ private:
+  // ---- islands -------------------------------------------------------------------------------
+
+  void build_islands() {
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+      if (g_.gpu[n]) sorted_.push_back(n);
+    }
+    std::stable_sort(sorted_.begin(), sorted_.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const std::int32_t da = t_.ops.device[g_.op[a]], db = t_.ops.device[g_.op[b]];
+      if (da != db) return da < db;
+      return g_.rec_start[a] < g_.rec_start[b];
+    });
+    // Which GPU nodes feed a host timepoint (host sync) or another device's op.
+    std::vector<std::uint8_t> feeds(g_.nodes(), 0);
+    for (std::uint32_t to = 0; to < 2 * g_.nodes(); ++to) {
+      const std::uint32_t tn = DepGraph::node_of(to);
+      for (std::uint32_t k = g_.in_begin[to]; k < g_.in_begin[to + 1]; ++k) {
+        if (g_.in_lag[k] == kDroppedLag) continue;
+        const std::uint32_t fn = DepGraph::node_of(g_.in_from[k]);
+        if (!g_.gpu[fn]) continue;
+        if (!g_.gpu[tn] || device(tn) != device(fn)) feeds[fn] = 1;
+      }
+    }
+    feeds_host_ = std::move(feeds);
+    island_of_.assign(g_.nodes(), UINT32_MAX);
+    for (std::uint32_t i = 0; i < sorted_.size(); ++i) {
+      const std::uint32_t n = sorted_[i];
+      const bool fresh = islands_.empty() || islands_.back().device != device(n) ||
+                         g_.rec_start[n] >= islands_.back().end_ns;
+      if (fresh) islands_.push_back({device(n), i, i, g_.rec_start[n], g_.rec_end[n]});
+      Island& is = islands_.back();
+      is.end = i + 1;
+      is.end_ns = std::max(is.end_ns, g_.rec_end[n]);
+      is.critical = is.critical || slack_[n] == 0;
+      is.collective = is.collective || t_.is_collective(g_.op[n]);
+      is.feeds_host = is.feeds_host || feeds_host_[n] != 0;
+      island_of_[n] = static_cast<std::uint32_t>(islands_.size() - 1);
+    }
+    out_.stats.islands = static_cast<std::int64_t>(islands_.size());
+  }
+
+  std::int32_t device(std::uint32_t node) const { return t_.ops.device[g_.op[node]]; }
+
+  // ---- roots: what a host timepoint's recorded time derives from ---------------------------
+
+  /// root(tp): a GPU timepoint is its own root; a host timepoint takes the root of its binding
+  /// constraint (its duration, else the first tight edge), down to a GPU timepoint or a pinned
+  /// start (kAbsoluteRoot). Two host timepoints with the same root move together as long as
+  /// their chains' constraints stay binding: a CPU chain without waits on the GPU in between.
+  void compute_roots() {
+    root_.assign(2 * g_.nodes(), kAbsoluteRoot);
+    for (const std::uint32_t tp : g_.topo) {
+      const std::uint32_t n = DepGraph::node_of(tp);
+      if (g_.gpu[n]) {
+        root_[tp] = tp;
+        continue;
+      }
+      if (DepGraph::is_end(tp) && s_.time[tp - 1] + g_.dur[n] == s_.time[tp]) {
+        root_[tp] = root_[tp - 1];
+        continue;
+      }
+      const std::uint32_t k = tight_edge(tp);
+      root_[tp] = k == UINT32_MAX ? kAbsoluteRoot : root_[g_.in_from[k]];
+    }
+  }
+
+  /// First non-dropped incoming edge of `tp` that is tight in the recorded schedule.
+  std::uint32_t tight_edge(std::uint32_t tp) const {
+    for (std::uint32_t k = g_.in_begin[tp]; k < g_.in_begin[tp + 1]; ++k) {
+      if (g_.in_lag[k] != kDroppedLag && s_.time[g_.in_from[k]] + g_.in_lag[k] == s_.time[tp]) {
+        return k;
+      }
+    }
+    return UINT32_MAX;
+  }
+
+  /// Per GPU op: the roots of the constraints that bind its start, and the latest island of a
+  /// same-device GPU op among them (-1 if none). Stored in CSR form.
+  void compute_tight_sources() {
+    const std::size_t ops = sorted_.size();
+    src_begin_.assign(ops + 1, 0);
+    max_src_island_.assign(ops, -1);
+    for (std::uint32_t i = 0; i < ops; ++i) {
+      const std::uint32_t n = sorted_[i];
+      const std::uint32_t tp = DepGraph::start_tp(n);
+      const TimeNs at = s_.time[tp];
+      for (std::uint32_t k = g_.in_begin[tp]; k < g_.in_begin[tp + 1]; ++k) {
+        if (g_.in_lag[k] == kDroppedLag || s_.time[g_.in_from[k]] + g_.in_lag[k] != at) continue;
+        const std::uint32_t from = g_.in_from[k];
+        const std::uint32_t fn = DepGraph::node_of(from);
+        std::int64_t island = -1;
+        if (g_.gpu[fn] && device(fn) == device(n)) {
+          island = island_of_[fn];
+          max_src_island_[i] = std::max(max_src_island_[i], island);
+        }
+        src_root_.push_back(root_[from]);
+        src_island_.push_back(island);
+        src_from_.push_back(from);
+      }
+      if (g_.release[n] != INT64_MIN && g_.release[n] == at) {
+        src_root_.push_back(kAbsoluteRoot);
+        src_island_.push_back(-1);
+        src_from_.push_back(UINT32_MAX);
+      }
+      if (src_root_.size() == src_begin_[i]) {  // nothing binds (cannot happen with an exact
+        src_root_.push_back(kAbsoluteRoot);     // replay): treat as pinned
+        src_island_.push_back(-1);
+        src_from_.push_back(UINT32_MAX);
+      }
+      src_begin_[i + 1] = static_cast<std::uint32_t>(src_root_.size());
+    }
+  }
+
+  /// True when op `i` (sorted index) in a pack starting at island `a` with anchor root `anchor`
+  /// needs no boundary before it: a same-pack GPU op binds it, or everything that binds it has
+  /// the pack's anchor as root.
+  bool carried(std::uint32_t i, std::int64_t a, std::uint32_t anchor) const {
+    if (max_src_island_[i] >= a) return true;
+    for (std::uint32_t k = src_begin_[i]; k < src_begin_[i + 1]; ++k) {
+      if (src_root_[k] != anchor) return false;
+    }
+    return true;
+  }
+
+  /// The anchor of a pack starting at island `a`: the root of what binds its earliest op.
+  std::uint32_t anchor_of(std::size_t a) const { return src_root_[src_begin_[islands_[a].begin]]; }
+
+  // ---- packing one device ------------------------------------------------------------------
+
+  /// Islands [b, e) are one device's.
+  void pack_device(std::size_t b, std::size_t e) {
+    // Pass 1: hard boundaries -> segments.
+    std::vector<std::pair<std::size_t, Cut>> segs;  // first island, why
+    segs.push_back({b, Cut::kFirst});
+    std::uint32_t anchor = anchor_of(b);
+    for (std::size_t k = b + 1; k < e; ++k) {
+      std::optional<Cut> cut;
+      if (islands_[k - 1].feeds_host) {
+        cut = Cut::kHostSync;
+      } else {
+        const std::int64_t a = static_cast<std::int64_t>(segs.back().first);
+        for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
+          if (!carried(i, a, anchor)) {
+            cut = Cut::kEntry;
+            break;
+          }
+        }
+      }
+      if (cut) {
+        segs.push_back({k, *cut});
+        anchor = anchor_of(k);
+      }
+    }
+    // Pass 2: soft boundaries inside each segment, then the packs.
+    for (std::size_t si = 0; si < segs.size(); ++si) {
+      const std::size_t sb = segs[si].first;
+      const std::size_t se = si + 1 < segs.size() ? segs[si + 1].first : e;
+      const TimeNs seg_end = se < e ? islands_[se].start_ns : islands_[e - 1].end_ns;
+      count_mixed_entries(sb);
+      const std::vector<std::pair<std::size_t, Cut>> starts = soft_cuts(sb, se, seg_end);
+      for (std::size_t c = 0; c < starts.size(); ++c) {
+        const std::size_t pb = starts[c].first;
+        const std::size_t pe = c + 1 < starts.size() ? starts[c + 1].first : se;
+        emit_pack(pb, pe, c == 0 ? segs[si].second : starts[c].second);
+      }
+    }
+    // Spans: to the next pack's start on the device.
+    std::size_t first_pack = out_.packs.size();
+    while (first_pack > 0 && out_.packs[first_pack - 1].device == islands_[b].device) --first_pack;
+    for (std::size_t p = first_pack; p < out_.packs.size(); ++p) {
+      Pack& pk = out_.packs[p];
+      pk.span_ns = p + 1 < out_.packs.size() ? out_.packs[p + 1].start_ns - pk.start_ns : pk.dur_ns();
+      pk.forced_short = pk.span_ns < min_pack_;
+      if (pk.forced_short) ++out_.stats.forced_short;
+    }
+  }
+
+  /// Ops of a pack's first island bound by something other than the pack's anchor (not by an
+  /// op of an earlier pack on the device, which the pack graph carries through that pack).
+  void count_mixed_entries(std::size_t a) {
+    const std::uint32_t anchor = anchor_of(a);
+    for (std::uint32_t i = islands_[a].begin; i < islands_[a].end; ++i) {
+      if (max_src_island_[i] >= static_cast<std::int64_t>(a)) continue;
+      for (std::uint32_t k = src_begin_[i]; k < src_begin_[i + 1]; ++k) {
+        if (src_root_[k] != anchor && src_island_[k] < 0) {
+          ++out_.stats.mixed_entries;
+          break;
+        }
+      }
+    }
+  }
+
+  /// Starts of the packs of segment [sb, se): sb, then soft cuts before islands where
+  /// criticality changes, when both sides are >= min_pack and the cut keeps every later op of
+  /// the segment carried (no op after the cut bound by an op before it; the new pack's anchor
+  /// is the segment's, or no later op depends on an anchor).
+  std::vector<std::pair<std::size_t, Cut>> soft_cuts(std::size_t sb, std::size_t se,
+                                                     TimeNs seg_end) {
+    std::vector<std::pair<std::size_t, Cut>> starts{{sb, Cut::kFirst}};
+    if (se - sb < 2 || seg_end - islands_[sb].start_ns < 2 * min_pack_) return starts;
+    const std::uint32_t anchor = anchor_of(sb);
+    const std::size_t n = se - sb;
+    // crossed[c]: an op in an island after c is bound by an op of an island before c.
+    std::vector<std::int32_t> diff(n + 1, 0);
+    // ext_after[c]: an op in an island after c is bound from outside the segment's GPU work.
+    std::vector<std::uint8_t> ext_after(n + 1, 0);
+    for (std::size_t k = sb; k < se; ++k) {
+      bool ext = false;
+      for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
+        const std::int64_t src = max_src_island_[i];
+        if (src >= static_cast<std::int64_t>(sb)) {
+          const std::size_t lo = static_cast<std::size_t>(src) + 1 - sb;  // cut positions
+          const std::size_t hi = k - sb;                                  // [lo, hi)
+          if (lo < hi) {
+            ++diff[lo];
+            --diff[hi];
+          }
+        } else {
+          ext = true;
+        }
+      }
+      if (ext && k > sb) ext_after[k - sb - 1] = 1;
+    }
+    for (std::size_t c = n; c-- > 1;) ext_after[c - 1] = ext_after[c - 1] | ext_after[c];
+    std::int32_t crossed = 0;
+    std::size_t cur = sb;
+    for (std::size_t k = sb + 1; k < se; ++k) {
+      crossed += diff[k - sb];
+      const bool collective = islands_[k].collective != islands_[k - 1].collective;
+      if (islands_[k].critical == islands_[k - 1].critical && !collective) continue;
+      if (crossed > 0) continue;
+      if (islands_[k].start_ns - islands_[cur].start_ns < min_pack_) continue;
+      if (seg_end - islands_[k].start_ns < min_pack_) continue;
+      const std::uint32_t new_anchor = anchor_of(k);
+      if (new_anchor != anchor && ext_after[k - sb]) continue;
+      starts.push_back({k, collective ? Cut::kCollective : Cut::kCriticality});
+      cur = k;
+    }
+    return starts;
+  }
+
+  void emit_pack(std::size_t ib, std::size_t ie, Cut why) {
+    Pack p;
+    p.device = islands_[ib].device;
+    p.first = static_cast<std::uint32_t>(out_.nodes.size());
+    p.islands = static_cast<std::uint32_t>(ie - ib);
+    p.start_ns = islands_[ib].start_ns;
+    p.end_ns = islands_[ib].end_ns;
+    p.starts_at = why;
+    const auto id = static_cast<std::uint32_t>(out_.packs.size());
+    const std::uint32_t first_op = islands_[ib].begin;
+    const std::uint32_t anchor = anchor_of(ib);
+    const std::uint32_t anchor_tp = src_from_[src_begin_[first_op]];
+    const bool has_anchor = anchor_tp != UINT32_MAX;
+    out_.anchor_tp.push_back(has_anchor ? anchor_tp : UINT32_MAX);
+    for (std::size_t k = ib; k < ie; ++k) {
+      p.end_ns = std::max(p.end_ns, islands_[k].end_ns);
+      p.critical = p.critical || islands_[k].critical;
+      for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
+        out_.nodes.push_back(sorted_[i]);
+        out_.pack_of[sorted_[i]] = id;
+        if (has_anchor && max_src_island_[i] < static_cast<std::int64_t>(ib) &&
+            carried(i, static_cast<std::int64_t>(ib), anchor)) {
+          out_.follows_anchor[sorted_[i]] = 1;
+        }
+      }
+    }
+    p.count = static_cast<std::uint32_t>(out_.nodes.size()) - p.first;
+    ++out_.stats.cuts[static_cast<int>(why)];
+    out_.packs.push_back(p);
+  }
+
+  void count_mid_pack_exits() {
+    for (const Pack& p : out_.packs) {
+      for (std::uint32_t i = p.first; i < p.first + p.count; ++i) {
+        const std::uint32_t n = out_.nodes[i];
+        if (feeds_host_[n] && g_.rec_end[n] < p.end_ns) ++out_.stats.mid_pack_exits;
+      }
+    }
+  }
+
+  const trace::Trace& t_;
+  const DepGraph& g_;
+  const timing::Schedule& s_;
+  std::span<const TimeNs> slack_;
+  TimeNs min_pack_;
+  Packing out_;
+  std::vector<std::uint32_t> sorted_;      // GPU nodes by (device, start)
+  std::vector<std::uint32_t> island_of_;   // per graph node
+  std::vector<Island> islands_;
+  std::vector<std::uint8_t> feeds_host_;   // per graph node
+  std::vector<std::uint32_t> root_;        // per timepoint
+  std::vector<std::uint32_t> src_begin_;   // per sorted index, CSR into src_root_/src_island_
+  std::vector<std::uint32_t> src_root_;
+  std::vector<std::int64_t> src_island_;
+  std::vector<std::uint32_t> src_from_;    // the binding edge's source timepoint (or UINT32_MAX)
+  std::vector<std::int64_t> max_src_island_;
+};
+
+}  // namespace
+
+std::string_view cut_name(Cut c) noexcept {
+  switch (c) {
+    case Cut::kFirst: return "first";
+    case Cut::kHostSync: return "host_sync";
+    case Cut::kEntry: return "entry";
+    case Cut::kCollective: return "collective";
+    case Cut::kCriticality: return "criticality";
+  }
+  return "unknown";
+}
+
+TimeNs default_min_pack_ns(const trace::Trace& trace, std::string* source) {
+  double best_ms = 0;
+  std::string from;
+  for (const trace::GpuInfo& gpu : trace.meta.gpus) {
+    const model::GpuSpec* spec = model::GpuCatalog::builtin().find(gpu.name);
+    if (spec != nullptr && spec->switch_latency_ms > best_ms) {
+      best_ms = spec->switch_latency_ms;
+      from = spec->id;
+    }
+  }
+  if (best_ms > 0) {
+    if (source) *source = fmt::format("GPU catalog: {} clock-switch latency", from);
+    return static_cast<TimeNs>(std::llround(best_ms * 1e6));
+  }
+  if (source) *source = "default (the trace's GPU is not in the GPU catalog)";
+  return kFallbackMinPackNs;
+}
+
+Packing pack_timeline(const trace::Trace& trace, const DepGraph& g, const timing::Schedule& s,
+                      std::span<const TimeNs> node_slack, const PackOptions& options) {
+  if (options.min_pack_ns <= 0) throw std::invalid_argument("pack_timeline: min_pack_ns <= 0");
+  if (node_slack.size() != g.nodes() || s.time.size() != 2 * g.nodes()) {
+    throw std::invalid_argument("pack_timeline: schedule or slack does not match the graph");
+  }
+  return Packer(trace, g, s, node_slack, options.min_pack_ns).run();
+}
+
+}  // namespace emo::pack

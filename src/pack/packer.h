@@ -1,0 +1,119 @@
+// Dependency-aware kernel packing (DESIGN §3): per GPU, a partition of its timeline into packs,
+// windows that each hold every GPU op (all streams) that runs in them and run at one clock.
+//
+// Packs are built from *islands*: maximal runs of a device's GPU ops whose recorded intervals
+// overlap (any stream). An island is never split, so every pack is a run of consecutive islands.
+// Boundaries between islands are either
+//   * hard — needed for the contraction of a pack into one node to stay exact (see
+//     docs/packing.md): after an island whose op feeds a host call (host sync), around a
+//     collective, and before an island whose op is bound (at the recorded times) by an outside
+//     dependency that the pack's own start does not carry (a launch from another CPU chain, a
+//     launch-starved gap after GPU-bound work, a wait on work of an earlier pack); or
+//   * soft — where criticality changes (an island with a zero-slack op next to one without);
+//     taken only when both sides are at least min_pack long and the cut keeps the contraction
+//     exact.
+// A pack shorter than min_pack exists only where hard boundaries (or the device's whole
+// timeline) are closer than that; such packs are counted (forced_short).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "graph/dep_graph.h"
+#include "timing/timing.h"
+#include "trace/trace.h"
+
+namespace emo::pack {
+
+using graph::DepGraph;
+using trace::TimeNs;
+
+/// Used when the trace's GPU is not in the catalog: 20 ms, the catalog's assumed switch latency.
+inline constexpr TimeNs kFallbackMinPackNs = 20'000'000;
+/// Pack index of a graph node that is not a GPU op (Packing::pack_of).
+inline constexpr std::uint32_t kNoPack = UINT32_MAX;
+
+/// Why a pack starts where it does.
+enum class Cut : std::uint8_t {
+  kFirst,        ///< The device's first pack.
+  kHostSync,     ///< The previous island feeds a host call (sync, blocking copy).
+  kEntry,        ///< An outside dependency, not carried by the pack's start, binds an op here.
+  kCollective,   ///< A collective kernel starts here or ended the previous island.
+  kCriticality,  ///< Soft: criticality changes here (and both sides are >= min_pack).
+};
+inline constexpr int kCutCount = 5;
+/// "first", "host_sync", "entry", "collective", "criticality".
+std::string_view cut_name(Cut c) noexcept;
+
+/// One pack: a window of one device's timeline. Times are recorded (trace) ns.
+struct Pack {
+  std::int32_t device = 0;
+  std::uint32_t first = 0;     ///< Its GPU ops are Packing::nodes[first, first + count).
+  std::uint32_t count = 0;
+  std::uint32_t islands = 0;   ///< Islands merged into it.
+  TimeNs start_ns = 0;         ///< Recorded start of its earliest op.
+  TimeNs end_ns = 0;           ///< Recorded end of its latest op.
+  TimeNs span_ns = 0;          ///< Start to the next pack's start on the device (the time its
+                               ///< clock holds); for the device's last pack, end - start.
+  Cut starts_at = Cut::kFirst;
+  bool forced_short = false;   ///< span_ns < min_pack_ns.
+  bool critical = false;       ///< Holds an op with zero slack.
+  TimeNs dur_ns() const noexcept { return end_ns - start_ns; }
+};
+
+/// Counts describing a packing.
+struct PackingStats {
+  std::array<std::int64_t, kCutCount> cuts{};  ///< Packs per Cut reason.
+  std::int64_t islands = 0;
+  std::int64_t forced_short = 0;
+  /// Ops in a pack's first island bound by an outside dependency that differs from the pack's
+  /// anchor (an island cannot be split): a source of inexactness.
+  std::int64_t mixed_entries = 0;
+  /// Ops feeding a host call that end before their pack ends (a host sync in the middle of an
+  /// island, which cannot be split): a source of inexactness.
+  std::int64_t mid_pack_exits = 0;
+};
+
+/// The packs of every device of a graph.
+struct Packing {
+  TimeNs min_pack_ns = kFallbackMinPackNs;
+  std::vector<Pack> packs;            ///< By device, then time.
+  std::vector<std::uint32_t> nodes;   ///< Graph nodes of GPU ops, grouped by pack, each pack's
+                                      ///< in recorded start order.
+  std::vector<std::uint32_t> pack_of; ///< Per graph node: its pack, or kNoPack (host nodes).
+  /// Per pack: the graph timepoint whose edge binds the pack's earliest op at the recorded
+  /// times (its *anchor*: usually the start of the launching API call, or the end of a GPU op
+  /// of an earlier pack), or UINT32_MAX when a release time (a pinned start) binds it.
+  std::vector<std::uint32_t> anchor_tp;
+  /// Per graph node: 1 for a GPU op that no op of its own pack binds and whose binding
+  /// constraints all derive from its pack's anchor (same root: the same CPU chain without
+  /// waits on the GPU, or the same GPU op), so that it keeps its recorded distance from the
+  /// anchor whatever the GPU durations. The pack graph holds such ops to the anchor.
+  std::vector<std::uint8_t> follows_anchor;
+  PackingStats stats;
+
+  std::span<const std::uint32_t> ops_of(std::uint32_t pack) const {
+    return {nodes.data() + packs[pack].first, packs[pack].count};
+  }
+};
+
+struct PackOptions {
+  TimeNs min_pack_ns = kFallbackMinPackNs;  ///< > 0.
+};
+
+/// Default min_pack for a trace: the largest clock-switch latency (GpuSpec::switch_latency_ms)
+/// of its GPUs found in the built-in catalog, or kFallbackMinPackNs when none is found.
+/// `source`, when given, receives a short note saying where the figure came from.
+TimeNs default_min_pack_ns(const trace::Trace& trace, std::string* source = nullptr);
+
+/// Packs every GPU op of `g` (all devices, all streams). `s` is the replay of `g` with its own
+/// durations (the recorded times) and `node_slack` the per-node slack of that schedule
+/// (timing::slack). O(nodes + edges). Throws std::invalid_argument when min_pack_ns <= 0 or
+/// the spans do not match the graph.
+Packing pack_timeline(const trace::Trace& trace, const DepGraph& g, const timing::Schedule& s,
+                      std::span<const TimeNs> node_slack, const PackOptions& options = {});
+
+}  // namespace emo::pack

@@ -1,0 +1,206 @@
+#include "pack/report.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "timing/overlay.h"
+
+namespace emo::pack {
+namespace {
+
+constexpr std::int64_t kPackPidBase = 1'000'000'200;  // + device: the pack track
+
+std::size_t streams_of(const trace::Trace& t, const graph::DepGraph& g, const Packing& p,
+                       std::uint32_t pack) {
+  std::set<std::int64_t> s;
+  for (const std::uint32_t n : p.ops_of(pack)) s.insert(t.ops.stream[g.op[n]]);
+  return s.size();
+}
+
+std::vector<std::int32_t> devices(const Packing& p) {
+  std::vector<std::int32_t> d;
+  for (const Pack& pk : p.packs) {
+    if (d.empty() || d.back() != pk.device) d.push_back(pk.device);
+  }
+  return d;
+}
+
+std::int64_t anchored_ops(const PackGraph& pg) {
+  std::int64_t n = 0;
+  for (const auto a : pg.m_anchored_ops) n += a;
+  return n;
+}
+
+}  // namespace
+
+PackRun run_pack(const trace::Trace& trace, const graph::Window& window,
+                 std::optional<TimeNs> min_pack_ns, const ContractionOptions& check) {
+  PackRun r;
+  r.analysis = timing::analyze(trace, window, {});
+  PackOptions o;
+  if (min_pack_ns) {
+    o.min_pack_ns = *min_pack_ns;
+    r.min_pack_source = "--min-pack-ms";
+  } else {
+    o.min_pack_ns = default_min_pack_ns(trace, &r.min_pack_source);
+  }
+  const timing::Analysis& a = r.analysis;
+  r.packing = pack_timeline(trace, a.graph, a.schedule, a.node_slack, o);
+  r.pack_graph = contract(a.graph, r.packing);
+  r.pack_schedule = timing::replay(r.pack_graph.g, r.pack_graph.g.dur);
+  const std::vector<TimeNs> sl = timing::slack(r.pack_graph.g, r.pack_schedule, r.pack_graph.g.dur);
+  r.pack_slack.assign(sl.begin(), sl.begin() + r.pack_graph.packs);
+  r.contraction = check_contraction(a.graph, r.packing, r.pack_graph, check);
+  return r;
+}
+
+nlohmann::json to_json(const trace::Trace& t, const PackRun& r) {
+  using nlohmann::json;
+  const Packing& p = r.packing;
+  const graph::DepGraph& g = r.analysis.graph;
+  auto cases = [](const std::vector<ContractionCase>& v) {
+    json a = json::array();
+    for (const ContractionCase& c : v) {
+      a.push_back({{"case", c.label},
+                   {"op_makespan_ns", c.op_makespan_ns},
+                   {"pack_makespan_ns", c.pack_makespan_ns},
+                   {"error", c.error}});
+    }
+    return a;
+  };
+  json cuts = json::object();
+  for (int c = 0; c < kCutCount; ++c) cuts[std::string(cut_name(static_cast<Cut>(c)))] = p.stats.cuts[c];
+  json gpus = json::array();
+  for (const std::int32_t d : devices(p)) {
+    json packs = json::array();
+    std::int64_t ops = 0, n = 0, short_n = 0;
+    for (std::uint32_t i = 0; i < p.packs.size(); ++i) {
+      const Pack& pk = p.packs[i];
+      if (pk.device != d) continue;
+      ops += pk.count;
+      ++n;
+      short_n += pk.forced_short ? 1 : 0;
+      packs.push_back({{"id", i},
+                       {"start_ns", pk.start_ns},
+                       {"end_ns", pk.end_ns},
+                       {"dur_ns", pk.dur_ns()},
+                       {"span_ns", pk.span_ns},
+                       {"ops", pk.count},
+                       {"streams", streams_of(t, g, p, i)},
+                       {"slack_ns", r.pack_slack[i]},
+                       {"critical", pk.critical},
+                       {"starts_at", cut_name(pk.starts_at)},
+                       {"forced_short", pk.forced_short}});
+    }
+    TimeNs busy = 0;
+    for (const timing::GpuSlack& gs : r.analysis.gpus) {
+      if (gs.device == d) busy = gs.busy_ns;
+    }
+    gpus.push_back({{"device", d}, {"ops", ops}, {"pack_count", n}, {"forced_short", short_n},
+                    {"busy_ns", busy}, {"packs", packs}});
+  }
+  const std::size_t ops = p.nodes.size();
+  const graph::DepGraph& q = r.pack_graph.g;
+  return {{"path", t.meta.path},
+          {"window", {{"label", g.window.label},
+                      {"begin_ns", g.nodes() ? json(g.window_start_ns) : json()},
+                      {"end_ns", g.nodes() ? json(r.analysis.schedule.end_ns) : json()}}},
+          {"min_pack_ns", p.min_pack_ns},
+          {"min_pack_source", r.min_pack_source},
+          {"ops", ops},
+          {"packs", p.packs.size()},
+          {"compression_ratio", p.packs.empty() ? 0.0 : static_cast<double>(ops) / static_cast<double>(p.packs.size())},
+          {"forced_short", p.stats.forced_short},
+          {"cuts", cuts},
+          {"makespan_ns", r.analysis.schedule.makespan_ns},
+          {"pack_graph_makespan_ns", r.pack_schedule.makespan_ns},
+          {"contraction_error", r.contraction.contraction_error},
+          {"contraction", {{"uniform", cases(r.contraction.uniform)},
+                           {"per_pack", cases(r.contraction.per_pack)},
+                           {"uniform_error", r.contraction.uniform_error},
+                           {"per_pack_error", r.contraction.per_pack_error}}},
+          {"pack_graph", {{"nodes", q.nodes()}, {"edges", q.edges()}, {"cycle_edges", r.pack_graph.cycle_edges}}},
+          {"op_graph", {{"nodes", g.nodes()}, {"edges", g.edges()}}},
+          {"stats", {{"islands", p.stats.islands},
+                     {"mixed_entries", p.stats.mixed_entries},
+                     {"mid_pack_exits", p.stats.mid_pack_exits},
+                     {"anchored_ops", anchored_ops(r.pack_graph)}}},
+          {"gpus", gpus}};
+}
+
+std::string to_text(const trace::Trace& t, const PackRun& r) {
+  const Packing& p = r.packing;
+  const graph::DepGraph& g = r.analysis.graph;
+  std::string out;
+  auto line = [&out](const std::string& s) { out += s + '\n'; };
+  line(t.meta.path);
+  line(fmt::format("  window        {}", g.window.label));
+  line(fmt::format("  min pack      {} ({})", trace::format_duration(p.min_pack_ns), r.min_pack_source));
+  const std::size_t ops = p.nodes.size();
+  line(fmt::format("  packs         {} GPU ops in {} packs (compression {:.1f}x), {} shorter than "
+                   "min pack (forced by boundaries)",
+                   ops, p.packs.size(),
+                   p.packs.empty() ? 0.0 : static_cast<double>(ops) / static_cast<double>(p.packs.size()),
+                   p.stats.forced_short));
+  std::string cuts;
+  for (int c = 0; c < kCutCount; ++c) {
+    if (p.stats.cuts[c] == 0) continue;
+    cuts += fmt::format("{}{} {}", cuts.empty() ? "" : ", ", cut_name(static_cast<Cut>(c)), p.stats.cuts[c]);
+  }
+  line("  starts        " + (cuts.empty() ? std::string("-") : cuts));
+  line(fmt::format("  pack graph    {} nodes, {} edges (op graph {} nodes, {} edges)",
+                   r.pack_graph.nodes(), r.pack_graph.g.edges(), g.nodes(), g.edges()));
+  line(fmt::format("  makespan      {} (pack graph {})", trace::format_duration(r.analysis.schedule.makespan_ns),
+                   trace::format_duration(r.pack_schedule.makespan_ns)));
+  line(fmt::format("  contraction   error {:.4f} % (uniform factors {:.4f} %, per-pack factors {:.4f} %)",
+                   100 * r.contraction.contraction_error, 100 * r.contraction.uniform_error,
+                   100 * r.contraction.per_pack_error));
+  for (const std::int32_t d : devices(p)) {
+    std::size_t n = 0;
+    for (const Pack& pk : p.packs) n += pk.device == d ? 1 : 0;
+    line(fmt::format("  GPU {}: {} packs", d, n));
+    std::size_t shown = 0;
+    for (std::uint32_t i = 0; i < p.packs.size(); ++i) {
+      const Pack& pk = p.packs[i];
+      if (pk.device != d) continue;
+      if (shown++ == 12) {
+        line("    ... (--json for all)");
+        break;
+      }
+      line(fmt::format("    #{:<5} {:>6} ops  dur {:>12}  span {:>12}  slack {:>12}  {}{}{}", i, pk.count,
+                       trace::format_duration(pk.dur_ns()), trace::format_duration(pk.span_ns),
+                       trace::format_duration(r.pack_slack[i]), cut_name(pk.starts_at),
+                       pk.critical ? ", critical" : "", pk.forced_short ? ", short" : ""));
+    }
+  }
+  return out;
+}
+
+void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::string& path) {
+  std::vector<timing::OverlayTrack> tracks;
+  const Packing& p = r.packing;
+  for (const std::int32_t d : devices(p)) {
+    timing::OverlayTrack track;
+    track.name = fmt::format("EMO packs, GPU {}", d);
+    track.pid = kPackPidBase + d;
+    for (std::uint32_t i = 0; i < p.packs.size(); ++i) {
+      const Pack& pk = p.packs[i];
+      if (pk.device != d) continue;
+      nlohmann::json args = {{"pack", i},
+                             {"ops", pk.count},
+                             {"slack_ns", r.pack_slack[i]},
+                             {"span_ns", pk.span_ns},
+                             {"critical", pk.critical},
+                             {"starts_at", cut_name(pk.starts_at)},
+                             {"forced_short", pk.forced_short}};
+      track.slices.push_back({fmt::format("pack {}", i), pk.start_ns, pk.dur_ns(), args.dump()});
+    }
+    tracks.push_back(std::move(track));
+  }
+  timing::write_overlay(t, r.analysis, path, tracks);
+}
+
+}  // namespace emo::pack
