@@ -93,26 +93,40 @@ FastSolver::LpPoint FastSolver::solve_lp(double deadline_s) {
 
 Solution FastSolver::round_and_improve(double deadline_s, const std::vector<double>* duration_s,
                                        double bound_j) const {
-  Solution s;
-  s.deadline_s = deadline_s;
-  s.lower_bound_j = bound_j;
   const int n = static_cast<int>(p_.node_count());
-  s.choice.assign(n, 0);
-  for (int i = 0; i < n; ++i) {
-    // The cheapest Pareto option no slower than the relaxed duration (fastest if none).
-    int pick = pareto_[i].front();
-    if (duration_s != nullptr) {
-      for (int k : pareto_[i]) {
-        if (p_.nodes()[i].options[k].time_s <= (*duration_s)[i] + kTimeEps) pick = k;
+  const double deadline = std::max(deadline_s, t_fast_);
+  // Two roundings of the relaxed durations, each repaired and improved; the better one wins.
+  //  down:    the cheapest Pareto option no slower than the relaxed duration (always feasible);
+  //  nearest: the Pareto option nearest in time (may overshoot; improve() repairs it).
+  Solution best;
+  best.energy_j = std::numeric_limits<double>::infinity();
+  const int modes = duration_s == nullptr ? 1 : 2;
+  for (int mode = 0; mode < modes; ++mode) {
+    Assignment a(n);
+    for (int i = 0; i < n; ++i) {
+      int pick = pareto_[i].front();
+      if (duration_s != nullptr) {
+        const double d = (*duration_s)[i];
+        double best_dist = std::numeric_limits<double>::infinity();
+        for (std::size_t q = 0; q < pareto_[i].size(); ++q) {
+          const double t = time_[i][q];
+          if (mode == 0 && t <= d + kTimeEps) pick = pareto_[i][q];
+          if (mode == 1 && std::abs(t - d) < best_dist) best_dist = std::abs(t - d), pick = pareto_[i][q];
+        }
       }
+      a[i] = pick;
     }
-    s.choice[i] = pick;
+    improve(a, deadline);
+    const Schedule sched = evaluate(p_, a);
+    if (sched.makespan_s <= deadline + kTimeEps && sched.energy_j < best.energy_j) {
+      best.choice = std::move(a);
+      best.makespan_s = sched.makespan_s;
+      best.energy_j = sched.energy_j;
+    }
   }
-  improve(s.choice, std::max(deadline_s, t_fast_));
-  const Schedule sched = evaluate(p_, s.choice);
-  s.makespan_s = sched.makespan_s;
-  s.energy_j = sched.energy_j;
-  return s;
+  best.deadline_s = deadline_s;
+  best.lower_bound_j = bound_j;
+  return best;
 }
 
 std::optional<Solution> FastSolver::solve(double deadline_s) {
