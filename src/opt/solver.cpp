@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
+#include <utility>
 #include <stdexcept>
 
 #include <coin/ClpSimplex.hpp>
@@ -48,6 +50,8 @@ FastSolver::FastSolver(const Problem& p, FastSolverOptions options)
     fast[i] = pareto_[i].front();
     cheap[i] = pareto_[i].back();
   }
+  rank_.assign(p.node_count(), 0);
+  for (std::size_t k = 0; k < p.topo_order().size(); ++k) rank_[p.topo_order()[k]] = static_cast<int>(k);
   t_fast_ = evaluate(p, fast).makespan_s;
   t_cheap_ = evaluate(p, cheap).makespan_s;
   lp_->f = detail::build_formulation(p, detail::convex_hull_options(p, pareto_), t_cheap_);
@@ -92,31 +96,30 @@ FastSolver::LpPoint FastSolver::solve_lp(double deadline_s) {
 }
 
 Solution FastSolver::round_and_improve(double deadline_s, const std::vector<double>* duration_s,
-                                       double bound_j) const {
+                                       double bound_j, const std::vector<double>& thresholds,
+                                       bool exchanges) const {
   const int n = static_cast<int>(p_.node_count());
   const double deadline = std::max(deadline_s, t_fast_);
-  // Two roundings of the relaxed durations, each repaired and improved; the better one wins.
-  //  down:    the cheapest Pareto option no slower than the relaxed duration (always feasible);
-  //  nearest: the Pareto option nearest in time (may overshoot; improve() repairs it).
+  // Threshold roundings of the relaxed durations, each repaired and improved; the best wins.
+  // A node whose relaxed duration d lies between Pareto times t_q <= d < t_{q+1} rounds up to
+  // q+1 when (d − t_q)/(t_{q+1} − t_q) > θ. θ = 1 ("down") is always feasible; smaller θ may
+  // overshoot the deadline, which improve() repairs.
   Solution best;
   best.energy_j = std::numeric_limits<double>::infinity();
-  const int modes = duration_s == nullptr ? 1 : 2;
-  for (int mode = 0; mode < modes; ++mode) {
+  const std::vector<double> thetas = duration_s == nullptr ? std::vector<double>{1.0} : thresholds;
+  for (double theta : thetas) {
     Assignment a(n);
     for (int i = 0; i < n; ++i) {
-      int pick = pareto_[i].front();
+      int q = 0;
       if (duration_s != nullptr) {
         const double d = (*duration_s)[i];
-        double best_dist = std::numeric_limits<double>::infinity();
-        for (std::size_t q = 0; q < pareto_[i].size(); ++q) {
-          const double t = time_[i][q];
-          if (mode == 0 && t <= d + kTimeEps) pick = pareto_[i][q];
-          if (mode == 1 && std::abs(t - d) < best_dist) best_dist = std::abs(t - d), pick = pareto_[i][q];
-        }
+        const auto& t = time_[i];
+        while (q + 1 < static_cast<int>(t.size()) && t[q + 1] <= d + kTimeEps) ++q;
+        if (q + 1 < static_cast<int>(t.size()) && theta < 1 && (d - t[q]) / (t[q + 1] - t[q]) > theta) ++q;
       }
-      a[i] = pick;
+      a[i] = pareto_[i][q];
     }
-    improve(a, deadline);
+    improve(a, deadline, exchanges);
     const Schedule sched = evaluate(p_, a);
     if (sched.makespan_s <= deadline + kTimeEps && sched.energy_j < best.energy_j) {
       best.choice = std::move(a);
@@ -133,10 +136,11 @@ std::optional<Solution> FastSolver::solve(double deadline_s) {
   if (deadline_s < t_fast_ - kTimeEps) return std::nullopt;
   const LpPoint lp = solve_lp(std::max(deadline_s, t_fast_));
   return round_and_improve(deadline_s, lp.ok ? &lp.duration_s : nullptr,
-                           lp.ok ? lp.bound_j : -std::numeric_limits<double>::infinity());
+                           lp.ok ? lp.bound_j : -std::numeric_limits<double>::infinity(),
+                           options_.rounding_thresholds, options_.exchanges);
 }
 
-void FastSolver::improve(Assignment& a, double deadline_s) const {
+void FastSolver::improve(Assignment& a, double deadline_s, bool exchanges) const {
   const int n = static_cast<int>(p_.node_count());
   const double p_tot = p_.total_idle_power_w();
   // Work on positions in each node's Pareto list; time_[i][q], cost_[i][q] are tabulated.
@@ -146,14 +150,69 @@ void FastSolver::improve(Assignment& a, double deadline_s) const {
     const auto it = std::find(l.begin(), l.end(), a[i]);
     pos[i] = it == l.end() ? 0 : static_cast<int>(it - l.begin());
   }
-  std::vector<double> d(n), es, lf;
+  // Timing state: es = earliest start, tail = longest path after the node's finish; the slack of
+  // node i is makespan − tail_i − es_i − d_i. retime() recomputes all of it in O(V+E); slow_down()
+  // updates it incrementally (only descendants' es and ancestors' tail can grow).
+  std::vector<double> d(n), es, tail(n, 0.0);
   double makespan = 0;
+  const auto& pb = p_.pred_begin();
+  const auto& pl = p_.pred_list();
+  const auto& sb = p_.succ_begin();
+  const auto& sl = p_.succ_list();
+  const auto& order = p_.topo_order();
+  auto tail_of = [&](int u) {
+    double t = 0;
+    for (int e = sb[u]; e < sb[u + 1]; ++e) t = std::max(t, d[sl[e]] + tail[sl[e]]);
+    return t;
+  };
+  auto es_of = [&](int u) {
+    double t = 0;
+    for (int e = pb[u]; e < pb[u + 1]; ++e) t = std::max(t, es[pl[e]] + d[pl[e]]);
+    return t;
+  };
   auto retime = [&]() {
     for (int i = 0; i < n; ++i) d[i] = time_[i][pos[i]];
     makespan = earliest_starts(p_, d, es);
-    latest_finishes(p_, d, makespan, lf);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) tail[*it] = tail_of(*it);
   };
-  auto slack = [&](int i) { return lf[i] - es[i] - d[i]; };
+  std::vector<char> queued(n, 0);
+  auto slow_down = [&](int i, double new_d) {
+    makespan = std::max(makespan, es[i] + new_d + tail[i]);
+    d[i] = new_d;
+    // Forward: descendants' earliest starts, in topological order (min-heap on rank).
+    std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> fwd;
+    for (int e = sb[i]; e < sb[i + 1]; ++e) {
+      if (!queued[sl[e]]) queued[sl[e]] = 1, fwd.push({rank_[sl[e]], sl[e]});
+    }
+    while (!fwd.empty()) {
+      const int u = fwd.top().second;
+      fwd.pop();
+      queued[u] = 0;
+      const double v = es_of(u);
+      if (v <= es[u]) continue;
+      es[u] = v;
+      for (int e = sb[u]; e < sb[u + 1]; ++e) {
+        if (!queued[sl[e]]) queued[sl[e]] = 1, fwd.push({rank_[sl[e]], sl[e]});
+      }
+    }
+    // Backward: ancestors' tails, in reverse topological order (max-heap on rank).
+    std::priority_queue<std::pair<int, int>> bwd;
+    for (int e = pb[i]; e < pb[i + 1]; ++e) {
+      if (!queued[pl[e]]) queued[pl[e]] = 1, bwd.push({rank_[pl[e]], pl[e]});
+    }
+    while (!bwd.empty()) {
+      const int u = bwd.top().second;
+      bwd.pop();
+      queued[u] = 0;
+      const double v = tail_of(u);
+      if (v <= tail[u]) continue;
+      tail[u] = v;
+      for (int e = pb[u]; e < pb[u + 1]; ++e) {
+        if (!queued[pl[e]]) queued[pl[e]] = 1, bwd.push({rank_[pl[e]], pl[e]});
+      }
+    }
+  };
+  auto slack = [&](int i) { return makespan - tail[i] - es[i] - d[i]; };
   auto total_energy = [&]() {
     double e = p_tot * makespan;
     for (int i = 0; i < n; ++i) e += cost_[i][pos[i]];
@@ -196,7 +255,7 @@ void FastSolver::improve(Assignment& a, double deadline_s) const {
       }
       if (node < 0) break;
       pos[node] = to;
-      retime();
+      slow_down(node, time_[node][to]);
       ++moves;
     }
   };
@@ -204,7 +263,7 @@ void FastSolver::improve(Assignment& a, double deadline_s) const {
 
   // Pair exchanges (one round): speed a critical node up by one Pareto step, re-run the greedy,
   // keep the result if the total energy fell.
-  if (options_.exchanges) {
+  if (exchanges) {
     double energy = total_energy();
     std::vector<int> critical;
     for (int j = 0; j < n; ++j) {
@@ -260,7 +319,8 @@ std::vector<Solution> FastSolver::frontier(int points) {
     }
     const double bound = std::max(lo.bound_j + lo.slope_j_per_s * (t - lo.deadline_s),
                                   hi.bound_j + hi.slope_j_per_s * (t - hi.deadline_s));
-    out.push_back(round_and_improve(t, &mixed, bound));
+    out.push_back(round_and_improve(t, &mixed, bound, options_.frontier_rounding_thresholds,
+                                    options_.frontier_exchanges));
   }
   if (emin) out.push_back(std::move(*emin));
   return pareto_filter(std::move(out));

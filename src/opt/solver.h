@@ -6,8 +6,9 @@
 //     (time, effective cost) options, solved by dual simplex (COIN-OR Clp). Its optimum is a
 //     lower bound on the true optimum (reported as Solution::lower_bound_j). Along a frontier
 //     only the bound on C changes, so each solve warm-starts from the previous basis.
-//  2. Rounding. Each node takes its cheapest option no slower than its LP duration: every
-//     duration shrinks or stays, so the makespan stays <= the LP's <= T (always feasible).
+//  2. Rounding. θ-threshold roundings of the LP durations between adjacent Pareto options (θ = 1:
+//     every duration rounds down, so the makespan stays <= the LP's <= T; smaller θ round some
+//     up and are repaired by speeding up critical nodes). Each is improved (3.); the best wins.
 //  3. Improvement. Repeated best single-node move to a slower Pareto option, with the
 //     exact makespan change max(0, Δt − slack_i) from a forward/backward pass, until no move
 //     saves energy; then one round of pair exchanges (speed one critical node up a step, re-run
@@ -33,7 +34,12 @@ struct Solution {
 
 struct FastSolverOptions {
   int max_moves = 1'000'000;  ///< cap on improvement moves per deadline
-  bool exchanges = true;      ///< one round of pair exchanges after the single moves
+  bool exchanges = true;            ///< solve(): one round of pair exchanges after the greedy
+  bool frontier_exchanges = false;  ///< the same for each frontier() point (costly, ~0.02 %)
+  /// Rounding thresholds θ tried per deadline by solve() (1 = round every duration down).
+  std::vector<double> rounding_thresholds = {1.0, 0.5, 0.25, 0.75};
+  /// The same for each point of frontier() (fewer: a frontier solves many deadlines).
+  std::vector<double> frontier_rounding_thresholds = {1.0, 0.5};
   int frontier_anchors = 1 << 30;  ///< exact LP solves along a frontier (the rest interpolate)
 };
 
@@ -70,6 +76,7 @@ class FastSolver {
   FastSolverOptions options_;
   std::vector<std::vector<int>> pareto_;
   std::vector<std::vector<double>> time_, cost_;  // per node, per Pareto position
+  std::vector<int> rank_;                          // position of each node in topo_order()
   std::unique_ptr<Lp> lp_;
   double t_fast_ = 0, t_cheap_ = 0;
   /// The LP relaxation at one deadline: its optimum (a lower bound), the slope dV/dT (the
@@ -80,8 +87,9 @@ class FastSolver {
     std::vector<double> duration_s;
   };
   LpPoint solve_lp(double deadline_s);
-  Solution round_and_improve(double deadline_s, const std::vector<double>* duration_s, double bound_j) const;
-  void improve(Assignment& a, double deadline_s) const;
+  Solution round_and_improve(double deadline_s, const std::vector<double>* duration_s, double bound_j,
+                             const std::vector<double>& thresholds, bool exchanges) const;
+  void improve(Assignment& a, double deadline_s, bool exchanges) const;
 };
 
 /// Keeps the points that no other point dominates (makespan and energy both <=, one <), sorted
