@@ -8,6 +8,7 @@ PKGS=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
+  coinor-libcbc-dev
   python3 time
   chromium
 )
