@@ -27,6 +27,9 @@ Action add_model_command(CLI::App& app);
 /// `emo pipeline --stage-profile CSV --stages S --microbatches M [--frontier FILE] [--json FILE|-]`
 Action add_pipeline_command(CLI::App& app);
 
+/// `emo optimize TRACE... --max-slowdown FRAC [--gpu NAME] [--policy FILE] [--json FILE|-] [--report FILE.html] ...`
+Action add_optimize_command(CLI::App& app);
+
 /// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
 void write_output(const std::string& dest, const std::string& text);
 

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   actions.push_back(emo::cli::add_model_command(app));
   actions.push_back(emo::cli::add_pack_command(app));
   actions.push_back(emo::cli::add_pipeline_command(app));
+  actions.push_back(emo::cli::add_optimize_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

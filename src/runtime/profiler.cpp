@@ -12,7 +12,7 @@ std::vector<double> profiling_clocks(const std::vector<double>& supported, int k
   if (k < 2) throw std::invalid_argument("profiling needs at least 2 clocks");
   if (supported.empty()) throw std::invalid_argument("the GPU has no supported clocks");
   const double f_max = *std::max_element(supported.begin(), supported.end());
-  const double x_low = k <= 3 ? 0.70 : 0.60;
+  const double x_low = 0.5;
   std::vector<double> out;
   for (int i = 0; i < k; ++i) {
     const double want = f_max * (1.0 - (1.0 - x_low) * i / (k - 1));

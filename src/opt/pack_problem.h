@@ -1,0 +1,55 @@
+// The optimisation problem of a real trace: its pack graph (src/pack) with a discrete set of
+// (clock, time, energy) options per pack, as an opt::Problem.
+//
+// Reduction. Only the packs' timepoints vary with the clocks; everything else (host calls, their
+// gaps, the recorded lags) is fixed. So the fixed part of the pack graph is collapsed into lags
+// between pack timepoints: for each pack timepoint (and an origin at the window start) a forward
+// longest-path pass through fixed nodes only, stopping at the next pack timepoints, gives
+// constraints "b ≥ a + L". The problem then has, per pack, a start event, the pack's work node
+// (its options) and an end event; a fixed node of duration L per distinct positive lag; an origin
+// and a sink (the makespan). Size O(P) nodes and O(P²) edges at most, built in O(P·(V + E)) of
+// the pack graph. A lag ≤ 0 becomes a plain edge (a negative one is counted: it is tightened to
+// 0, which can only lengthen the modelled makespan).
+//
+// Approximation. A launch-paced pack ends at max(S + dur(f), A + anchored(f))
+// (pack::PackTime); the problem keeps the anchored term at its recorded value (factor 1), as its
+// lag in the pack graph. The final schedule is always re-evaluated exactly with
+// PackGraph::evaluate (see policy/optimize.h), and the deadline tightened when that overshoots.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "opt/problem.h"
+#include "pack/pack_graph.h"
+
+namespace emo::opt {
+
+/// One option of a pack: run it at `clock_mhz`, its ops scaled by `factor` (its GPU work's time
+/// at this clock over that at the max clock); `dynamic_energy_j` is its energy above the GPU's
+/// idle power (J).
+struct PackOption {
+  double clock_mhz = 0;
+  double factor = 1;
+  double dynamic_energy_j = 0;
+};
+
+struct PackProblem {
+  Problem problem;
+  std::vector<int> work_node;      ///< Per pack: its work node in `problem`.
+  std::vector<int> gpu_of_pack;    ///< Per pack: index into problem.gpus().
+  std::vector<std::int32_t> device_of_gpu;  ///< Per problem GPU: the CUDA device.
+  std::int64_t lag_nodes = 0;      ///< Fixed lag nodes created.
+  std::int64_t negative_lags = 0;  ///< Lags < 0 tightened to 0.
+};
+
+/// Builds the problem. `options[p]` are pack p's options (at least one; factor > 0);
+/// `device_of_pack[p]` its CUDA device; `idle_power_w` the GPUs' idle power (W), the same for
+/// every device. A pack's work node takes time = pack_time(p, factor).dur_ns and energy =
+/// dynamic_energy_j + idle_power_w × that time, so that the problem's energy (problem.h) is
+/// idle power over the makespan on every GPU plus the packs' dynamic energy. Throws
+/// std::invalid_argument on size mismatches or an empty option list.
+PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std::vector<PackOption>>& options,
+                               const std::vector<std::int32_t>& device_of_pack, double idle_power_w);
+
+}  // namespace emo::opt
