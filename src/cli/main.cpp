@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
   actions.push_back(emo::cli::add_inspect_command(app));
   actions.push_back(emo::cli::add_analyze_command(app));
   actions.push_back(emo::cli::add_model_command(app));
+  actions.push_back(emo::cli::add_gpus_command(app));
+  actions.push_back(emo::cli::add_measure_command(app));
+  actions.push_back(emo::cli::add_trace_command(app));
+  actions.push_back(emo::cli::add_export_command(app));
+  actions.push_back(emo::cli::add_run_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
