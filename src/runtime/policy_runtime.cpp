@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -298,6 +299,247 @@ std::string command_json(const std::vector<std::string>& cmd) {
   return out + "]";
 }
 
+/// One `emo run`: the command, its progress pipe, the planners and the clock guard. run() is
+/// the event loop; the other methods are its steps.
+class PolicyRun {
+ public:
+  PolicyRun(const RunOptions& o, const std::map<std::int32_t, Device*>& devices)
+      : o_(o),
+        devices_(devices),
+        t0_(now_ns()),
+        log_(o.log_path, o.dry_run, t0_),
+        guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_) {
+    const auto lead_ns = static_cast<std::int64_t>(std::llround(o.policy.switch_latency_ms * 1e6));
+    for (const auto& g : o.policy.gpus) planners_.emplace_back(g, lead_ns, 0.0);
+    for (std::size_t i = 0; i < planners_.size(); ++i) planner_of_[planners_[i].gpu().device] = i;
+  }
+
+  RunReport run() {
+    // Start from default clocks; this is also the permission check before the command starts.
+    guard_.reset("start");
+    guard_.arm();
+    if (!o_.tracer_library.empty()) watch_.emplace(tracer::to_text(watch_list_of(o_.policy)));
+    block_signals();
+    start_child();
+    int status = 0;
+    while (true) {
+      poll_once();
+      const std::int64_t now = now_ns();
+      if (waitpid(pid_, &status, WNOHANG) == pid_) break;
+      if (kill_deadline_ns_ > 0 && now >= kill_deadline_ns_) {
+        kill(pid_, SIGKILL);
+        kill_deadline_ns_ = std::numeric_limits<std::int64_t>::max();  // once
+      }
+      if (!stopped_) {
+        for (auto& pl : planners_) {
+          for (const Switch& s : pl.due(now)) apply(s, now);
+        }
+      }
+    }
+    return finish(status);
+  }
+
+ private:
+  /// SIGCHLD, SIGINT, SIGTERM, SIGHUP arrive through a signalfd: blocked here (restored on
+  /// destruction), restored in the child before exec.
+  void block_signals() {
+    sigemptyset(&mask_);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask_, s);
+    if (sigprocmask(SIG_BLOCK, &mask_, &old_mask_) != 0) throw std::runtime_error("sigprocmask failed");
+    restore_mask_ = true;
+    sfd_.fd = signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd_.fd < 0) throw std::runtime_error("signalfd failed");
+  }
+
+  /// Forks and execs the command with the progress pipe open; throws InputError when exec fails.
+  void start_child() {
+    int pipe_fds[2], exec_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create the progress pipe");
+    progress_read_.fd = pipe_fds[0];
+    Fd progress_write{pipe_fds[1]};
+    if (pipe2(exec_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
+    Fd exec_read{exec_fds[0]}, exec_write{exec_fds[1]};
+    fcntl(progress_read_.fd, F_SETFL, O_NONBLOCK);
+
+    const std::vector<std::string> env = child_environment(o_, progress_write.fd, watch_ ? watch_->path : "");
+    std::vector<char*> envp, argv;
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    for (const auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    log_.event("start",
+               fmt::format("\"policy\":{},\"command\":{},\"dry_run\":{},\"tracer\":{},\"switch_latency_ms\":{}",
+                           json_string(o_.policy_path), command_json(o_.command), o_.dry_run,
+                           json_string(o_.tracer_library), o_.policy.switch_latency_ms),
+               t0_);
+
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+    if (pid_ == 0) {
+      // Child: only async-signal-safe calls until exec.
+      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      fcntl(progress_write.fd, F_SETFD, 0);  // the progress pipe survives exec
+      execvpe(argv[0], argv.data(), envp.data());
+      const int err = errno;
+      (void)!::write(exec_write.fd, &err, sizeof err);
+      _exit(127);
+    }
+    ::close(exec_write.fd);
+    exec_write.fd = -1;
+    int exec_errno = 0;
+    if (::read(exec_read.fd, &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      throw InputError(o_.command[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
+    }
+  }
+
+  /// Waits for a signal, progress, or the next due switch (at most 1 s), and handles what came.
+  void poll_once() {
+    const std::int64_t now = now_ns();
+    std::int64_t timeout_ms = 1000;
+    if (!stopped_) {
+      for (const auto& pl : planners_) {
+        if (auto d = pl.next_due_ns()) timeout_ms = std::min(timeout_ms, std::max<std::int64_t>(0, (*d - now + 999'999) / 1'000'000));
+      }
+    }
+    if (kill_deadline_ns_ > 0) {
+      timeout_ms = std::min(timeout_ms, std::max<std::int64_t>(0, (kill_deadline_ns_ - now) / 1'000'000 + 1));
+    }
+    pollfd fds[2] = {{sfd_.fd, POLLIN, 0}, {progress_read_.fd, POLLIN, 0}};
+    const int nfds = progress_read_.fd >= 0 ? 2 : 1;
+    if (poll(fds, nfds, static_cast<int>(timeout_ms)) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP)) != 0) read_progress(now_ns());
+    if ((fds[0].revents & POLLIN) != 0) read_signals(now_ns());
+  }
+
+  void read_progress(std::int64_t now) {
+    char buf[4096];
+    const ssize_t n = ::read(progress_read_.fd, buf, sizeof buf);
+    if (n > 0) {
+      partial_.append(buf, static_cast<std::size_t>(n));
+      std::size_t nl;
+      while ((nl = partial_.find('\n')) != std::string::npos) {
+        handle_line(std::string_view(partial_).substr(0, nl), now);
+        partial_.erase(0, nl + 1);
+      }
+      if (partial_.size() > 4096) partial_.clear();  // not a protocol line
+    } else if (n == 0) {
+      ::close(progress_read_.fd);  // every writer closed: no more progress
+      progress_read_.fd = -1;
+    }
+  }
+
+  void handle_line(std::string_view line, std::int64_t now) {
+    const auto p = parse_progress_line(line, now);
+    if (!p) {
+      ++report_.bad_lines;
+      return;
+    }
+    ++report_.progress_lines;
+    log_.event("pack_start", fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"observed_ms\":{:.3f}", p->device,
+                                         p->pack, p->iteration, log_.ms(p->t_ns)),
+               now);
+    const auto it = planner_of_.find(p->device);
+    if (it == planner_of_.end() || stopped_) return;
+    if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
+  }
+
+  /// SIGINT/SIGTERM/SIGHUP: reset clocks at once, stop switching, pass the signal on when it
+  /// came from kill() (a terminal's reaches the command's process group anyway), and SIGKILL
+  /// the command after the grace period.
+  void read_signals(std::int64_t now) {
+    signalfd_siginfo si{};
+    while (::read(sfd_.fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      const int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGCHLD) continue;  // reaped by the loop
+      log_.event("signal", fmt::format("\"signal\":{}", sig), now);
+      if (report_.received_signal == 0) report_.received_signal = sig;
+      if (!stopped_) {
+        stopped_ = true;
+        report_.resets += guard_.reset("signal");
+      }
+      if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) kill(pid_, sig);
+      if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * 1e9);
+    }
+  }
+
+  /// Locks the clock (or only logs it in a dry run). A failing lock resets every clock, stops
+  /// switching and lets the command run on at default clocks.
+  void apply(const Switch& s, std::int64_t now) {
+    if (!o_.dry_run) {
+      try {
+        devices_.at(s.device)->lock_sm_clock(s.clock_mhz);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "emo run: %s; clocks reset, the command continues at default clocks\n",
+                     one_line(e.what()).c_str());
+        log_.event("error", fmt::format("\"message\":{}", json_string(one_line(e.what()))), now);
+        stopped_ = true;
+        report_.resets += guard_.reset("error");
+        return;
+      }
+    }
+    ++report_.switches;
+    if (s.reason == SwitchReason::kLate) ++report_.late_switches;
+    log_.event("switch",
+               fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"clock_mhz\":{},\"reason\":\"{}\","
+                           "\"planned_ms\":{:.3f},\"applied\":{}",
+                           s.device, s.pack, s.iteration, s.clock_mhz, switch_reason_name(s.reason), log_.ms(s.t_ns),
+                           !o_.dry_run),
+               now);
+    log_.human(fmt::format("[dry-run] +{:.3f} ms: GPU {} {} iteration {} -> {} MHz ({})", log_.ms(now), s.device,
+                           s.pack < 0 ? std::string("after the last pack") : fmt::format("pack {}", s.pack),
+                           s.iteration, s.clock_mhz, switch_reason_name(s.reason)));
+  }
+
+  RunReport finish(int status) {
+    const std::int64_t end = now_ns();
+    report_.resets += guard_.reset("exit");
+    for (const auto& pl : planners_) report_.skipped_switches += pl.skipped();
+    report_.duration_s = static_cast<double>(end - t0_) * 1e-9;
+    if (WIFSIGNALED(status)) {
+      report_.child_signal = WTERMSIG(status);
+      report_.exit_code = 128 + report_.child_signal;
+    } else {
+      report_.exit_code = WEXITSTATUS(status);
+    }
+    if (report_.received_signal != 0) report_.exit_code = 128 + report_.received_signal;
+    log_.event("exit",
+               fmt::format("\"exit_code\":{},\"child_signal\":{},\"received_signal\":{},\"switches\":{},\"late\":{},"
+                           "\"skipped\":{},\"progress_lines\":{},\"bad_lines\":{},\"resets\":{}",
+                           report_.exit_code, report_.child_signal, report_.received_signal, report_.switches,
+                           report_.late_switches, report_.skipped_switches, report_.progress_lines,
+                           report_.bad_lines, report_.resets),
+               end);
+    return report_;
+  }
+
+ public:
+  ~PolicyRun() {
+    if (restore_mask_) sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  PolicyRun(const PolicyRun&) = delete;
+  PolicyRun& operator=(const PolicyRun&) = delete;
+
+ private:
+  const RunOptions& o_;
+  const std::map<std::int32_t, Device*>& devices_;
+  std::int64_t t0_;
+  RunLog log_;
+  RunReport report_;
+  std::vector<SwitchPlanner> planners_;
+  std::map<std::int32_t, std::size_t> planner_of_;
+  ClockGuard guard_;  // declared after log_: destroyed (and resetting) before it
+  std::optional<TempFile> watch_;
+  sigset_t mask_{}, old_mask_{};
+  bool restore_mask_ = false;
+  Fd sfd_, progress_read_;
+  pid_t pid_ = -1;
+  bool stopped_ = false;                ///< After a signal or a failed lock: no more switches.
+  std::int64_t kill_deadline_ns_ = 0;   ///< When to SIGKILL the command after a signal, 0 = none.
+  std::string partial_;                 ///< Incomplete progress line.
+};
+
 }  // namespace
 
 RunReport run_policy(const RunOptions& o, const std::map<std::int32_t, Device*>& devices) {
@@ -309,210 +551,7 @@ RunReport run_policy(const RunOptions& o, const std::map<std::int32_t, Device*>&
       }
     }
   }
-  const std::int64_t t0 = now_ns();
-  RunLog log(o.log_path, o.dry_run, t0);
-  RunReport report;
-
-  std::vector<SwitchPlanner> planners;
-  const auto lead_ns = static_cast<std::int64_t>(std::llround(o.policy.switch_latency_ms * 1e6));
-  for (const auto& g : o.policy.gpus) planners.emplace_back(g, lead_ns, 0.0);
-  std::map<std::int32_t, std::size_t> planner_of;
-  for (std::size_t i = 0; i < planners.size(); ++i) planner_of[planners[i].gpu().device] = i;
-
-  ClockGuard guard(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log);
-  // Start from default clocks; this is also the permission check before the command starts.
-  guard.reset("start");
-  guard.arm();
-
-  std::optional<TempFile> watch;
-  if (!o.tracer_library.empty()) watch.emplace(tracer::to_text(watch_list_of(o.policy)));
-
-  // Signals arrive through a signalfd: blocked here, restored in the child before exec.
-  sigset_t mask, old_mask;
-  sigemptyset(&mask);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
-  if (sigprocmask(SIG_BLOCK, &mask, &old_mask) != 0) throw std::runtime_error("sigprocmask failed");
-  struct MaskRestore {
-    sigset_t m;
-    ~MaskRestore() { sigprocmask(SIG_SETMASK, &m, nullptr); }
-  } restore{old_mask};
-  Fd sfd{signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)};
-  int pipe_fds[2], exec_fds[2];
-  if (sfd.fd < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create signalfd/pipe");
-  Fd progress_read{pipe_fds[0]}, progress_write{pipe_fds[1]};
-  if (pipe2(exec_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create pipe");
-  Fd exec_read{exec_fds[0]}, exec_write{exec_fds[1]};
-  fcntl(progress_read.fd, F_SETFL, O_NONBLOCK);
-
-  const std::vector<std::string> env = child_environment(o, progress_write.fd, watch ? watch->path : "");
-  std::vector<char*> envp, argv;
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  log.event("start",
-            fmt::format("\"policy\":{},\"command\":{},\"dry_run\":{},\"tracer\":{},\"switch_latency_ms\":{}",
-                        json_string(o.policy_path), command_json(o.command), o.dry_run,
-                        json_string(o.tracer_library), o.policy.switch_latency_ms),
-            t0);
-
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    // Child: only async-signal-safe calls until exec.
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    fcntl(progress_write.fd, F_SETFD, 0);  // the progress pipe survives exec
-    execvpe(argv[0], argv.data(), envp.data());
-    const int err = errno;
-    (void)!::write(exec_write.fd, &err, sizeof err);
-    _exit(127);
-  }
-  ::close(exec_write.fd);
-  exec_write.fd = -1;
-  ::close(progress_write.fd);
-  progress_write.fd = -1;
-  int exec_errno = 0;
-  if (::read(exec_read.fd, &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    throw InputError(o.command[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
-  }
-
-  bool stopped = false;  // after a signal to emo run: no more switches
-  bool child_done = false;
-  int status = 0;
-  std::int64_t kill_deadline_ns = 0;
-  std::string pending;  // partial progress line
-
-  auto apply = [&](const Switch& s, std::int64_t t) {
-    ++report.switches;
-    if (s.reason == SwitchReason::kLate) ++report.late_switches;
-    if (!o.dry_run) {
-      try {
-        devices.at(s.device)->lock_sm_clock(s.clock_mhz);
-      } catch (const std::exception& e) {
-        // Keep the workload running, at default clocks, and say why.
-        std::fprintf(stderr, "emo run: %s; clocks reset, the command continues at default clocks\n",
-                     one_line(e.what()).c_str());
-        log.event("error", fmt::format("\"message\":{}", json_string(one_line(e.what()))), t);
-        stopped = true;
-        report.resets += guard.reset("error");
-        return;
-      }
-    }
-    log.event("switch",
-              fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"clock_mhz\":{},\"reason\":\"{}\","
-                          "\"planned_ms\":{:.3f},\"applied\":{}",
-                          s.device, s.pack, s.iteration, s.clock_mhz, switch_reason_name(s.reason), log.ms(s.t_ns),
-                          !o.dry_run),
-              t);
-    log.human(fmt::format("[dry-run] +{:.3f} ms: GPU {} {} iteration {} -> {} MHz ({})", log.ms(t), s.device,
-                          s.pack < 0 ? std::string("after the last pack") : fmt::format("pack {}", s.pack),
-                          s.iteration, s.clock_mhz, switch_reason_name(s.reason)));
-  };
-
-  auto handle_line = [&](std::string_view line, std::int64_t t) {
-    const auto p = parse_progress_line(line, t);
-    if (!p) {
-      ++report.bad_lines;
-      return;
-    }
-    ++report.progress_lines;
-    log.event("pack_start", fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"observed_ms\":{:.3f}", p->device,
-                                        p->pack, p->iteration, log.ms(p->t_ns)),
-              t);
-    const auto it = planner_of.find(p->device);
-    if (it == planner_of.end() || stopped) return;
-    if (auto late = planners[it->second].observe(*p)) apply(*late, t);
-  };
-
-  while (!child_done) {
-    std::int64_t now = now_ns();
-    int timeout_ms = 1000;
-    if (!stopped) {
-      for (const auto& pl : planners) {
-        if (auto d = pl.next_due_ns()) {
-          timeout_ms = std::min<std::int64_t>(timeout_ms, std::max<std::int64_t>(0, (*d - now + 999'999) / 1'000'000));
-        }
-      }
-    }
-    if (kill_deadline_ns > 0) {
-      timeout_ms = std::min<std::int64_t>(timeout_ms, std::max<std::int64_t>(0, (kill_deadline_ns - now) / 1'000'000 + 1));
-    }
-    pollfd fds[2] = {{sfd.fd, POLLIN, 0}, {progress_read.fd, POLLIN, 0}};
-    const int nfds = progress_read.fd >= 0 ? 2 : 1;
-    if (poll(fds, nfds, timeout_ms) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
-    now = now_ns();
-
-    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
-      char buf[4096];
-      const ssize_t n = ::read(progress_read.fd, buf, sizeof buf);
-      if (n > 0) {
-        pending.append(buf, static_cast<std::size_t>(n));
-        std::size_t nl;
-        while ((nl = pending.find('\n')) != std::string::npos) {
-          handle_line(std::string_view(pending).substr(0, nl), now);
-          pending.erase(0, nl + 1);
-        }
-        if (pending.size() > 4096) pending.clear();  // not a protocol line
-      } else if (n == 0) {
-        ::close(progress_read.fd);  // every writer closed: no more progress
-        progress_read.fd = -1;
-      }
-    }
-
-    if ((fds[0].revents & POLLIN) != 0) {
-      signalfd_siginfo si{};
-      while (::read(sfd.fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-        const int sig = static_cast<int>(si.ssi_signo);
-        if (sig == SIGCHLD) continue;  // reaped below
-        log.event("signal", fmt::format("\"signal\":{}", sig), now);
-        if (report.received_signal == 0) report.received_signal = sig;
-        if (!stopped) {
-          stopped = true;
-          report.resets += guard.reset("signal");
-        }
-        // A signal from the terminal (SI_KERNEL) reached the child's process group as well;
-        // one sent with kill() reached only us: pass it on.
-        if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) kill(pid, sig);
-        if (kill_deadline_ns == 0) kill_deadline_ns = now + static_cast<std::int64_t>(o.grace_s * 1e9);
-      }
-    }
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      child_done = true;
-      break;
-    }
-    if (kill_deadline_ns > 0 && now >= kill_deadline_ns) {
-      kill(pid, SIGKILL);
-      kill_deadline_ns = now + 3'600'000'000'000;  // once
-    }
-    if (!stopped) {
-      for (auto& pl : planners) {
-        for (const Switch& s : pl.due(now)) apply(s, now);
-      }
-    }
-  }
-
-  const std::int64_t end = now_ns();
-  report.resets += guard.reset("exit");
-  for (const auto& pl : planners) report.skipped_switches += pl.skipped();
-  report.duration_s = static_cast<double>(end - t0) * 1e-9;
-  if (WIFSIGNALED(status)) {
-    report.child_signal = WTERMSIG(status);
-    report.exit_code = 128 + report.child_signal;
-  } else {
-    report.exit_code = WEXITSTATUS(status);
-  }
-  if (report.received_signal != 0) report.exit_code = 128 + report.received_signal;
-  log.event("exit",
-            fmt::format("\"exit_code\":{},\"child_signal\":{},\"received_signal\":{},\"switches\":{},\"late\":{},"
-                        "\"skipped\":{},\"progress_lines\":{},\"bad_lines\":{},\"resets\":{}",
-                        report.exit_code, report.child_signal, report.received_signal, report.switches,
-                        report.late_switches, report.skipped_switches, report.progress_lines, report.bad_lines,
-                        report.resets),
-            end);
-  return report;
+  return PolicyRun(o, devices).run();
 }
 
 }  // namespace emo::runtime

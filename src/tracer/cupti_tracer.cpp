@@ -343,30 +343,33 @@ void CUPTIAPI follow_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
 void poll_events() {
   t_in_tracer = true;
   CUcontext current = nullptr;
+  std::vector<Pending> mine;
   while (g_follow.running.load()) {
-    {
+    {  // take the pending events; launches keep adding to the shared list meanwhile
       std::lock_guard<std::mutex> lock(g_follow.mu);
-      auto& pending = g_follow.pending;
-      for (std::size_t i = 0; i < pending.size();) {
-        if (pending[i].context != current) {
-          g_follow.cu.ctx_set_current(pending[i].context);
-          current = pending[i].context;
-        }
-        const CUresult rc = g_follow.cu.event_query(pending[i].event);
-        if (rc == CUDA_ERROR_NOT_READY) {
-          ++i;
-          continue;
-        }
-        if (rc == CUDA_SUCCESS) {
-          char line[96];
-          const int n = std::snprintf(line, sizeof line, "P %d %d %lld %lld\n", pending[i].hit.device,
-                                      pending[i].hit.pack, static_cast<long long>(pending[i].hit.iteration),
-                                      static_cast<long long>(monotonic_ns()));
-          (void)!::write(g_follow.progress_fd, line, static_cast<std::size_t>(n));
-        }
-        g_follow.cu.event_destroy(pending[i].event);
-        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+      mine.insert(mine.end(), g_follow.pending.begin(), g_follow.pending.end());
+      g_follow.pending.clear();
+    }
+    // Driver calls happen without the lock, so a launch callback never waits on them.
+    for (std::size_t i = 0; i < mine.size();) {
+      if (mine[i].context != current) {
+        g_follow.cu.ctx_set_current(mine[i].context);
+        current = mine[i].context;
       }
+      const CUresult rc = g_follow.cu.event_query(mine[i].event);
+      if (rc == CUDA_ERROR_NOT_READY) {
+        ++i;
+        continue;
+      }
+      if (rc == CUDA_SUCCESS) {
+        char line[96];
+        const int n = std::snprintf(line, sizeof line, "P %d %d %lld %lld\n", mine[i].hit.device, mine[i].hit.pack,
+                                    static_cast<long long>(mine[i].hit.iteration),
+                                    static_cast<long long>(monotonic_ns()));
+        (void)!::write(g_follow.progress_fd, line, static_cast<std::size_t>(n));
+      }
+      g_follow.cu.event_destroy(mine[i].event);
+      mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
