@@ -30,6 +30,21 @@ Action add_pipeline_command(CLI::App& app);
 /// `emo optimize TRACE... --max-slowdown FRAC [--gpu NAME] [--policy FILE] [--json FILE|-] [--report FILE.html] ...`
 Action add_optimize_command(CLI::App& app);
 
+/// `emo gpus [--json FILE|-]`
+Action add_gpus_command(CLI::App& app);
+
+/// `emo measure [--json FILE|-] -- CMD ARGS...`
+Action add_measure_command(CLI::App& app);
+
+/// `emo trace [-o FILE] [--kineto FILE] -- CMD ARGS...`
+Action add_trace_command(CLI::App& app);
+
+/// `emo export TRACE --kineto FILE`
+Action add_export_command(CLI::App& app);
+
+/// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] -- CMD ARGS...`
+Action add_run_command(CLI::App& app);
+
 /// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
 void write_output(const std::string& dest, const std::string& text);
 

@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   actions.push_back(emo::cli::add_pack_command(app));
   actions.push_back(emo::cli::add_pipeline_command(app));
   actions.push_back(emo::cli::add_optimize_command(app));
+  actions.push_back(emo::cli::add_gpus_command(app));
+  actions.push_back(emo::cli::add_measure_command(app));
+  actions.push_back(emo::cli::add_trace_command(app));
+  actions.push_back(emo::cli::add_export_command(app));
+  actions.push_back(emo::cli::add_run_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "trace/emo/emo_trace_reader.h"
 #include "trace/error.h"
 #include "trace/file_io.h"
 #include "trace/kineto/kineto_reader.h"
@@ -36,6 +37,7 @@ Trace load_trace(const std::string& path) {
   }
   switch (detect_format(text.view())) {
     case DetectedFormat::kJson:
+      if (is_emo_trace(text.view())) return read_emo_trace(text, path);  // EMO's own tracer
       return read_kineto_json(text, path);
     case DetectedFormat::kSqlite:
       throw InputError(path, "gzip-compressed SQLite is not supported; decompress it first");
@@ -43,8 +45,8 @@ Trace load_trace(const std::string& path) {
       break;
   }
   if (text.size() == 0) throw InputError(path, "empty after decompression");
-  throw InputError(path, "unrecognised format: expected Kineto/Chrome JSON (plain or gzip) or an "
-                         "Nsight Systems SQLite export");
+  throw InputError(path, "unrecognised format: expected Kineto/Chrome JSON (plain or gzip), an "
+                         "Nsight Systems SQLite export or an emo.trace/1 file");
 }
 
 }  // namespace emo::trace

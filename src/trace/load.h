@@ -16,7 +16,8 @@ enum class DetectedFormat { kJson, kSqlite, kUnknown };
 /// non-whitespace byte '{' or '[' -> kJson (after an optional UTF-8 BOM); else kUnknown.
 DetectedFormat detect_format(std::string_view head) noexcept;
 
-/// Reads `path` (plain or gzip JSON, or an nsys SQLite export) into a finished Trace.
+/// Reads `path` (plain or gzip JSON — Kineto, or EMO's own emo.trace/1 JSON lines — or an nsys
+/// SQLite export) into a finished Trace.
 /// Throws emo::InputError with a one-line reason for anything that is not a readable trace.
 Trace load_trace(const std::string& path);
 

@@ -57,6 +57,7 @@ std::string_view trace_format_name(TraceFormat f) noexcept {
   switch (f) {
     case TraceFormat::kKinetoJson: return "kineto-json";
     case TraceFormat::kNsysSqlite: return "nsys-sqlite";
+    case TraceFormat::kEmoTrace: return "emo-trace";
   }
   return "unknown";
 }

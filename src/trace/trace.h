@@ -142,8 +142,9 @@ struct GpuInfo {
   std::int64_t clock_rate_khz = 0;   ///< Max SM clock (nsys clockRate), 0 if unknown.
 };
 
-enum class TraceFormat : std::uint8_t { kKinetoJson, kNsysSqlite };
-std::string_view trace_format_name(TraceFormat f) noexcept;  ///< "kineto-json", "nsys-sqlite"
+enum class TraceFormat : std::uint8_t { kKinetoJson, kNsysSqlite, kEmoTrace };
+/// "kineto-json", "nsys-sqlite", "emo-trace" (EMO's own CUPTI tracer, docs/tracer.md)
+std::string_view trace_format_name(TraceFormat f) noexcept;
 
 /// Reader-observed irregularities, counted so that `emo inspect` can warn about them.
 struct QuirkCounts {

@@ -1,0 +1,132 @@
+#include "cli/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "trace/error.h"
+
+extern char** environ;
+
+namespace emo::cli {
+namespace {
+
+volatile sig_atomic_t g_child_pid = 0;
+
+void forward(int sig, siginfo_t* info, void*) {
+  // Signals from the terminal reach the command's process group already; pass on kill()'s.
+  if (g_child_pid > 0 && info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) {
+    kill(g_child_pid, sig);
+  }
+}
+
+}  // namespace
+
+void require_command(const std::vector<std::string>& argv, const std::string& verb) {
+  if (argv.empty()) throw InputError("emo " + verb, "no command given after --");
+}
+
+ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+  if (argv.empty()) throw InputError("emo", "no command given after --");
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    bool replaced = false;
+    for (const auto& x : extra_env) {
+      const auto eq = x.find('=');
+      if (kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, eq + 1)) replaced = true;
+    }
+    if (!replaced) env.emplace_back(kv);
+  }
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp, args;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  struct sigaction sa {}, old_int{}, old_term{}, old_hup{};
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    execvpe(args[0], args.data(), envp.data());
+    const int err = errno;
+    (void)!::write(exec_pipe[1], &err, sizeof err);
+    _exit(127);
+  }
+  g_child_pid = pid;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);
+  ::close(exec_pipe[1]);
+  int exec_errno = 0;
+  const bool exec_failed = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno);
+  ::close(exec_pipe[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  g_child_pid = 0;
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  if (exec_failed) throw InputError(argv[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
+  ChildResult r;
+  r.duration_s = std::chrono::duration<double>(t1 - t0).count();
+  if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+    r.exit_code = 128 + r.signal;
+  } else {
+    r.exit_code = WEXITSTATUS(status);
+  }
+  return r;
+}
+
+std::string tracer_library_path() {
+  const char* env = std::getenv("EMO_TRACER_LIBRARY");
+  std::string path;
+  if (env != nullptr && *env != '\0') {
+    path = env;
+  } else {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    path = (ec ? std::filesystem::path(".") : exe.parent_path()) / "libemo_tracer.so";
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+#ifdef EMO_TRACER_BUILT
+    throw InputError(path, "the tracer library is missing (rebuild emo, or set EMO_TRACER_LIBRARY)");
+#else
+    throw InputError(path, "the tracer library was not built: CUPTI was not found when emo was built (set "
+                           "CUDA_HOME and rebuild, or set EMO_TRACER_LIBRARY)");
+#endif
+  }
+  return std::filesystem::absolute(path).string();
+}
+
+std::string cupti_library_path() {
+#ifdef EMO_CUPTI_LIBRARY
+  return EMO_CUPTI_LIBRARY;
+#else
+  return "";
+#endif
+}
+
+}  // namespace emo::cli

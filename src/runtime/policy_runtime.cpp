@@ -1,0 +1,557 @@
+#include "runtime/policy_runtime.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "trace/error.h"
+
+extern char** environ;
+
+namespace emo::runtime {
+
+tracer::WatchList watch_list_of(const policy::Policy& p) {
+  tracer::WatchList w;
+  w.marker = p.iteration_marker;
+  for (const auto& g : p.gpus) {
+    for (const auto& k : g.packs) {
+      w.entries.push_back({g.device, k.index, k.start.stream, k.start.ordinal, k.start.op_name});
+    }
+  }
+  return w;
+}
+
+std::optional<PackStarted> parse_progress_line(std::string_view line, std::int64_t now_ns) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (!line.starts_with("P ")) return std::nullopt;
+  line.remove_prefix(2);
+  std::int64_t v[4] = {0, 0, 0, now_ns};
+  int n = 0;
+  while (!line.empty()) {
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (line.empty()) break;
+    if (n == 4) return std::nullopt;
+    const auto r = std::from_chars(line.data(), line.data() + line.size(), v[n]);
+    if (r.ec != std::errc() || (r.ptr != line.data() + line.size() && *r.ptr != ' ')) return std::nullopt;
+    line.remove_prefix(static_cast<std::size_t>(r.ptr - line.data()));
+    ++n;
+  }
+  if (n < 3 || v[0] < 0 || v[0] > 1 << 20 || v[1] < 0 || v[1] > 1 << 30 || v[2] < 0) return std::nullopt;
+  return PackStarted{static_cast<std::int32_t>(v[0]), static_cast<std::int32_t>(v[1]), v[2], v[3]};
+}
+
+std::string_view switch_reason_name(SwitchReason r) noexcept {
+  switch (r) {
+    case SwitchReason::kEarly: return "early";
+    case SwitchReason::kLate: return "late";
+    case SwitchReason::kDefault: return "default";
+  }
+  return "?";
+}
+
+// ---- SwitchPlanner -------------------------------------------------------------------------------
+
+SwitchPlanner::SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double current_clock_mhz)
+    : gpu_(std::move(gpu)), lead_ns_(std::max<std::int64_t>(0, lead_ns)), requested_mhz_(current_clock_mhz) {}
+
+std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
+  const auto& packs = gpu_.packs;
+  if (p.pack < 0 || static_cast<std::size_t>(p.pack) >= packs.size()) return std::nullopt;
+  const auto k = static_cast<std::size_t>(p.pack);
+  const std::int64_t anchor = p.t_ns - packs[k].start_offset_ns;
+  iteration_anchor_ns_[p.iteration] = anchor;
+  while (iteration_anchor_ns_.size() > 2) iteration_anchor_ns_.erase(iteration_anchor_ns_.begin());
+
+  plan_.clear();
+  for (std::size_t j = k + 1; j < packs.size(); ++j) {
+    plan_.push_back({anchor + packs[j].start_offset_ns - lead_ns_, gpu_.device, packs[j].index, p.iteration,
+                     packs[j].clock_mhz, SwitchReason::kEarly});
+  }
+  std::optional<Switch> next_first;
+  const auto prev = iteration_anchor_ns_.find(p.iteration - 1);
+  if (prev != iteration_anchor_ns_.end() && anchor > prev->second) {
+    const std::int64_t period = anchor - prev->second;
+    next_first = Switch{anchor + period + packs.front().start_offset_ns - lead_ns_, gpu_.device,
+                        packs.front().index, p.iteration + 1, packs.front().clock_mhz, SwitchReason::kEarly};
+    plan_.push_back(*next_first);
+  }
+  if (gpu_.default_clock_mhz > 0) {
+    const auto& last = packs.back();
+    const Switch def{anchor + last.start_offset_ns + last.duration_ns - lead_ns_, gpu_.device, -1, p.iteration,
+                     gpu_.default_clock_mhz, SwitchReason::kDefault};
+    // Never let the default clock land after the next iteration's first switch.
+    if (!next_first || def.t_ns < next_first->t_ns) plan_.push_back(def);
+  }
+  std::stable_sort(plan_.begin(), plan_.end(), [](const Switch& a, const Switch& b) { return a.t_ns < b.t_ns; });
+
+  if (std::abs(requested_mhz_ - packs[k].clock_mhz) > 0.5) {
+    requested_mhz_ = packs[k].clock_mhz;
+    return Switch{p.t_ns, gpu_.device, packs[k].index, p.iteration, packs[k].clock_mhz, SwitchReason::kLate};
+  }
+  return std::nullopt;
+}
+
+std::vector<Switch> SwitchPlanner::due(std::int64_t now_ns) {
+  std::vector<Switch> out;
+  std::size_t i = 0;
+  for (; i < plan_.size() && plan_[i].t_ns <= now_ns; ++i) {
+    if (std::abs(plan_[i].clock_mhz - requested_mhz_) <= 0.5) {
+      ++skipped_;
+      continue;
+    }
+    requested_mhz_ = plan_[i].clock_mhz;
+    out.push_back(plan_[i]);
+  }
+  plan_.erase(plan_.begin(), plan_.begin() + static_cast<std::ptrdiff_t>(i));
+  return out;
+}
+
+std::optional<std::int64_t> SwitchPlanner::next_due_ns() const {
+  if (plan_.empty()) return std::nullopt;
+  return plan_.front().t_ns;
+}
+
+// ---- the runner ----------------------------------------------------------------------------------
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      out += fmt::format("\\u{:04x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+/// The run's log: JSON lines to a file or stderr ("-"), flushed per line so that a killed run
+/// still leaves what it did; in a dry run without a log file, readable lines on stderr.
+class RunLog {
+ public:
+  RunLog(const std::string& path, bool dry_run, std::int64_t t0_ns) : dry_run_(dry_run), t0_ns_(t0_ns) {
+    if (path == "-") {
+      out_ = stderr;
+    } else if (!path.empty()) {
+      out_ = std::fopen(path.c_str(), "w");
+      if (out_ == nullptr) throw InputError(path, fmt::format("cannot write the log: {}", std::strerror(errno)));
+      owned_ = true;
+    }
+    human_ = out_ == nullptr && dry_run;
+  }
+  ~RunLog() {
+    if (owned_) std::fclose(out_);
+  }
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+
+  double ms(std::int64_t t_ns) const { return static_cast<double>(t_ns - t0_ns_) * 1e-6; }
+
+  /// One JSON object `{"t_ms": ..., "event": ..., <fields>}`.
+  void event(std::string_view name, const std::string& fields, std::int64_t t_ns) {
+    if (out_ == nullptr) return;
+    fmt::print(out_, "{{\"t_ms\":{:.3f},\"event\":\"{}\"{}{}}}\n", ms(t_ns), name, fields.empty() ? "" : ",", fields);
+    std::fflush(out_);
+  }
+  /// A readable line on stderr in a dry run without a log file.
+  void human(const std::string& text) {
+    if (!human_) return;
+    std::fprintf(stderr, "emo run: %s\n", text.c_str());
+    std::fflush(stderr);
+  }
+  bool dry_run() const { return dry_run_; }
+
+ private:
+  std::FILE* out_ = nullptr;
+  bool owned_ = false;
+  bool human_ = false;
+  bool dry_run_;
+  std::int64_t t0_ns_;
+};
+
+/// Resets every device's clock once (or again after a signal); the destructor covers exceptions.
+class ClockGuard {
+ public:
+  ClockGuard(std::map<std::int32_t, Device*> devices, bool dry_run, RunLog& log)
+      : devices_(std::move(devices)), dry_run_(dry_run), log_(log) {}
+  ~ClockGuard() {
+    try {
+      reset("unwind");
+    } catch (...) {  // nothing more can be done; the error was reported by whoever threw
+    }
+  }
+  ClockGuard(const ClockGuard&) = delete;
+  ClockGuard& operator=(const ClockGuard&) = delete;
+
+  /// Resets all clocks unless done already. Returns the number of resets. A failing reset is
+  /// reported on stderr and the others are still tried; the first error is rethrown at the end.
+  std::int64_t reset(std::string_view why) {
+    if (done_ || dry_run_) {
+      done_ = true;
+      return 0;
+    }
+    done_ = true;
+    std::int64_t n = 0;
+    std::exception_ptr first;
+    for (const auto& [index, dev] : devices_) {
+      try {
+        dev->reset_sm_clock();
+        ++n;
+        log_.event("reset", fmt::format("\"gpu\":{},\"why\":\"{}\"", index, why), now_ns());
+      } catch (const std::exception& e) {
+        if (!first) {
+          first = std::current_exception();  // rethrown below, reported by the caller
+        } else {
+          std::fprintf(stderr, "emo run: cannot reset the clock of GPU %d: %s\n", index, one_line(e.what()).c_str());
+        }
+      }
+    }
+    if (first) std::rethrow_exception(first);
+    return n;
+  }
+  /// Allows one more reset (after the start-up reset).
+  void arm() { done_ = false; }
+
+ private:
+  std::map<std::int32_t, Device*> devices_;
+  bool dry_run_;
+  RunLog& log_;
+  bool done_ = false;
+};
+
+/// File descriptors closed on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+/// A temporary file holding `text`, removed on scope exit.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& text) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string tmpl = std::string(dir != nullptr && *dir ? dir : "/tmp") + "/emo-watch-XXXXXX";
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd < 0) throw InputError(tmpl, fmt::format("cannot create the watch list: {}", std::strerror(errno)));
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    path = tmpl;
+    if (!ok) throw InputError(path, "cannot write the watch list");
+  }
+  ~TempFile() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+std::vector<std::string> child_environment(const RunOptions& o, int progress_fd, const std::string& watch_path) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    if (kv.starts_with("EMO_PROGRESS_FD=") || kv.starts_with("EMO_WATCH_FILE=")) continue;
+    if (!o.tracer_library.empty() && kv.starts_with("CUDA_INJECTION64_PATH=")) continue;
+    env.emplace_back(kv);
+  }
+  env.push_back(fmt::format("EMO_PROGRESS_FD={}", progress_fd));
+  if (!watch_path.empty()) env.push_back("EMO_WATCH_FILE=" + watch_path);
+  if (!o.tracer_library.empty()) {
+    env.push_back("CUDA_INJECTION64_PATH=" + o.tracer_library);
+    env.push_back("EMO_TRACER_MODE=follow");
+    if (!o.cupti_library.empty() && std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
+      env.push_back("NVTX_INJECTION64_PATH=" + o.cupti_library);
+    }
+  }
+  return env;
+}
+
+std::string command_json(const std::vector<std::string>& cmd) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < cmd.size(); ++i) out += (i ? "," : "") + json_string(cmd[i]);
+  return out + "]";
+}
+
+/// One `emo run`: the command, its progress pipe, the planners and the clock guard. run() is
+/// the event loop; the other methods are its steps.
+class PolicyRun {
+ public:
+  PolicyRun(const RunOptions& o, const std::map<std::int32_t, Device*>& devices)
+      : o_(o),
+        devices_(devices),
+        t0_(now_ns()),
+        log_(o.log_path, o.dry_run, t0_),
+        guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_) {
+    const auto lead_ns = static_cast<std::int64_t>(std::llround(o.policy.switch_latency_ms * 1e6));
+    for (const auto& g : o.policy.gpus) planners_.emplace_back(g, lead_ns, 0.0);
+    for (std::size_t i = 0; i < planners_.size(); ++i) planner_of_[planners_[i].gpu().device] = i;
+  }
+
+  RunReport run() {
+    // Start from default clocks; this is also the permission check before the command starts.
+    guard_.reset("start");
+    guard_.arm();
+    if (!o_.tracer_library.empty()) watch_.emplace(tracer::to_text(watch_list_of(o_.policy)));
+    block_signals();
+    start_child();
+    int status = 0;
+    while (true) {
+      poll_once();
+      const std::int64_t now = now_ns();
+      if (waitpid(pid_, &status, WNOHANG) == pid_) break;
+      if (kill_deadline_ns_ > 0 && now >= kill_deadline_ns_) {
+        kill(pid_, SIGKILL);
+        kill_deadline_ns_ = std::numeric_limits<std::int64_t>::max();  // once
+      }
+      if (!stopped_) {
+        for (auto& pl : planners_) {
+          for (const Switch& s : pl.due(now)) apply(s, now);
+        }
+      }
+    }
+    return finish(status);
+  }
+
+ private:
+  /// SIGCHLD, SIGINT, SIGTERM, SIGHUP arrive through a signalfd: blocked here (restored on
+  /// destruction), restored in the child before exec.
+  void block_signals() {
+    sigemptyset(&mask_);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask_, s);
+    if (sigprocmask(SIG_BLOCK, &mask_, &old_mask_) != 0) throw std::runtime_error("sigprocmask failed");
+    restore_mask_ = true;
+    sfd_.fd = signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd_.fd < 0) throw std::runtime_error("signalfd failed");
+  }
+
+  /// Forks and execs the command with the progress pipe open; throws InputError when exec fails.
+  void start_child() {
+    int pipe_fds[2], exec_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create the progress pipe");
+    progress_read_.fd = pipe_fds[0];
+    Fd progress_write{pipe_fds[1]};
+    if (pipe2(exec_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
+    Fd exec_read{exec_fds[0]}, exec_write{exec_fds[1]};
+    fcntl(progress_read_.fd, F_SETFL, O_NONBLOCK);
+
+    const std::vector<std::string> env = child_environment(o_, progress_write.fd, watch_ ? watch_->path : "");
+    std::vector<char*> envp, argv;
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    for (const auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    log_.event("start",
+               fmt::format("\"policy\":{},\"command\":{},\"dry_run\":{},\"tracer\":{},\"switch_latency_ms\":{}",
+                           json_string(o_.policy_path), command_json(o_.command), o_.dry_run,
+                           json_string(o_.tracer_library), o_.policy.switch_latency_ms),
+               t0_);
+
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+    if (pid_ == 0) {
+      // Child: only async-signal-safe calls until exec.
+      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      fcntl(progress_write.fd, F_SETFD, 0);  // the progress pipe survives exec
+      execvpe(argv[0], argv.data(), envp.data());
+      const int err = errno;
+      (void)!::write(exec_write.fd, &err, sizeof err);
+      _exit(127);
+    }
+    ::close(exec_write.fd);
+    exec_write.fd = -1;
+    int exec_errno = 0;
+    if (::read(exec_read.fd, &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      throw InputError(o_.command[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
+    }
+  }
+
+  /// Waits for a signal, progress, or the next due switch (at most 1 s), and handles what came.
+  void poll_once() {
+    const std::int64_t now = now_ns();
+    std::int64_t timeout_ms = 1000;
+    if (!stopped_) {
+      for (const auto& pl : planners_) {
+        if (auto d = pl.next_due_ns()) timeout_ms = std::min(timeout_ms, std::max<std::int64_t>(0, (*d - now + 999'999) / 1'000'000));
+      }
+    }
+    if (kill_deadline_ns_ > 0) {
+      timeout_ms = std::min(timeout_ms, std::max<std::int64_t>(0, (kill_deadline_ns_ - now) / 1'000'000 + 1));
+    }
+    pollfd fds[2] = {{sfd_.fd, POLLIN, 0}, {progress_read_.fd, POLLIN, 0}};
+    const int nfds = progress_read_.fd >= 0 ? 2 : 1;
+    if (poll(fds, nfds, static_cast<int>(timeout_ms)) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+    if (nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP)) != 0) read_progress(now_ns());
+    if ((fds[0].revents & POLLIN) != 0) read_signals(now_ns());
+  }
+
+  void read_progress(std::int64_t now) {
+    char buf[4096];
+    const ssize_t n = ::read(progress_read_.fd, buf, sizeof buf);
+    if (n > 0) {
+      partial_.append(buf, static_cast<std::size_t>(n));
+      std::size_t nl;
+      while ((nl = partial_.find('\n')) != std::string::npos) {
+        handle_line(std::string_view(partial_).substr(0, nl), now);
+        partial_.erase(0, nl + 1);
+      }
+      if (partial_.size() > 4096) partial_.clear();  // not a protocol line
+    } else if (n == 0) {
+      ::close(progress_read_.fd);  // every writer closed: no more progress
+      progress_read_.fd = -1;
+    }
+  }
+
+  void handle_line(std::string_view line, std::int64_t now) {
+    const auto p = parse_progress_line(line, now);
+    if (!p) {
+      ++report_.bad_lines;
+      return;
+    }
+    ++report_.progress_lines;
+    log_.event("pack_start", fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"observed_ms\":{:.3f}", p->device,
+                                         p->pack, p->iteration, log_.ms(p->t_ns)),
+               now);
+    const auto it = planner_of_.find(p->device);
+    if (it == planner_of_.end() || stopped_) return;
+    if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
+  }
+
+  /// SIGINT/SIGTERM/SIGHUP: reset clocks at once, stop switching, pass the signal on when it
+  /// came from kill() (a terminal's reaches the command's process group anyway), and SIGKILL
+  /// the command after the grace period.
+  void read_signals(std::int64_t now) {
+    signalfd_siginfo si{};
+    while (::read(sfd_.fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      const int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGCHLD) continue;  // reaped by the loop
+      log_.event("signal", fmt::format("\"signal\":{}", sig), now);
+      if (report_.received_signal == 0) report_.received_signal = sig;
+      if (!stopped_) {
+        stopped_ = true;
+        report_.resets += guard_.reset("signal");
+      }
+      if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) kill(pid_, sig);
+      if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * 1e9);
+    }
+  }
+
+  /// Locks the clock (or only logs it in a dry run). A failing lock resets every clock, stops
+  /// switching and lets the command run on at default clocks.
+  void apply(const Switch& s, std::int64_t now) {
+    if (!o_.dry_run) {
+      try {
+        devices_.at(s.device)->lock_sm_clock(s.clock_mhz);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "emo run: %s; clocks reset, the command continues at default clocks\n",
+                     one_line(e.what()).c_str());
+        log_.event("error", fmt::format("\"message\":{}", json_string(one_line(e.what()))), now);
+        stopped_ = true;
+        report_.resets += guard_.reset("error");
+        return;
+      }
+    }
+    ++report_.switches;
+    if (s.reason == SwitchReason::kLate) ++report_.late_switches;
+    log_.event("switch",
+               fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"clock_mhz\":{},\"reason\":\"{}\","
+                           "\"planned_ms\":{:.3f},\"applied\":{}",
+                           s.device, s.pack, s.iteration, s.clock_mhz, switch_reason_name(s.reason), log_.ms(s.t_ns),
+                           !o_.dry_run),
+               now);
+    log_.human(fmt::format("[dry-run] +{:.3f} ms: GPU {} {} iteration {} -> {} MHz ({})", log_.ms(now), s.device,
+                           s.pack < 0 ? std::string("after the last pack") : fmt::format("pack {}", s.pack),
+                           s.iteration, s.clock_mhz, switch_reason_name(s.reason)));
+  }
+
+  RunReport finish(int status) {
+    const std::int64_t end = now_ns();
+    report_.resets += guard_.reset("exit");
+    for (const auto& pl : planners_) report_.skipped_switches += pl.skipped();
+    report_.duration_s = static_cast<double>(end - t0_) * 1e-9;
+    if (WIFSIGNALED(status)) {
+      report_.child_signal = WTERMSIG(status);
+      report_.exit_code = 128 + report_.child_signal;
+    } else {
+      report_.exit_code = WEXITSTATUS(status);
+    }
+    if (report_.received_signal != 0) report_.exit_code = 128 + report_.received_signal;
+    log_.event("exit",
+               fmt::format("\"exit_code\":{},\"child_signal\":{},\"received_signal\":{},\"switches\":{},\"late\":{},"
+                           "\"skipped\":{},\"progress_lines\":{},\"bad_lines\":{},\"resets\":{}",
+                           report_.exit_code, report_.child_signal, report_.received_signal, report_.switches,
+                           report_.late_switches, report_.skipped_switches, report_.progress_lines,
+                           report_.bad_lines, report_.resets),
+               end);
+    return report_;
+  }
+
+ public:
+  ~PolicyRun() {
+    if (restore_mask_) sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  PolicyRun(const PolicyRun&) = delete;
+  PolicyRun& operator=(const PolicyRun&) = delete;
+
+ private:
+  const RunOptions& o_;
+  const std::map<std::int32_t, Device*>& devices_;
+  std::int64_t t0_;
+  RunLog log_;
+  RunReport report_;
+  std::vector<SwitchPlanner> planners_;
+  std::map<std::int32_t, std::size_t> planner_of_;
+  ClockGuard guard_;  // declared after log_: destroyed (and resetting) before it
+  std::optional<TempFile> watch_;
+  sigset_t mask_{}, old_mask_{};
+  bool restore_mask_ = false;
+  Fd sfd_, progress_read_;
+  pid_t pid_ = -1;
+  bool stopped_ = false;                ///< After a signal or a failed lock: no more switches.
+  std::int64_t kill_deadline_ns_ = 0;   ///< When to SIGKILL the command after a signal, 0 = none.
+  std::string partial_;                 ///< Incomplete progress line.
+};
+
+}  // namespace
+
+RunReport run_policy(const RunOptions& o, const std::map<std::int32_t, Device*>& devices) {
+  if (o.command.empty()) throw InputError("emo run", "no command given after --");
+  if (!o.dry_run) {
+    for (const auto& g : o.policy.gpus) {
+      if (!devices.contains(g.device)) {
+        throw InputError(o.policy_path, fmt::format("policy GPU {} has no device to set clocks on", g.device));
+      }
+    }
+  }
+  return PolicyRun(o, devices).run();
+}
+
+}  // namespace emo::runtime

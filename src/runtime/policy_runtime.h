@@ -1,0 +1,141 @@
+// The policy runtime (DESIGN §6, docs/runtime.md): `emo run --policy FILE -- CMD ARGS...` runs a
+// command and sets each GPU's SM clock at the policy's pack boundaries.
+//
+// Who does what:
+//   * The parent (`emo run`) owns NVML and every clock change, so that a crashing child cannot
+//     leave clocks locked: it resets them on every exit path (normal exit, non-zero exit, child
+//     killed by a signal, SIGINT/SIGTERM/SIGHUP to `emo run`, an exception).
+//   * The child runs with the CUPTI tracer injected (CUDA_INJECTION64_PATH). The tracer
+//     recognises pack starts from kernel launches (tracer/pack_matcher.h), records a CUDA event
+//     just before each, and when the GPU reaches it, writes a progress line to the pipe whose
+//     descriptor is in $EMO_PROGRESS_FD:
+//         P DEVICE PACK ITERATION [T_NS]
+//     T_NS is CLOCK_MONOTONIC (absent: the parent stamps the line on receipt). Any program can
+//     write these lines itself instead (`emo run --no-tracer`).
+//   * The parent's SwitchPlanner (pure, below) anchors the policy's predicted pack offsets at
+//     the observed start and issues each next switch `switch_latency` before the predicted start
+//     of its pack; a pack observed to start at a clock other than its own gets its switch at once
+//     ("late"); a switch to the clock already requested is skipped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+#include "runtime/device.h"
+#include "tracer/pack_matcher.h"
+
+namespace emo::runtime {
+
+/// The watch list the tracer matches launches against: every pack of every GPU of `p`.
+tracer::WatchList watch_list_of(const policy::Policy& p);
+
+/// One progress report: pack `pack` of iteration `iteration` started on GPU `device` at `t_ns`.
+struct PackStarted {
+  std::int32_t device = 0;
+  std::int32_t pack = 0;
+  std::int64_t iteration = 0;
+  std::int64_t t_ns = 0;  ///< CLOCK_MONOTONIC (steady_clock) ns.
+};
+
+/// Parses a progress line "P DEVICE PACK ITERATION [T_NS]"; `now_ns` stamps a line without
+/// T_NS. Returns nullopt for anything else (ignored, counted by the runner).
+std::optional<PackStarted> parse_progress_line(std::string_view line, std::int64_t now_ns);
+
+/// Why a switch is issued.
+enum class SwitchReason : std::uint8_t {
+  kEarly,    ///< switch_latency before the predicted start of its pack
+  kLate,     ///< its pack was seen starting at another clock
+  kDefault,  ///< the default clock after the last pack of the iteration
+};
+std::string_view switch_reason_name(SwitchReason r) noexcept;  ///< "early", "late", "default"
+
+/// A clock change to issue at `t_ns`.
+struct Switch {
+  std::int64_t t_ns = 0;
+  std::int32_t device = 0;
+  std::int32_t pack = -1;      ///< Pack it is for; -1 for the default clock after the last pack.
+  std::int64_t iteration = 0;
+  double clock_mhz = 0;
+  SwitchReason reason = SwitchReason::kEarly;
+};
+
+/// Decides when to switch one GPU's clock, from observed pack starts. Pure: no clocks, no I/O.
+///
+/// On observing pack k of iteration i at t: the iteration's anchor is a = t − offset_k; pack j>k
+/// is predicted at a + offset_j and gets a switch at a + offset_j − lead; the default clock
+/// follows at a + offset_last + duration_last − lead; once two iterations have been seen, pack 0
+/// of the next one is predicted one observed iteration period later. Each observation replaces
+/// the plan. Example (lead 2 ms; packs at 0/10/20 ms with clocks 1410/1200/1410; default 1410):
+/// observe(pack 0 at 100 ms) plans {108 ms → 1200 (pack 1), 118 ms → 1410 (pack 2)}; the
+/// default-clock switch equals pack 2's clock and is skipped when due.
+class SwitchPlanner {
+ public:
+  /// `gpu` from the policy; `lead_ns` = switch latency; `current_clock_mhz` = the clock in force
+  /// (0 = unknown: the first switch is never skipped).
+  SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double current_clock_mhz = 0);
+
+  /// Records an observed pack start and replans. Returns a late switch for that pack when the
+  /// clock requested last is not its clock (issue it now), else nothing. Unknown pack indices
+  /// are ignored.
+  std::optional<Switch> observe(const PackStarted& p);
+  /// Planned switches with t_ns ≤ now_ns, in time order, removed from the plan. Those to the
+  /// clock requested last are dropped (counted in skipped()); the others become the new
+  /// requested clock.
+  std::vector<Switch> due(std::int64_t now_ns);
+  /// When the next planned switch is due, or nullopt when none is planned.
+  std::optional<std::int64_t> next_due_ns() const;
+
+  double requested_clock_mhz() const noexcept { return requested_mhz_; }
+  std::int64_t skipped() const noexcept { return skipped_; }
+  const policy::GpuPolicy& gpu() const noexcept { return gpu_; }
+
+ private:
+  policy::GpuPolicy gpu_;
+  std::int64_t lead_ns_;
+  double requested_mhz_;
+  std::vector<Switch> plan_;                 ///< Sorted by t_ns.
+  std::map<std::int64_t, std::int64_t> iteration_anchor_ns_;  ///< iteration -> anchor
+  std::int64_t skipped_ = 0;
+};
+
+/// What `emo run` is asked to do.
+struct RunOptions {
+  policy::Policy policy;
+  std::string policy_path;          ///< For messages and the log.
+  std::vector<std::string> command; ///< argv of the workload (non-empty).
+  bool dry_run = false;             ///< Log intended switches; never call an NVML setter.
+  std::string log_path;             ///< JSON-lines log ("" = none; "-" = stderr).
+  /// Tracer library to inject (CUDA_INJECTION64_PATH); "" = none (the command reports progress
+  /// itself on $EMO_PROGRESS_FD).
+  std::string tracer_library;
+  std::string cupti_library;        ///< For NVTX_INJECTION64_PATH when tracing ("" = leave unset).
+  double grace_s = 10;              ///< After forwarding a signal, how long to wait before SIGKILL.
+};
+
+/// What happened.
+struct RunReport {
+  int exit_code = 0;                ///< Child's code; 128 + signal when it or `emo run` was signalled.
+  int child_signal = 0;             ///< Signal that killed the child, 0 if it exited.
+  int received_signal = 0;          ///< SIGINT/SIGTERM/SIGHUP received by `emo run`, 0 if none.
+  std::int64_t progress_lines = 0;  ///< Pack starts received.
+  std::int64_t bad_lines = 0;       ///< Unparseable progress lines.
+  std::int64_t switches = 0;        ///< Switches issued (applied, or logged in a dry run).
+  std::int64_t late_switches = 0;
+  std::int64_t skipped_switches = 0;
+  std::int64_t resets = 0;          ///< Clock resets done at the end.
+  double duration_s = 0;
+};
+
+/// Runs `options.command` and applies the policy. `devices` maps the policy's device index to
+/// the Device whose clock is set (unused in a dry run: pass an empty map). Returns when the
+/// command has exited; clocks of every device in `devices` are reset before returning or
+/// throwing (not in a dry run). Throws emo::InputError when the command cannot be started, or
+/// a policy GPU has no device.
+RunReport run_policy(const RunOptions& options, const std::map<std::int32_t, Device*>& devices);
+
+}  // namespace emo::runtime

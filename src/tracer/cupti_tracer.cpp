@@ -1,0 +1,455 @@
+// libemo_tracer.so: EMO's CUPTI injection library (docs/tracer.md). The CUDA driver loads it
+// when CUDA_INJECTION64_PATH names it and calls InitializeInjection() during cuInit. Two modes,
+// chosen by the environment that `emo trace` / `emo run` set:
+//
+//   trace  (EMO_TRACE_OUTPUT=FILE): CUPTI activity records for concurrent kernels, memcpy,
+//          memset, runtime and driver API, synchronization, CUDA events, NVTX markers and
+//          devices, converted (tracer/record_convert.h) and appended to FILE as emo.trace/1
+//          lines as each buffer completes; flushed, with a trailer, at exit.
+//   follow (EMO_TRACER_MODE=follow, EMO_WATCH_FILE, EMO_PROGRESS_FD): no activity records;
+//          launch and NVTX callbacks feed a PackMatcher; before each launch that starts a pack,
+//          a CUDA event is recorded on the launch's stream; a poller thread queries the pending
+//          events and, when one completes (the GPU has reached the pack), writes
+//          "P DEVICE PACK ITERATION T_NS\n" (CLOCK_MONOTONIC) to the progress pipe.
+//
+// Nothing here changes GPU settings. Errors are reported once on stderr ("emo tracer: ...")
+// and disable the tracer; the traced program keeps running.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <generated_nvtx_meta.h>
+#include <nvtx3/nvToolsExt.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tracer/pack_matcher.h"
+#include "tracer/record_convert.h"
+
+#ifndef EMO_VERSION
+#define EMO_VERSION "unknown"
+#endif
+
+namespace {
+
+using namespace emo::tracer;
+
+constexpr std::size_t kBufferBytes = 8u << 20;
+constexpr std::size_t kBufferAlign = 8;
+
+void warn(const std::string& what) { std::fprintf(stderr, "emo tracer: %s\n", what.c_str()); }
+
+bool cupti_ok(CUptiResult rc, const char* call) {
+  if (rc == CUPTI_SUCCESS) return true;
+  const char* text = nullptr;
+  cuptiGetResultString(rc, &text);
+  warn(std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUPTI error"));
+  return false;
+}
+
+std::vector<std::string> command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> out;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) out.push_back(arg);
+  return out;
+}
+
+// ---- trace mode ----------------------------------------------------------------------------------
+
+struct TraceState {
+  std::mutex mu;
+  std::FILE* out = nullptr;
+  MarkerPairer markers;
+  std::int64_t records = 0;
+  std::int64_t dropped = 0;
+  bool finished = false;
+} g_trace;
+
+void write_line(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), g_trace.out);
+  std::fputc('\n', g_trace.out);
+  ++g_trace.records;
+}
+
+std::string_view callback_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const char* name = nullptr;
+  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) return "unknown";
+  return api_name(name);
+}
+
+void convert(const CUpti_Activity* rec) {
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      write_line(to_line(KernelRecord{k->start, k->end, k->deviceId, k->streamId, k->correlationId,
+                                      k->name != nullptr ? k->name : "unknown"}));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      write_line(to_line(MemcpyRecord{m->start, m->end, m->deviceId, m->streamId, m->correlationId, m->copyKind,
+                                      m->srcKind, m->dstKind, m->bytes}));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+      write_line(to_line(MemsetRecord{m->start, m->end, m->deviceId, m->streamId, m->correlationId, m->memoryKind,
+                                      m->bytes}));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+      const bool driver = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+      const auto domain = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+      write_line(to_line(ApiRecord{driver, a->start, a->end, a->processId, a->threadId, a->correlationId,
+                                   callback_name(domain, a->cbid)}));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(rec);
+      write_line(to_line(SyncRecord{static_cast<std::uint32_t>(s->type), s->start, s->end, s->correlationId,
+                                    s->streamId, s->cudaEventId, s->cudaEventSyncId}));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
+      const auto* e = reinterpret_cast<const CUpti_ActivityCudaEvent2*>(rec);
+      write_line(to_line(CudaEventRecord{e->eventId, e->correlationId, e->deviceId, e->streamId, e->cudaEventSyncId}));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(rec);
+      if ((m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) != 0) {
+        g_trace.markers.start(m->id, m->timestamp, m->name != nullptr ? m->name : "", m->objectId.pt.processId,
+                              m->objectId.pt.threadId);
+      } else if ((m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) != 0) {
+        if (auto r = g_trace.markers.end(m->id, m->timestamp)) write_line(to_line(*r));
+      }
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(rec);
+      GpuProps g;
+      g.device = static_cast<std::int32_t>(d->id);
+      g.name = d->name != nullptr ? d->name : "";
+      g.total_memory_bytes = static_cast<std::int64_t>(d->globalMemorySize);
+      g.compute_major = static_cast<std::int32_t>(d->computeCapabilityMajor);
+      g.compute_minor = static_cast<std::int32_t>(d->computeCapabilityMinor);
+      g.sm_count = static_cast<std::int32_t>(d->numMultiprocessors);
+      g.clock_rate_khz = d->coreClockRate;
+      write_line(to_line(g));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
+  {
+    std::lock_guard<std::mutex> lock(g_trace.mu);
+    if (g_trace.out != nullptr && !g_trace.finished) {
+      CUpti_Activity* rec = nullptr;
+      while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) convert(rec);
+      size_t dropped = 0;
+      if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS) {
+        g_trace.dropped += static_cast<std::int64_t>(dropped);
+      }
+      std::fflush(g_trace.out);
+    }
+  }
+  std::free(buffer);
+}
+
+void finish_trace() {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> lock(g_trace.mu);
+  if (g_trace.out == nullptr || g_trace.finished) return;
+  const std::string trailer = trailer_line(g_trace.records, g_trace.dropped);
+  std::fwrite(trailer.data(), 1, trailer.size(), g_trace.out);
+  std::fputc('\n', g_trace.out);
+  std::fclose(g_trace.out);
+  g_trace.out = nullptr;
+  g_trace.finished = true;
+}
+
+bool start_trace(const char* path) {
+  g_trace.out = std::fopen(path, "w");
+  if (g_trace.out == nullptr) {
+    warn(std::string("cannot write ") + path + ": " + std::strerror(errno));
+    return false;
+  }
+  TraceHeader h;
+  h.emo_version = EMO_VERSION;
+  h.pid = getpid();
+  h.command = command_line();
+  const std::string header = header_line(h);
+  std::fwrite(header.data(), 1, header.size(), g_trace.out);
+  std::fputc('\n', g_trace.out);
+  if (!cupti_ok(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks")) {
+    return false;
+  }
+  for (CUpti_ActivityKind kind :
+       {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CUDA_EVENT, CUPTI_ACTIVITY_KIND_MARKER}) {
+    cupti_ok(cuptiActivityEnable(kind), "cuptiActivityEnable");  // a missing kind only loses those rows
+  }
+  std::atexit(finish_trace);
+  return true;
+}
+
+// ---- follow mode ---------------------------------------------------------------------------------
+
+struct Driver {  // the few driver functions the poller needs, from the already loaded libcuda
+  CUresult (*event_create)(CUevent*, unsigned) = nullptr;
+  CUresult (*event_record)(CUevent, CUstream) = nullptr;
+  CUresult (*event_query)(CUevent) = nullptr;
+  CUresult (*event_destroy)(CUevent) = nullptr;
+  CUresult (*ctx_set_current)(CUcontext) = nullptr;
+};
+
+struct Pending {
+  CUevent event;
+  CUcontext context;
+  PackHit hit;
+};
+
+struct FollowState {
+  std::mutex mu;
+  std::unique_ptr<PackMatcher> matcher;
+  std::vector<Pending> pending;
+  Driver cu;
+  int progress_fd = -1;
+  std::atomic<bool> running{false};
+  std::thread poller;
+  CUpti_SubscriberHandle subscriber = nullptr;
+} g_follow;
+
+thread_local bool t_in_runtime_launch = false;
+thread_local bool t_in_tracer = false;  // our own driver calls must not re-enter
+
+std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void on_launch(CUcontext ctx, CUstream stream, bool per_thread, const char* symbol) {
+  if (symbol == nullptr || ctx == nullptr) return;
+  uint32_t device = 0, stream_id = 0;
+  if (cuptiGetDeviceId(ctx, &device) != CUPTI_SUCCESS) return;
+  if (cuptiGetStreamIdEx(ctx, stream, per_thread ? 1 : 0, &stream_id) != CUPTI_SUCCESS) return;
+  const std::string name = demangle(symbol);
+  std::lock_guard<std::mutex> lock(g_follow.mu);
+  const auto hit = g_follow.matcher->on_launch(static_cast<std::int32_t>(device), stream_id, name);
+  if (!hit) return;
+  t_in_tracer = true;
+  CUevent ev = nullptr;
+  if (g_follow.cu.event_create(&ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) {
+    if (g_follow.cu.event_record(ev, stream) == CUDA_SUCCESS) {
+      g_follow.pending.push_back({ev, ctx, *hit});
+    } else {
+      g_follow.cu.event_destroy(ev);
+    }
+  }
+  t_in_tracer = false;
+}
+
+void CUPTIAPI follow_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (t_in_tracer) return;
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    const auto* d = static_cast<const CUpti_NvtxData*>(data);
+    const char* message = nullptr;
+    switch (cbid) {
+      case CUPTI_CBID_NVTX_nvtxRangePushA:
+        message = static_cast<const nvtxRangePushA_params*>(d->functionParams)->message;
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        message = static_cast<const nvtxRangeStartA_params*>(d->functionParams)->message;
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePushEx: {
+        const auto* a = static_cast<const nvtxRangePushEx_params*>(d->functionParams)->eventAttrib;
+        if (a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII) message = a->message.ascii;
+        break;
+      }
+      case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+        const auto* a = static_cast<const nvtxDomainRangePushEx_params*>(d->functionParams)->core.eventAttrib;
+        if (a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII) message = a->message.ascii;
+        break;
+      }
+      default:
+        break;
+    }
+    if (message != nullptr) {
+      std::lock_guard<std::mutex> lock(g_follow.mu);
+      g_follow.matcher->on_range(message);
+    }
+    return;
+  }
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      t_in_runtime_launch = false;
+      return;
+    }
+    t_in_runtime_launch = true;
+    const bool ptsz = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
+                      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+    CUstream stream = nullptr;
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
+        cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000) {
+      stream = reinterpret_cast<CUstream>(static_cast<const cudaLaunchKernel_v7000_params*>(cb->functionParams)->stream);
+    } else {
+      const auto* p = static_cast<const cudaLaunchKernelExC_v11060_params*>(cb->functionParams);
+      stream = p->config != nullptr ? reinterpret_cast<CUstream>(p->config->stream) : nullptr;
+    }
+    on_launch(cb->context, stream, ptsz, cb->symbolName);
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_ENTER && !t_in_runtime_launch) {
+    const bool ptsz = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+    CUstream stream = nullptr;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+      stream = static_cast<const cuLaunchKernel_params*>(cb->functionParams)->hStream;
+    } else {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+      stream = p->config != nullptr ? p->config->hStream : nullptr;
+    }
+    on_launch(cb->context, stream, ptsz, cb->symbolName);
+  }
+}
+
+void poll_events() {
+  t_in_tracer = true;
+  CUcontext current = nullptr;
+  std::vector<Pending> mine;
+  while (g_follow.running.load()) {
+    {  // take the pending events; launches keep adding to the shared list meanwhile
+      std::lock_guard<std::mutex> lock(g_follow.mu);
+      mine.insert(mine.end(), g_follow.pending.begin(), g_follow.pending.end());
+      g_follow.pending.clear();
+    }
+    // Driver calls happen without the lock, so a launch callback never waits on them.
+    for (std::size_t i = 0; i < mine.size();) {
+      if (mine[i].context != current) {
+        g_follow.cu.ctx_set_current(mine[i].context);
+        current = mine[i].context;
+      }
+      const CUresult rc = g_follow.cu.event_query(mine[i].event);
+      if (rc == CUDA_ERROR_NOT_READY) {
+        ++i;
+        continue;
+      }
+      if (rc == CUDA_SUCCESS) {
+        char line[96];
+        const int n = std::snprintf(line, sizeof line, "P %d %d %lld %lld\n", mine[i].hit.device, mine[i].hit.pack,
+                                    static_cast<long long>(mine[i].hit.iteration),
+                                    static_cast<long long>(monotonic_ns()));
+        (void)!::write(g_follow.progress_fd, line, static_cast<std::size_t>(n));
+      }
+      g_follow.cu.event_destroy(mine[i].event);
+      mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void finish_follow() {
+  g_follow.running.store(false);
+  if (g_follow.poller.joinable()) g_follow.poller.join();
+  if (g_follow.subscriber != nullptr) cuptiUnsubscribe(g_follow.subscriber);
+}
+
+bool start_follow() {
+  const char* watch_path = std::getenv("EMO_WATCH_FILE");
+  const char* fd_text = std::getenv("EMO_PROGRESS_FD");
+  if (watch_path == nullptr || fd_text == nullptr) {
+    warn("follow mode needs EMO_WATCH_FILE and EMO_PROGRESS_FD (set by emo run)");
+    return false;
+  }
+  std::ifstream in(watch_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto watch = parse_watch_list(text.str());
+  if (!watch) {
+    warn(std::string(watch_path) + ": not an emo.watch/1 list");
+    return false;
+  }
+  g_follow.matcher = std::make_unique<PackMatcher>(std::move(*watch));
+  g_follow.progress_fd = std::atoi(fd_text);
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (cuda == nullptr) cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (cuda == nullptr) {
+    warn("cannot find libcuda.so.1");
+    return false;
+  }
+  Driver& cu = g_follow.cu;
+  cu.event_create = reinterpret_cast<decltype(cu.event_create)>(dlsym(cuda, "cuEventCreate"));
+  cu.event_record = reinterpret_cast<decltype(cu.event_record)>(dlsym(cuda, "cuEventRecord"));
+  cu.event_query = reinterpret_cast<decltype(cu.event_query)>(dlsym(cuda, "cuEventQuery"));
+  cu.event_destroy = reinterpret_cast<decltype(cu.event_destroy)>(dlsym(cuda, "cuEventDestroy_v2"));
+  cu.ctx_set_current = reinterpret_cast<decltype(cu.ctx_set_current)>(dlsym(cuda, "cuCtxSetCurrent"));
+  if (!cu.event_create || !cu.event_record || !cu.event_query || !cu.event_destroy || !cu.ctx_set_current) {
+    warn("libcuda.so.1 lacks the event functions");
+    return false;
+  }
+  if (!cupti_ok(cuptiSubscribe(&g_follow.subscriber, follow_callback, nullptr), "cuptiSubscribe")) return false;
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060}) {
+    cupti_ok(cuptiEnableCallback(1, g_follow.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback");
+  }
+  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz}) {
+    cupti_ok(cuptiEnableCallback(1, g_follow.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback");
+  }
+  for (CUpti_CallbackId id : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+                              CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxDomainRangePushEx}) {
+    cuptiEnableCallback(1, g_follow.subscriber, CUPTI_CB_DOMAIN_NVTX, id);  // absent without NVTX injection
+  }
+  g_follow.running.store(true);
+  g_follow.poller = std::thread(poll_events);
+  std::atexit(finish_follow);
+  return true;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  static bool done = false;
+  if (done) return 1;
+  done = true;
+  const char* mode = std::getenv("EMO_TRACER_MODE");
+  if (mode != nullptr && std::strcmp(mode, "follow") == 0) {
+    if (!start_follow()) warn("following disabled; the program runs without clock switches");
+    return 1;
+  }
+  const char* out = std::getenv("EMO_TRACE_OUTPUT");
+  if (out == nullptr || *out == '\0') {
+    warn("EMO_TRACE_OUTPUT is not set; nothing is traced (use emo trace)");
+    return 1;
+  }
+  if (!start_trace(out)) warn("tracing disabled");
+  return 1;
+}

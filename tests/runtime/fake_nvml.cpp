@@ -1,0 +1,221 @@
+// A recording stand-in for libnvidia-ml.so.1, loaded by EMO through EMO_NVML_LIBRARY in the tests
+// (no GPU, no driver). It exports the NVML functions EMO declares (src/runtime/nvml.cpp) and
+// appends one line per call to the file named by EMO_FAKE_NVML_LOG, written with a single
+// write(2) on an O_APPEND descriptor so that a process killed mid-run still leaves every call
+// it made on disk:
+//   nvmlInit_v2
+//   nvmlDeviceSetGpuLockedClocks 0 1200 1200
+//   nvmlDeviceResetGpuLockedClocks 0
+// Configuration (read at nvmlInit_v2):
+//   EMO_FAKE_NVML_GPUS   comma-separated NVML names (default "NVIDIA A100-SXM4-80GB"); "" = none
+//   EMO_FAKE_NVML_FAIL   "function=code,..." makes those functions return the code (e.g.
+//                        nvmlDeviceSetGpuLockedClocks=4 for "no permission")
+//   EMO_FAKE_NVML_POWER_W  constant board power (default 100 W); the energy counter is
+//                        power × CLOCK_MONOTONIC time, in mJ
+// Supported clocks: memory 1593 MHz; SM 1410 down to 210 MHz in 15 MHz steps (an A100's).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct FakeGpu {
+  std::string name;
+  unsigned locked_sm = 0;   // 0 = not locked
+  unsigned locked_mem = 0;
+};
+
+std::vector<FakeGpu> g_gpus;
+std::map<std::string, int> g_fail;
+double g_power_w = 100;
+bool g_initialised = false;
+FakeGpu g_handles[16];  // handles are pointers into this array (index = pointer - g_handles)
+
+void log_call(const std::string& line) {
+  const char* path = std::getenv("EMO_FAKE_NVML_LOG");
+  if (path == nullptr || *path == '\0') return;
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const std::string text = line + "\n";
+  (void)!::write(fd, text.data(), text.size());
+  ::close(fd);
+}
+
+int failure(const char* fn) {
+  const auto it = g_fail.find(fn);
+  return it == g_fail.end() ? 0 : it->second;
+}
+
+/// Logs the call and returns the injected failure code (0 = proceed).
+int enter(const char* fn, const std::string& args = "") {
+  log_call(args.empty() ? std::string(fn) : std::string(fn) + " " + args);
+  if (!g_initialised && std::strcmp(fn, "nvmlInit_v2") != 0) return 1;  // NVML_ERROR_UNINITIALIZED
+  return failure(fn);
+}
+
+int index_of(void* handle) {
+  auto* g = static_cast<FakeGpu*>(handle);
+  const long i = g - g_handles;
+  return (i >= 0 && static_cast<std::size_t>(i) < g_gpus.size()) ? static_cast<int>(i) : -1;
+}
+
+std::vector<unsigned> sm_clocks() {
+  std::vector<unsigned> v;
+  for (unsigned c = 1410; c >= 210; c -= 15) v.push_back(c);
+  return v;
+}
+
+std::string to_s(long v) { return std::to_string(v); }
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int nvmlInit_v2() {
+  g_gpus.clear();
+  g_fail.clear();
+  const char* gpus = std::getenv("EMO_FAKE_NVML_GPUS");
+  std::string list = gpus != nullptr ? gpus : "NVIDIA A100-SXM4-80GB";
+  std::size_t pos = 0;
+  while (!list.empty() && pos <= list.size() && g_gpus.size() < 16) {
+    const std::size_t comma = list.find(',', pos);
+    g_gpus.push_back({list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)});
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (const char* fail = std::getenv("EMO_FAKE_NVML_FAIL")) {
+    std::string f = fail;
+    std::size_t p = 0;
+    while (p < f.size()) {
+      std::size_t comma = f.find(',', p);
+      if (comma == std::string::npos) comma = f.size();
+      const std::string item = f.substr(p, comma - p);
+      const std::size_t eq = item.find('=');
+      if (eq != std::string::npos) g_fail[item.substr(0, eq)] = std::atoi(item.c_str() + eq + 1);
+      p = comma + 1;
+    }
+  }
+  if (const char* p = std::getenv("EMO_FAKE_NVML_POWER_W")) g_power_w = std::atof(p);
+  const int rc = enter("nvmlInit_v2");
+  g_initialised = rc == 0;
+  return rc;
+}
+
+__attribute__((visibility("default"))) int nvmlShutdown() {
+  const int rc = enter("nvmlShutdown");
+  g_initialised = false;
+  return rc;
+}
+
+__attribute__((visibility("default"))) const char* nvmlErrorString(int) { return "fake NVML error"; }
+
+__attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned* count) {
+  if (int rc = enter("nvmlDeviceGetCount_v2")) return rc;
+  *count = static_cast<unsigned>(g_gpus.size());
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** handle) {
+  if (int rc = enter("nvmlDeviceGetHandleByIndex_v2", to_s(index))) return rc;
+  if (index >= g_gpus.size()) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *handle = &g_handles[index];
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetName(void* h, char* name, unsigned length) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetName", to_s(i))) return rc;
+  if (i < 0) return 2;
+  std::snprintf(name, length, "%s", g_gpus[i].name.c_str());
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetSupportedMemoryClocks(void* h, unsigned* count,
+                                                                              unsigned* clocks) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetSupportedMemoryClocks", to_s(i))) return rc;
+  if (*count < 1) { *count = 1; return 7; }
+  clocks[0] = 1593;
+  *count = 1;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetSupportedGraphicsClocks(void* h, unsigned mem,
+                                                                                unsigned* count,
+                                                                                unsigned* clocks) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetSupportedGraphicsClocks", to_s(i) + " " + to_s(mem))) return rc;
+  if (mem != 1593) return 2;
+  const auto v = sm_clocks();
+  if (*count < v.size()) { *count = static_cast<unsigned>(v.size()); return 7; }
+  std::memcpy(clocks, v.data(), v.size() * sizeof(unsigned));
+  *count = static_cast<unsigned>(v.size());
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetClockInfo(void* h, int type, unsigned* mhz) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetClockInfo", to_s(i) + " " + to_s(type))) return rc;
+  if (i < 0) return 2;
+  if (type == 2) *mhz = g_gpus[i].locked_mem != 0 ? g_gpus[i].locked_mem : 1593;
+  else *mhz = g_gpus[i].locked_sm != 0 ? g_gpus[i].locked_sm : 1410;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetPowerUsage(void* h, unsigned* mw) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetPowerUsage", to_s(i))) return rc;
+  *mw = static_cast<unsigned>(g_power_w * 1000);
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetTotalEnergyConsumption(void* h, unsigned long long* mj) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetTotalEnergyConsumption", to_s(i))) return rc;
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const double seconds = static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+  *mj = static_cast<unsigned long long>(g_power_w * seconds * 1000);
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceSetGpuLockedClocks(void* h, unsigned lo, unsigned hi) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceSetGpuLockedClocks", to_s(i) + " " + to_s(lo) + " " + to_s(hi))) return rc;
+  if (i < 0) return 2;
+  g_gpus[i].locked_sm = hi;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceResetGpuLockedClocks(void* h) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceResetGpuLockedClocks", to_s(i))) return rc;
+  if (i < 0) return 2;
+  g_gpus[i].locked_sm = 0;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceSetMemoryLockedClocks(void* h, unsigned lo, unsigned hi) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceSetMemoryLockedClocks", to_s(i) + " " + to_s(lo) + " " + to_s(hi))) return rc;
+  if (i < 0) return 2;
+  g_gpus[i].locked_mem = hi;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceResetMemoryLockedClocks(void* h) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceResetMemoryLockedClocks", to_s(i))) return rc;
+  if (i < 0) return 2;
+  g_gpus[i].locked_mem = 0;
+  return 0;
+}
+
+}  // extern "C"
