@@ -51,8 +51,9 @@ const model::GpuSpec& gpu_for(const trace::Trace& t, const std::string& option) 
   for (const auto& g : t.meta.gpus) {
     if (const auto* spec = catalog.find(g.name)) return *spec;
   }
-  const std::string named = t.meta.gpus.empty() ? "no GPU name" : fmt::format("GPU '{}'", t.meta.gpus.front().name);
-  throw InputError(t.meta.path, fmt::format("the trace has {} the GPU catalog knows; give --gpu NAME", named));
+  if (t.meta.gpus.empty()) throw InputError(t.meta.path, "the trace names no GPU; give --gpu NAME");
+  throw InputError(t.meta.path,
+                   fmt::format("the trace's GPU '{}' is not in the GPU catalog; give --gpu NAME", t.meta.gpus.front().name));
 }
 
 int run_optimize(const OptimizeCliOptions& o) {

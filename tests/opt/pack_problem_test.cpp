@@ -1,0 +1,77 @@
+#include "opt/pack_problem.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "opt/solver.h"
+#include "pack/report.h"
+#include "test_data.h"
+#include "trace/load.h"
+
+namespace emo::opt {
+namespace {
+
+/// Makespan of the reduced problem with every pack at one factor vs the exact pack graph.
+struct Case {
+  double problem_s, exact_s;
+};
+
+Case compare(const pack::PackRun& r, double factor, PackProblem* out = nullptr) {
+  const auto& pg = r.pack_graph;
+  std::vector<std::vector<PackOption>> opts(pg.packs, std::vector<PackOption>{{1410, factor, 1.0}});
+  std::vector<std::int32_t> dev(pg.packs);
+  for (std::uint32_t p = 0; p < pg.packs; ++p) dev[p] = r.packing.packs[p].device;
+  PackProblem pp = build_pack_problem(pg, opts, dev, 60.0);
+  const Schedule s = evaluate(pp.problem, Assignment(pp.problem.node_count(), 0));
+  const std::vector<double> f(pg.packs, factor);
+  Case c{s.makespan_s, static_cast<double>(pg.evaluate_factors(f).makespan_ns) * 1e-9};
+  if (out) *out = std::move(pp);
+  return c;
+}
+
+// At the recorded durations the reduced problem's makespan is the pack graph's, to the ns, on
+// every shared Kineto trace; slowed down, within the anchored-part approximation.
+TEST(PackProblem, ReductionKeepsTheMakespanOnEverySharedTrace) {
+  EMO_REQUIRE_DATA(dir, "kineto");
+  int traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().string().find(".json") == std::string::npos) continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    const trace::Trace t = trace::load_trace(entry.path().string());
+    const pack::PackRun r = pack::run_pack(t, {}, std::nullopt);
+    if (r.pack_graph.packs == 0) continue;
+    PackProblem pp;
+    const Case at1 = compare(r, 1.0, &pp);
+    EXPECT_NEAR(at1.problem_s, at1.exact_s, 1e-9);
+    EXPECT_LE(pp.problem.node_count(), 4 * r.pack_graph.packs + 2 + static_cast<std::size_t>(pp.lag_nodes));
+    for (double f : {1.1, 1.3, 2.0}) {
+      const Case c = compare(r, f);
+      EXPECT_NEAR(c.problem_s / c.exact_s, 1.0, 0.02) << "factor " << f;
+    }
+    ++traces;
+  }
+  EXPECT_GE(traces, 12);
+}
+
+// Energy accounting: idle power over the makespan per GPU plus each pack's dynamic energy.
+TEST(PackProblem, EnergyIsIdleOverMakespanPlusDynamic) {
+  EMO_REQUIRE_DATA(path, "kineto/hta_nccl_allreduce_rank0.json.gz");
+  const trace::Trace t = trace::load_trace(path);
+  const pack::PackRun r = pack::run_pack(t, {}, std::nullopt);
+  PackProblem pp;
+  compare(r, 1.0, &pp);
+  const Schedule s = evaluate(pp.problem, Assignment(pp.problem.node_count(), 0));
+  EXPECT_NEAR(s.energy_j, 60.0 * s.makespan_s + 1.0 * r.pack_graph.packs, 1e-6);
+}
+
+TEST(PackProblem, RejectsBadInput) {
+  pack::PackGraph pg;
+  pg.packs = 1;
+  EXPECT_THROW(build_pack_problem(pg, {}, {0}, 60), std::invalid_argument);
+  EXPECT_THROW(build_pack_problem(pg, {{}}, {0}, 60), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace emo::opt
