@@ -46,6 +46,160 @@ std::vector<double> node_clocks(const DepGraph& g, const pack::Packing& packing,
   return c;
 }
 
+/// The packs' options and the two ways of scoring a choice (one option index per pack).
+struct PackChoices {
+  const pack::PackGraph& pg;
+  std::vector<std::vector<opt::PackOption>> options;  ///< Per pack, descending clock (0 = f_max).
+  double idle_w = 0;
+  double gpus = 1;
+
+  /// Idle power over the makespan on every GPU plus the packs' dynamic energy, J.
+  double predicted_energy(const std::vector<int>& choice, TimeNs makespan) const {
+    double e = idle_w * gpus * static_cast<double>(makespan) * 1e-9;
+    for (std::size_t p = 0; p < options.size(); ++p) e += std::max(0.0, options[p][choice[p]].dynamic_energy_j);
+    return e;
+  }
+  /// The pack graph evaluated exactly at the choice's factors.
+  timing::Schedule schedule(const std::vector<int>& choice) const {
+    std::vector<double> factors(options.size());
+    for (std::size_t p = 0; p < options.size(); ++p) factors[p] = options[p][choice[p]].factor;
+    return pg.evaluate_factors(factors);
+  }
+  std::vector<double> clocks(const std::vector<int>& choice) const {
+    std::vector<double> c(options.size());
+    for (std::size_t p = 0; p < options.size(); ++p) c[p] = options[p][choice[p]].clock_mhz;
+    return c;
+  }
+};
+
+/// Profiles every pack at the result's profiled clocks and returns its options at every option
+/// clock; fills the profiling counters of `r`.
+std::vector<std::vector<opt::PackOption>> profile_packs(const trace::Trace& trace, runtime::Device& device,
+                                                        OptimizeResult& r) {
+  const DepGraph& g = r.packs.analysis.graph;
+  const pack::Packing& packing = r.packs.packing;
+  const double f_max = device.supported_sm_clocks_mhz().front();
+  std::vector<std::vector<opt::PackOption>> options(packing.packs.size());
+  for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
+    const runtime::ProfileResult prof = runtime::profile_work(device, pack_work(trace, g, packing, p), r.profiled_clocks_mhz);
+    r.profiled_runs += prof.runs;
+    r.profiling_device_s += prof.device_time_s;
+    const double t_top = prof.model.time_s(f_max);
+    for (const double f : r.option_clocks_mhz) {
+      const double t = prof.model.time_s(f);
+      options[p].push_back({f, t / t_top, prof.model.energy_j(f) - device.idle_power_w() * t});
+    }
+  }
+  const auto packs = static_cast<std::int64_t>(packing.packs.size());
+  r.pack_clock_profiles = packs * static_cast<std::int64_t>(r.profiled_clocks_mhz.size());
+  r.every_clock_profiles = packs * static_cast<std::int64_t>(device.supported_sm_clocks_mhz().size());
+  return options;
+}
+
+/// The cheapest choice whose exact pack-graph makespan is within `target_ns`: the fast solver at a
+/// deadline tightened by each overshoot of the exact re-evaluation (at most 8 tries; every pack
+/// at f_max when none fits). Counts the re-solves in `repairs`.
+std::vector<int> solve_within(const PackChoices& pc, const opt::PackProblem& pp, opt::FastSolver& solver,
+                              TimeNs target_ns, int& repairs) {
+  const std::size_t P = pc.options.size();
+  std::vector<int> best(P, 0);
+  double deadline_s = static_cast<double>(target_ns) * 1e-9;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const auto sol = solver.solve(std::max(deadline_s, solver.fastest_makespan_s()));
+    if (!sol) break;
+    std::vector<int> choice(P);
+    for (std::size_t p = 0; p < P; ++p) choice[p] = sol->choice[pp.work_node[p]];
+    const TimeNs m = pc.schedule(choice).makespan_ns;
+    if (m <= target_ns) {
+      if (pc.predicted_energy(choice, m) < pc.predicted_energy(best, pc.schedule(best).makespan_ns)) best = choice;
+      break;
+    }
+    ++repairs;
+    deadline_s -= static_cast<double>(m - target_ns) * 1e-9 + 1e-6;
+    if (deadline_s < solver.fastest_makespan_s()) break;
+  }
+  return best;
+}
+
+/// Ordinal of each GPU node among the window's ops of the same name on its device (start order).
+std::vector<std::int64_t> name_ordinals(const trace::Trace& trace, const DepGraph& g) {
+  std::vector<std::uint32_t> gpu_nodes;
+  for (std::uint32_t n = 0; n < g.nodes(); ++n)
+    if (g.gpu[n]) gpu_nodes.push_back(n);
+  std::stable_sort(gpu_nodes.begin(), gpu_nodes.end(), [&](auto a, auto b) { return g.rec_start[a] < g.rec_start[b]; });
+  std::map<std::pair<std::int32_t, trace::StringId>, std::int64_t> seen;
+  std::vector<std::int64_t> ordinal(g.nodes(), 0);
+  for (auto n : gpu_nodes) ordinal[n] = seen[{trace.ops.device[g.op[n]], trace.ops.name[g.op[n]]}]++;
+  return ordinal;
+}
+
+/// The policy of `choice` (schedule = its exact pack-graph schedule).
+Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const PackChoices& pc,
+                    const std::vector<int>& choice, const timing::Schedule& schedule, const model::GpuSpec& gpu,
+                    double max_slowdown) {
+  const DepGraph& g = r.packs.analysis.graph;
+  const pack::Packing& packing = r.packs.packing;
+  Policy pol;
+  pol.emo_version = EMO_VERSION;
+  pol.gpu = gpu.id;
+  pol.trace = trace.meta.path;
+  pol.iteration_marker = g.window.label == "whole trace" ? "" : g.window.label;
+  pol.max_slowdown = max_slowdown;
+  pol.latency_target_ns = r.target_ns;
+  pol.baseline_time_ns = r.predicted_baseline.time_ns;
+  pol.baseline_energy_j = r.predicted_baseline.energy_j;
+  pol.predicted_time_ns = r.predicted_emo.time_ns;
+  pol.predicted_energy_j = r.predicted_emo.energy_j;
+  pol.switch_latency_ms = gpu.switch_latency_ms;
+  pol.simulated = r.simulated;
+  const std::vector<std::int64_t> ordinal = name_ordinals(trace, g);
+  std::map<std::int32_t, GpuPolicy> per_device;
+  for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
+    const std::int32_t d = packing.packs[p].device;
+    GpuPolicy& gp = per_device[d];
+    gp.device = d;
+    gp.rank = trace.meta.rank;
+    gp.default_clock_mhz = gpu.max_sm_clock_mhz();
+    const auto first = packing.ops_of(p)[0];
+    const auto row = g.op[first];
+    PackClock k;
+    k.start = {std::string(trace.strings.view(trace.ops.name[row])), trace.ops.stream[row], ordinal[first]};
+    k.start_offset_ns = schedule.start(p) - g.window_start_ns;
+    k.duration_ns = schedule.end(p) - schedule.start(p);
+    k.ops = packing.packs[p].count;
+    k.clock_mhz = pc.options[p][choice[p]].clock_mhz;
+    k.predicted_energy_j =
+        std::max(0.0, pc.options[p][choice[p]].dynamic_energy_j) + pc.idle_w * static_cast<double>(k.duration_ns) * 1e-9;
+    gp.packs.push_back(std::move(k));
+  }
+  for (auto& [d, gp] : per_device) {
+    std::stable_sort(gp.packs.begin(), gp.packs.end(),
+                     [](const auto& a, const auto& b) { return a.start_offset_ns < b.start_offset_ns; });
+    for (std::size_t i = 0; i < gp.packs.size(); ++i) gp.packs[i].index = static_cast<std::int32_t>(i);
+    pol.gpus.push_back(std::move(gp));
+  }
+  return pol;
+}
+
+/// The runtime's clock requests for one iteration of `pol`: a switch one switch latency before each
+/// pack whose clock differs from the previous one; the iteration starts at its last pack's clock
+/// (steady state), recorded in `initial`.
+std::vector<runtime::ClockRequest> switch_requests(const Policy& pol, TimeNs latency_ns,
+                                                   std::map<std::int32_t, double>& initial) {
+  std::vector<runtime::ClockRequest> requests;
+  initial.clear();
+  for (const auto& gp : pol.gpus) {
+    if (gp.packs.empty()) continue;
+    double prev = gp.packs.back().clock_mhz;
+    initial[gp.device] = prev;
+    for (const auto& k : gp.packs) {
+      if (k.clock_mhz != prev) requests.push_back({gp.device, k.start_offset_ns - latency_ns, k.clock_mhz});
+      prev = k.clock_mhz;
+    }
+  }
+  return requests;
+}
+
 }  // namespace
 
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
@@ -61,8 +215,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   r.packs = pack::run_pack(trace, window, options.min_pack_ns);
   const DepGraph& g = r.packs.analysis.graph;
   const pack::Packing& packing = r.packs.packing;
-  const pack::PackGraph& pg = r.packs.pack_graph;
-  const std::uint32_t P = pg.packs;
+  const std::uint32_t P = r.packs.pack_graph.packs;
   if (P == 0) throw InputError(trace.meta.path, fmt::format("no GPU ops in {}: nothing to optimise", g.window.label));
 
   runtime::SimDeviceOptions dev_opts;
@@ -77,56 +230,25 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   }
   r.option_clocks_mhz = runtime::trusted_clocks(supported, r.profiled_clocks_mhz);
   const double f_max = supported.front();
-  const double idle_w = device.idle_power_w();
 
-  // Profile every pack at K clocks and turn its model into options.
-  std::vector<std::vector<opt::PackOption>> pack_options(P);
+  // Profile, model, and set up the problem.
+  PackChoices pc{r.packs.pack_graph, profile_packs(trace, device, r), device.idle_power_w(), 1};
   std::vector<std::int32_t> device_of_pack(P);
-  for (std::uint32_t p = 0; p < P; ++p) {
-    device_of_pack[p] = packing.packs[p].device;
-    const runtime::ProfileResult prof = runtime::profile_work(device, pack_work(trace, g, packing, p), r.profiled_clocks_mhz);
-    r.profiled_runs += prof.runs;
-    r.profiling_device_s += prof.device_time_s;
-    const double t_top = prof.model.time_s(f_max);
-    for (const double f : r.option_clocks_mhz) {
-      const double t = prof.model.time_s(f);
-      pack_options[p].push_back({f, t / t_top, prof.model.energy_j(f) - idle_w * t});
-    }
-  }
-  r.pack_clock_profiles = static_cast<std::int64_t>(P) * static_cast<std::int64_t>(r.profiled_clocks_mhz.size());
-  r.every_clock_profiles = static_cast<std::int64_t>(P) * static_cast<std::int64_t>(supported.size());
-
-  std::map<std::int32_t, int> gpu_count;
-  for (auto d : device_of_pack) gpu_count[d] = 1;
-  const double n_gpus = static_cast<double>(gpu_count.size());
-  auto predicted_energy = [&](const std::vector<int>& choice, TimeNs makespan) {
-    double e = idle_w * n_gpus * static_cast<double>(makespan) * 1e-9;
-    for (std::uint32_t p = 0; p < P; ++p) e += std::max(0.0, pack_options[p][choice[p]].dynamic_energy_j);
-    return e;
-  };
-  auto exact_makespan = [&](const std::vector<int>& choice, timing::Schedule* out = nullptr) {
-    std::vector<double> factors(P);
-    for (std::uint32_t p = 0; p < P; ++p) factors[p] = pack_options[p][choice[p]].factor;
-    timing::Schedule s = pg.evaluate_factors(factors);
-    const TimeNs m = s.makespan_ns;
-    if (out) *out = std::move(s);
-    return m;
-  };
-
-  const std::vector<int> all_max(P, 0);  // option 0 = f_max (trusted clocks descending)
-  const TimeNs base_ns = exact_makespan(all_max);
-  r.predicted_baseline = {base_ns, predicted_energy(all_max, base_ns), f_max};
+  std::map<std::int32_t, int> devices;
+  for (std::uint32_t p = 0; p < P; ++p) devices[device_of_pack[p] = packing.packs[p].device] = 1;
+  pc.gpus = static_cast<double>(devices.size());
+  const std::vector<int> all_max(P, 0);
+  const TimeNs base_ns = pc.schedule(all_max).makespan_ns;
+  r.predicted_baseline = {base_ns, pc.predicted_energy(all_max, base_ns), f_max};
   r.target_ns = static_cast<TimeNs>(std::floor(static_cast<double>(base_ns) * (1 + options.max_slowdown)));
   r.profiling_iterations = base_ns > 0 ? r.profiling_device_s / (static_cast<double>(base_ns) * 1e-9) : 0;
-
-  opt::PackProblem pp = opt::build_pack_problem(pg, pack_options, device_of_pack, idle_w);
+  const opt::PackProblem pp = opt::build_pack_problem(pc.pg, pc.options, device_of_pack, pc.idle_w);
   r.negative_lags = pp.negative_lags;
   opt::FastSolver solver(pp.problem);
-  // The predicted frontier (the optimiser's own accounting).
   for (const auto& s : solver.frontier(options.frontier_points)) r.frontier.push_back({s.makespan_s, s.energy_j, ""});
 
-  // Evaluate on the device: baseline, best static clock (oracle: evaluated at every clock down to
-  // half the max), EMO with its switches requested one switch latency before each pack.
+  // Evaluate on the device: baseline and the best static clock (an oracle: every clock down to
+  // half the max, evaluated).
   runtime::SimRunOptions run_opts;
   run_opts.seed = options.seed + 1;
   auto run_static = [&](double f) {
@@ -141,104 +263,23 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
     const Evaluated e = run_static(f);
     if (e.time_ns <= truth_target && e.energy_j < r.static_best.energy_j) r.static_best = e;
   }
+
   // Optimise, write the policy, run it on the device; when the run misses the target (the pack
-  // models are approximate), tighten the model's target by the overshoot and repeat (at most 3
-  // validation runs; on a real GPU each is one measured iteration).
+  // models are approximate), tighten the model's target by the miss and repeat (at most 4 runs;
+  // on a real GPU each is one measured iteration).
+  const auto latency_ns = static_cast<TimeNs>(std::llround(device.switch_latency_ms() * 1e6));
   TimeNs model_target_ns = r.target_ns;
   for (int round = 0; round < 4; ++round) {
-    // Optimise at the target; re-evaluate exactly and tighten the deadline while it overshoots.
-    std::vector<int> best = all_max;
-    double deadline_s = static_cast<double>(model_target_ns) * 1e-9;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      const auto sol = solver.solve(std::max(deadline_s, solver.fastest_makespan_s()));
-      if (!sol) break;
-      std::vector<int> choice(P);
-      for (std::uint32_t p = 0; p < P; ++p) choice[p] = sol->choice[pp.work_node[p]];
-      const TimeNs m = exact_makespan(choice);
-      if (m <= model_target_ns) {
-        if (predicted_energy(choice, m) < predicted_energy(best, exact_makespan(best))) best = choice;
-        break;
-      }
-      ++r.deadline_repairs;
-      deadline_s -= static_cast<double>(m - model_target_ns) * 1e-9 + 1e-6;
-      if (deadline_s < solver.fastest_makespan_s()) break;
-    }
-    timing::Schedule emo_schedule;
-    const TimeNs emo_ns = exact_makespan(best, &emo_schedule);
-    r.predicted_emo = {emo_ns, predicted_energy(best, emo_ns), 0};
-    r.pack_clock_mhz.resize(P);
-    for (std::uint32_t p = 0; p < P; ++p) r.pack_clock_mhz[p] = pack_options[p][best[p]].clock_mhz;
-
-    // Policy.
-    r.policy = Policy{};
-    Policy& pol = r.policy;
-    pol.emo_version = EMO_VERSION;
-    pol.gpu = gpu.id;
-    pol.trace = trace.meta.path;
-    pol.iteration_marker = g.window.label == "whole trace" ? "" : g.window.label;
-    pol.max_slowdown = options.max_slowdown;
-    pol.latency_target_ns = r.target_ns;
-    pol.baseline_time_ns = r.predicted_baseline.time_ns;
-    pol.baseline_energy_j = r.predicted_baseline.energy_j;
-    pol.predicted_time_ns = r.predicted_emo.time_ns;
-    pol.predicted_energy_j = r.predicted_emo.energy_j;
-    pol.switch_latency_ms = device.switch_latency_ms();
-    pol.simulated = r.simulated;
-    {
-      // Ordinal of each GPU op among the window's ops of the same name on its device.
-      std::vector<std::uint32_t> gpu_nodes;
-      for (std::uint32_t n = 0; n < g.nodes(); ++n)
-        if (g.gpu[n]) gpu_nodes.push_back(n);
-      std::stable_sort(gpu_nodes.begin(), gpu_nodes.end(), [&](auto a, auto b) { return g.rec_start[a] < g.rec_start[b]; });
-      std::map<std::pair<std::int32_t, trace::StringId>, std::int64_t> seen;
-      std::vector<std::int64_t> ordinal(g.nodes(), 0);
-      for (auto n : gpu_nodes) {
-        const auto row = g.op[n];
-        ordinal[n] = seen[{trace.ops.device[row], trace.ops.name[row]}]++;
-      }
-      std::map<std::int32_t, GpuPolicy> per_device;
-      for (std::uint32_t p = 0; p < P; ++p) {
-        const std::int32_t d = device_of_pack[p];
-        GpuPolicy& gp = per_device[d];
-        gp.device = d;
-        gp.rank = trace.meta.rank;
-        gp.default_clock_mhz = f_max;
-        const auto first = packing.ops_of(p)[0];
-        const auto row = g.op[first];
-        PackClock pc;
-        pc.start = {std::string(trace.strings.view(trace.ops.name[row])), trace.ops.stream[row], ordinal[first]};
-        pc.start_offset_ns = emo_schedule.start(p) - g.window_start_ns;
-        pc.duration_ns = emo_schedule.end(p) - emo_schedule.start(p);
-        pc.ops = packing.packs[p].count;
-        pc.clock_mhz = r.pack_clock_mhz[p];
-        pc.predicted_energy_j = std::max(0.0, pack_options[p][best[p]].dynamic_energy_j) +
-                                idle_w * static_cast<double>(pc.duration_ns) * 1e-9;
-        gp.packs.push_back(std::move(pc));
-      }
-      for (auto& [d, gp] : per_device) {
-        std::stable_sort(gp.packs.begin(), gp.packs.end(),
-                         [](const auto& a, const auto& b) { return a.start_offset_ns < b.start_offset_ns; });
-        for (std::size_t i = 0; i < gp.packs.size(); ++i) gp.packs[i].index = static_cast<std::int32_t>(i);
-        pol.gpus.push_back(std::move(gp));
-      }
-    }
-
-    std::vector<runtime::ClockRequest> requests;
-    run_opts.initial_clock_mhz.clear();
-    const auto latency_ns = static_cast<TimeNs>(std::llround(device.switch_latency_ms() * 1e6));
-    for (const auto& gp : pol.gpus) {
-      if (gp.packs.empty()) continue;
-      double prev = gp.packs.back().clock_mhz;  // steady state: the previous iteration's last clock
-      run_opts.initial_clock_mhz[gp.device] = prev;
-      for (const auto& pc : gp.packs) {
-        if (pc.clock_mhz != prev) requests.push_back({gp.device, pc.start_offset_ns - latency_ns, pc.clock_mhz});
-        prev = pc.clock_mhz;
-      }
-    }
-    const auto emo_run = runtime::run_on_sim(trace, g, device, node_clocks(g, packing, r.pack_clock_mhz), requests, run_opts);
-    r.emo = {emo_run.makespan_ns, emo_run.energy_j, 0};
+    const std::vector<int> best = solve_within(pc, pp, solver, model_target_ns, r.deadline_repairs);
+    const timing::Schedule schedule = pc.schedule(best);
+    r.predicted_emo = {schedule.makespan_ns, pc.predicted_energy(best, schedule.makespan_ns), 0};
+    r.pack_clock_mhz = pc.clocks(best);
+    r.policy = build_policy(trace, r, pc, best, schedule, gpu, options.max_slowdown);
+    const auto requests = switch_requests(r.policy, latency_ns, run_opts.initial_clock_mhz);
+    const auto run = runtime::run_on_sim(trace, g, device, node_clocks(g, packing, r.pack_clock_mhz), requests, run_opts);
+    r.emo = {run.makespan_ns, run.energy_j, 0};
     r.clock_switches = static_cast<std::int64_t>(requests.size());
-    r.ops_at_other_clock = emo_run.ops_at_other_clock;
+    r.ops_at_other_clock = run.ops_at_other_clock;
     r.validation_runs = round + 1;
     if (r.emo.time_ns <= truth_target || model_target_ns <= base_ns) break;
     model_target_ns = std::max(base_ns, model_target_ns - (r.emo.time_ns - truth_target) - 1000);
