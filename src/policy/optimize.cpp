@@ -247,8 +247,8 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   opt::FastSolver solver(pp.problem);
   for (const auto& s : solver.frontier(options.frontier_points)) r.frontier.push_back({s.makespan_s, s.energy_j, ""});
 
-  // Evaluate on the device: baseline and the best static clock (an oracle: every clock down to
-  // half the max, evaluated).
+  // Evaluate on the device: baseline and the best static clock (an oracle: every clock EMO may
+  // use, evaluated on the device).
   runtime::SimRunOptions run_opts;
   run_opts.seed = options.seed + 1;
   auto run_static = [&](double f) {
@@ -258,8 +258,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   r.baseline = run_static(f_max);
   const auto truth_target = static_cast<TimeNs>(std::floor(static_cast<double>(r.baseline.time_ns) * (1 + options.max_slowdown)));
   r.static_best = r.baseline;
-  for (const double f : supported) {
-    if (f < 0.5 * f_max) break;
+  for (const double f : r.option_clocks_mhz) {
     const Evaluated e = run_static(f);
     if (e.time_ns <= truth_target && e.energy_j < r.static_best.energy_j) r.static_best = e;
   }
