@@ -31,7 +31,7 @@ std::vector<double> trusted_clocks(const std::vector<double>& supported, const s
   const double lowest = *std::min_element(profiled.begin(), profiled.end());
   std::vector<double> out;
   for (double f : supported)
-    if (f >= 0.9 * lowest - 1e-9) out.push_back(f);
+    if (f >= lowest - 1e-9) out.push_back(f);
   std::sort(out.begin(), out.end(), std::greater<>());
   return out;
 }

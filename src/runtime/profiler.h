@@ -17,8 +17,9 @@ namespace emo::runtime {
 /// fewer than K distinct supported clocks.
 std::vector<double> profiling_clocks(const std::vector<double>& supported, int k);
 
-/// Clocks at which a model fitted on `profiled` is trusted: supported clocks ≥ 0.9 × the lowest
-/// profiled clock (no far extrapolation below the profiled range), descending.
+/// Clocks at which a model fitted on `profiled` is trusted: supported clocks ≥ the lowest profiled
+/// clock (interpolation only: docs/models.md shows extrapolation below the fitted clocks is where
+/// the models fail), descending.
 std::vector<double> trusted_clocks(const std::vector<double>& supported, const std::vector<double>& profiled);
 
 struct ProfileResult {
