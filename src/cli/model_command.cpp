@@ -58,6 +58,10 @@ int run_model_check(const ModelCheckOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw InputError("--fit-clocks", e.what());
   }
+  if (report.ops.empty()) {
+    throw InputError(fmt::format("--fit-clocks {}", fmt::join(o.fit_clocks, ",")),
+                     fmt::format("no op of {} has 2 distinct measured clocks nearest these; nothing was fitted", o.file));
+  }
   if (o.json_out != "-") {
     fmt::print("{}: {} ({} ops, {} points)\n", o.file, model::format_name(set.format), set.ops.size(),
                set.point_count());
@@ -148,6 +152,7 @@ int run_model_calibrate(const std::string& data_dir, const std::string& json_out
                  model::op_class_name(static_cast<model::OpClass>(i)), c.beta, c.p, c.beta_sd, c.s, c.x_knee,
                  c.k, c.power_level, c.power_level_sd, 100 * c.time_rms, 100 * c.power_rms, c.ops, c.points);
     }
+    fmt::print("  (communication: an assumption, not fitted — no measured sweep of NCCL kernels exists)\n");
     fmt::print("  noise: time sd {:.3f}%, energy sd {:.3f}% ({} samples)\n", 100 * gt.noise.time_sd,
                100 * gt.noise.energy_sd, gt.noise.samples);
     double worst = 0;

@@ -116,6 +116,42 @@ PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std:
     if (tail != kUnreached) constrain(src_ev, sink, tail);
   }
 
+  // When the collapsed form would be larger than the pack graph itself (many packs reached
+  // through one long CPU chain: O(P²) constraints), expand the whole pack graph instead: every
+  // host node becomes a fixed node between its own start and end events.
+  if (lag.size() > 2 * (g.nodes() + g.edges()) + 64) {
+    lag.clear();
+    out.expanded = true;
+    std::vector<int> host_start(g.nodes(), -1), host_end(g.nodes(), -1);
+    for (std::uint32_t n = P; n < g.nodes(); ++n) {
+      host_start[n] = prob.add_fixed("host start", -1, 0, 0);
+      const int work = prob.add_fixed("host", -1, static_cast<double>(std::max<TimeNs>(0, g.dur[n])) * 1e-9, 0);
+      host_end[n] = prob.add_fixed("host end", -1, 0, 0);
+      prob.add_edge(host_start[n], work);
+      prob.add_edge(work, host_end[n]);
+      constrain(host_end[n], sink, 0);
+    }
+    auto ev = [&](std::uint32_t tp) {
+      const std::uint32_t n = DepGraph::node_of(tp);
+      if (n < P) return event_of(tp);
+      return DepGraph::is_end(tp) ? host_end[n] : host_start[n];
+    };
+    for (std::uint32_t p = 0; p < P; ++p) constrain(end_ev[p], sink, 0);
+    for (std::uint32_t tp = 0; tp < 2 * g.nodes(); ++tp) {
+      const std::uint32_t n = DepGraph::node_of(tp);
+      bool constrained = false;
+      for (std::uint32_t e = g.in_begin[tp]; e < g.in_begin[tp + 1]; ++e) {
+        if (g.in_lag[e] == graph::kDroppedLag) continue;
+        constrained = true;
+        constrain(ev(g.in_from[e]), ev(tp), g.in_lag[e]);
+      }
+      if (!DepGraph::is_end(tp)) {
+        if (g.release[n] != INT64_MIN) constrain(origin, ev(tp), g.release[n] - g.window_start_ns);
+        else if (!constrained) constrain(origin, ev(tp), g.rec_start[n] - g.window_start_ns);
+      }
+    }
+  }
+
   // Materialise: lag <= 0 as a plain edge, > 0 through a fixed node of that duration.
   for (const auto& [ab, l] : lag) {
     const auto [a, b] = ab;

@@ -9,7 +9,10 @@
 // (its options) and an end event; a fixed node of duration L per distinct positive lag; an origin
 // and a sink (the makespan). Size O(P) nodes and O(P²) edges at most, built in O(P·(V + E)) of
 // the pack graph. A lag ≤ 0 becomes a plain edge (a negative one is counted: it is tightened to
-// 0, which can only lengthen the modelled makespan).
+// 0, which can only lengthen the modelled makespan). When the collapsed form would have more
+// constraints than 2 × (V + E) of the pack graph — many packs behind one long CPU chain give O(P²)
+// constraints — the pack graph is expanded instead: every host node a fixed node between a start
+// and an end event, every edge a constraint; O(V + E) nodes (`expanded`).
 //
 // Approximation. A launch-paced pack ends at max(S + dur(f), A + anchored(f))
 // (pack::PackTime); the problem keeps the anchored term at its recorded value (factor 1), as its
@@ -41,6 +44,7 @@ struct PackProblem {
   std::vector<std::int32_t> device_of_gpu;  ///< Per problem GPU: the CUDA device.
   std::int64_t lag_nodes = 0;      ///< Fixed lag nodes created.
   std::int64_t negative_lags = 0;  ///< Lags < 0 tightened to 0.
+  bool expanded = false;           ///< The whole pack graph was expanded (see the file comment).
 };
 
 /// Builds the problem. `options[p]` are pack p's options (at least one; factor > 0);

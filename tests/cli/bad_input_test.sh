@@ -77,6 +77,7 @@ check_cmd model_check_bad_number bad_profile.csv model check "$dir/bad_profile.c
 check_cmd model_check_missing nope.csv model check "$dir/nope.csv" --fit-clocks 1410,990
 printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.05,20\n0,forward,990,0.07,18\n' > "$dir/good_profile.csv"
 check_cmd model_check_one_clock fit-clocks model check "$dir/good_profile.csv" --fit-clocks 1410
+check_cmd model_check_nothing_fitted "nothing was fitted" model check "$dir/good_profile.csv" --fit-clocks 5000,6000
 check_cmd model_calibrate_missing_dir "$dir/no_data" model calibrate --data-dir "$dir/no_data"
 
 # Usage errors also exit 2; --help exits 0.
