@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -96,9 +97,29 @@ std::vector<std::vector<opt::PackOption>> profile_packs(const trace::Trace& trac
   return options;
 }
 
+/// Repairs `choice` whose exact makespan exceeds `limit_ns`: repeatedly sets every pack with zero
+/// slack in the exact schedule (and not already at f_max) to f_max. nullopt when it still does not
+/// fit and no critical pack is left to raise. O(P · (V + E)) of the pack graph at most.
+std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns) {
+  const pack::PackGraph& pg = pc.pg;
+  for (std::size_t round = 0; round <= pc.options.size(); ++round) {
+    const timing::Schedule s = pc.schedule(choice);
+    if (s.makespan_ns <= limit_ns) return choice;
+    std::vector<TimeNs> dur(pg.g.dur.begin(), pg.g.dur.end());
+    for (std::uint32_t p = 0; p < pg.packs; ++p) dur[p] = pg.pack_time(p, pc.options[p][choice[p]].factor).dur_ns;
+    const std::vector<TimeNs> slack = timing::slack(pg.g, s, dur);
+    bool raised = false;
+    for (std::uint32_t p = 0; p < pg.packs; ++p) {
+      if (choice[p] != 0 && slack[p] <= 0) choice[p] = 0, raised = true;
+    }
+    if (!raised) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 /// The cheapest choice whose exact pack-graph makespan is within `target_ns`: the fast solver at a
 /// deadline tightened by each overshoot of the exact re-evaluation (at most 8 tries; every pack
-/// at f_max when none fits). Counts the re-solves in `repairs`.
+/// at f_max when none fits; at the fastest deadline, raise_critical repairs the plan). Counts the re-solves in `repairs`.
 std::vector<int> solve_within(const PackChoices& pc, const opt::PackProblem& pp, opt::FastSolver& solver,
                               TimeNs target_ns, int& repairs) {
   // Pack durations are rounded to whole ns per op (pack::scale_ns), so the exact makespan may
@@ -120,7 +141,15 @@ std::vector<int> solve_within(const PackChoices& pc, const opt::PackProblem& pp,
       break;
     }
     ++repairs;
-    if (at_fastest) break;
+    if (at_fastest) {
+      // No tighter deadline exists: raise the packs that are critical in the exact schedule to
+      // f_max until the plan fits (all packs at f_max always does).
+      if (auto fixed = raise_critical(pc, choice, target_ns + kRoundingNs)) {
+        const TimeNs mf = pc.schedule(*fixed).makespan_ns;
+        if (pc.predicted_energy(*fixed, mf) < pc.predicted_energy(best, pc.schedule(best).makespan_ns)) best = *fixed;
+      }
+      break;
+    }
     deadline_s -= static_cast<double>(m - target_ns) * 1e-9;
   }
   return best;
