@@ -2,7 +2,9 @@
 // to run when it is chosen. The CLI is thin: parsing options, calling the library, printing.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -44,6 +46,11 @@ Action add_export_command(CLI::App& app);
 
 /// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] -- CMD ARGS...`
 Action add_run_command(CLI::App& app);
+
+/// "--min-pack-ms X" as ns: a finite number of milliseconds, > 0 and at most an hour; nullopt for
+/// "". Throws InputError("--min-pack-ms X", reason) otherwise. Shared by `emo pack` and
+/// `emo optimize`.
+std::optional<std::int64_t> parse_min_pack(const std::string& text);
 
 /// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
 void write_output(const std::string& dest, const std::string& text);

@@ -75,18 +75,7 @@ int run_optimize(const OptimizeCliOptions& o) {
   opts.max_slowdown = o.max_slowdown;
   opts.profile_clocks = o.profile_clocks;
   opts.seed = o.seed;
-  if (!o.min_pack_ms.empty()) {
-    double ms = 0;
-    std::size_t used = 0;
-    try {
-      ms = std::stod(o.min_pack_ms, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != o.min_pack_ms.size() || !(ms > 0) || ms > 3.6e6)
-      throw InputError("--min-pack-ms " + o.min_pack_ms, "must be a number of milliseconds > 0");
-    opts.min_pack_ns = static_cast<trace::TimeNs>(std::llround(ms * 1e6));
-  }
+  opts.min_pack_ns = parse_min_pack(o.min_pack_ms);
   nlohmann::json docs = nlohmann::json::array();
   const std::size_t n = o.traces.size();
   for (std::size_t i = 0; i < n; ++i) {

@@ -25,7 +25,19 @@ struct PackCliOptions {
   std::string overlay_out;
 };
 
-/// "--min-pack-ms X": a finite number of milliseconds, > 0 and at most an hour.
+int run_pack_command(const PackCliOptions& o) {
+  const std::optional<trace::TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
+  const trace::Trace t = trace::load_trace(o.trace);
+  const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
+  const pack::PackRun r = pack::run_pack(t, window, min_pack);
+  if (o.json_out != "-") fmt::print("{}", pack::to_text(t, r));
+  if (!o.json_out.empty()) write_output(o.json_out, pack::to_json(t, r).dump(2) + "\n");
+  if (!o.overlay_out.empty()) pack::write_pack_overlay(t, r, o.overlay_out);
+  return 0;
+}
+
+}  // namespace
+
 std::optional<trace::TimeNs> parse_min_pack(const std::string& text) {
   if (text.empty()) return std::nullopt;
   double ms = 0;
@@ -45,19 +57,6 @@ std::optional<trace::TimeNs> parse_min_pack(const std::string& text) {
   if (ns <= 0) throw InputError("--min-pack-ms " + text, "shorter than 1 ns");
   return ns;
 }
-
-int run_pack_command(const PackCliOptions& o) {
-  const std::optional<trace::TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
-  const trace::Trace t = trace::load_trace(o.trace);
-  const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
-  const pack::PackRun r = pack::run_pack(t, window, min_pack);
-  if (o.json_out != "-") fmt::print("{}", pack::to_text(t, r));
-  if (!o.json_out.empty()) write_output(o.json_out, pack::to_json(t, r).dump(2) + "\n");
-  if (!o.overlay_out.empty()) pack::write_pack_overlay(t, r, o.overlay_out);
-  return 0;
-}
-
-}  // namespace
 
 Action add_pack_command(CLI::App& app) {
   auto opts = std::make_shared<PackCliOptions>();

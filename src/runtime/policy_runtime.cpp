@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "trace/error.h"
+#include "trace/json_text.h"
 
 extern char** environ;
 
@@ -135,22 +136,6 @@ namespace {
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      out += fmt::format("\\u{:04x}", u);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 /// The run's log: JSON lines to a file or stderr ("-"), flushed per line so that a killed run
@@ -295,7 +280,7 @@ std::vector<std::string> child_environment(const RunOptions& o, int progress_fd,
 
 std::string command_json(const std::vector<std::string>& cmd) {
   std::string out = "[";
-  for (std::size_t i = 0; i < cmd.size(); ++i) out += (i ? "," : "") + json_string(cmd[i]);
+  for (std::size_t i = 0; i < cmd.size(); ++i) out += (i ? "," : "") + trace::json_quote(cmd[i]);
   return out + "]";
 }
 
@@ -369,8 +354,8 @@ class PolicyRun {
     argv.push_back(nullptr);
     log_.event("start",
                fmt::format("\"policy\":{},\"command\":{},\"dry_run\":{},\"tracer\":{},\"switch_latency_ms\":{}",
-                           json_string(o_.policy_path), command_json(o_.command), o_.dry_run,
-                           json_string(o_.tracer_library), o_.policy.switch_latency_ms),
+                           trace::json_quote(o_.policy_path), command_json(o_.command), o_.dry_run,
+                           trace::json_quote(o_.tracer_library), o_.policy.switch_latency_ms),
                t0_);
 
     pid_ = fork();
@@ -473,7 +458,7 @@ class PolicyRun {
       } catch (const std::exception& e) {
         std::fprintf(stderr, "emo run: %s; clocks reset, the command continues at default clocks\n",
                      one_line(e.what()).c_str());
-        log_.event("error", fmt::format("\"message\":{}", json_string(one_line(e.what()))), now);
+        log_.event("error", fmt::format("\"message\":{}", trace::json_quote(one_line(e.what()))), now);
         stopped_ = true;
         report_.resets += guard_.reset("error");
         return;

@@ -5,27 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "trace/json_text.h"
+
 namespace emo::trace {
 namespace {
-
-std::string quote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      out += fmt::format("\\u{:04x}", u);
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
 
 /// ns as µs with exactly three decimals: 1500 -> "1.500", -5 -> "-0.005".
 std::string micros(TimeNs ns) {
@@ -37,7 +20,7 @@ std::string micros(TimeNs ns) {
 /// A host id as JSON: the number, or the original string for ids made by host_id_of_string().
 std::string host_id(const Trace& t, std::int64_t id) {
   const std::int64_t s = host_id_string(id);
-  if (s >= 0) return quote(t.strings.view(static_cast<StringId>(s)));
+  if (s >= 0) return json_quote(t.strings.view(static_cast<StringId>(s)));
   return fmt::format("{}", id);
 }
 
@@ -75,13 +58,13 @@ std::string to_kineto_json(const Trace& t) {
     const GpuInfo& g = t.meta.gpus[i];
     out += fmt::format("{}\n    {{\"id\": {}, \"name\": {}, \"totalGlobalMem\": {}, \"computeMajor\": {}, "
                        "\"computeMinor\": {}, \"numSms\": {}}}",
-                       i ? "," : "", g.device, quote(g.name), g.total_memory_bytes, g.compute_major,
+                       i ? "," : "", g.device, json_quote(g.name), g.total_memory_bytes, g.compute_major,
                        g.compute_minor, g.sm_count);
   }
   out += "\n  ],\n";
   if (t.meta.rank >= 0) {
     out += fmt::format("  \"distributedInfo\": {{\"rank\": {}, \"world_size\": {}, \"backend\": {}}},\n", t.meta.rank,
-                       t.meta.world_size, quote(t.meta.backend));
+                       t.meta.world_size, json_quote(t.meta.backend));
   }
   out += "  \"traceEvents\": [";
   // Side tables by op row.
@@ -93,7 +76,7 @@ std::string to_kineto_json(const Trace& t) {
     const OpKind k = ops.kind[i];
     std::string args;
     auto arg = [&](std::string_view key, const std::string& value) {
-      args += fmt::format("{}{}: {}", args.empty() ? "" : ", ", quote(key), value);
+      args += fmt::format("{}{}: {}", args.empty() ? "" : ", ", json_quote(key), value);
     };
     std::string pid, tid;
     if (is_gpu_op(k) || k == OpKind::kGpuAnnotation) {
@@ -107,7 +90,7 @@ std::string to_kineto_json(const Trace& t) {
         pid = fmt::format("{}", ops.device[i]);
         arg("device", pid);
       }
-      arg("cuda_sync_kind", quote(kineto_sync_kind(t.syncs.kind[s])));
+      arg("cuda_sync_kind", json_quote(kineto_sync_kind(t.syncs.kind[s])));
       arg("stream", fmt::format("{}", t.syncs.stream[s]));
       arg("wait_on_stream", fmt::format("{}", t.syncs.event_stream[s]));
       arg("wait_on_cuda_event_record_corr_id", fmt::format("{}", t.syncs.event_record_correlation[s]));
@@ -121,18 +104,18 @@ std::string to_kineto_json(const Trace& t) {
     if (coll_of[i] >= 0) {
       const auto c = static_cast<std::size_t>(coll_of[i]);
       const CollectiveTable& ct = t.collectives;
-      arg("Collective name", quote(t.strings.view(ct.name[c])));
-      if (!t.strings.view(ct.group[c]).empty()) arg("Process Group Name", quote(t.strings.view(ct.group[c])));
+      arg("Collective name", json_quote(t.strings.view(ct.name[c])));
+      if (!t.strings.view(ct.group[c]).empty()) arg("Process Group Name", json_quote(t.strings.view(ct.group[c])));
       if (!t.strings.view(ct.group_ranks[c]).empty())
-        arg("Process Group Ranks", quote(t.strings.view(ct.group_ranks[c])));
+        arg("Process Group Ranks", json_quote(t.strings.view(ct.group_ranks[c])));
       if (ct.group_size[c] != kNone) arg("Group size", fmt::format("{}", ct.group_size[c]));
       if (ct.in_nelems[c] != kNone) arg("In msg nelems", fmt::format("{}", ct.in_nelems[c]));
       if (ct.out_nelems[c] != kNone) arg("Out msg nelems", fmt::format("{}", ct.out_nelems[c]));
-      if (!t.strings.view(ct.dtype[c]).empty()) arg("dtype", quote(t.strings.view(ct.dtype[c])));
+      if (!t.strings.view(ct.dtype[c]).empty()) arg("dtype", json_quote(t.strings.view(ct.dtype[c])));
       if (ct.sequence[c] != kNone) arg("Seq", fmt::format("{}", ct.sequence[c]));
     }
     out += fmt::format("{}\n    {{\"ph\": \"X\", \"cat\": \"{}\", \"name\": {}", i ? "," : "", category(k),
-                       quote(t.strings.view(ops.name[i])));
+                       json_quote(t.strings.view(ops.name[i])));
     if (!pid.empty()) out += ", \"pid\": " + pid;
     if (!tid.empty()) out += ", \"tid\": " + tid;
     out += fmt::format(", \"ts\": {}, \"dur\": {}, \"args\": {{{}}}}}", micros(ops.start_ns[i] - t.meta.base_time_ns),
