@@ -21,11 +21,16 @@ bool is_key(std::uint32_t tp, std::uint32_t packs) { return DepGraph::node_of(tp
 }  // namespace
 
 PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std::vector<PackOption>>& options,
-                               const std::vector<std::int32_t>& device_of_pack, double idle_power_w) {
+                               const std::vector<std::int32_t>& device_of_pack, double idle_power_w,
+                               std::span<const double> port_factors) {
   const std::uint32_t P = pg.packs;
   if (options.size() != P || device_of_pack.size() != P)
     throw std::invalid_argument("build_pack_problem: one option list and one device per pack needed");
-  const DepGraph& g = pg.g;
+  if (!port_factors.empty() && port_factors.size() != P)
+    throw std::invalid_argument("build_pack_problem: one port factor per pack needed");
+  // The fixed part: the pack graph with its port edges' lags at port_factors.
+  const DepGraph linearised = port_factors.empty() ? DepGraph{} : pg.graph_at(pg.pack_times(port_factors));
+  const DepGraph& g = port_factors.empty() ? pg.g : linearised;
   PackProblem out;
   Problem& prob = out.problem;
 

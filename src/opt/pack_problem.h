@@ -14,13 +14,16 @@
 // constraints — the pack graph is expanded instead: every host node a fixed node between a start
 // and an end event, every edge a constraint; O(V + E) nodes (`expanded`).
 //
-// Approximation. A launch-paced pack ends at max(S + dur(f), A + anchored(f))
-// (pack::PackTime); the problem keeps the anchored term at its recorded value (factor 1), as its
-// lag in the pack graph. The final schedule is always re-evaluated exactly with
-// PackGraph::evaluate (see policy/optimize.h), and the deadline tightened when that overshoots.
+// Approximation. A pack's work node carries its duration from its start (PackTime::dur_ns) at
+// each option; its port edges (pack_graph.h: work that enters the pack after its start, or
+// leaves it before its end) become fixed lags, taken at `port_factors` (the factors of a plan
+// around which the problem is linearised; factor 1 by default). The problem is exact for plans
+// at those factors and approximate elsewhere; the caller re-evaluates a solution exactly with
+// PackGraph::evaluate and re-linearises around it (policy/optimize.cpp).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "opt/problem.h"
@@ -51,9 +54,11 @@ struct PackProblem {
 /// `device_of_pack[p]` its CUDA device; `idle_power_w` the GPUs' idle power (W), the same for
 /// every device. A pack's work node takes time = pack_time(p, factor).dur_ns and energy =
 /// dynamic_energy_j + idle_power_w × that time, so that the problem's energy (problem.h) is
-/// idle power over the makespan on every GPU plus the packs' dynamic energy. Throws
+/// idle power over the makespan on every GPU plus the packs' dynamic energy. `port_factors`
+/// (empty, or one per pack): the factors at which port-edge lags are fixed (empty: 1). Throws
 /// std::invalid_argument on size mismatches or an empty option list.
 PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std::vector<PackOption>>& options,
-                               const std::vector<std::int32_t>& device_of_pack, double idle_power_w);
+                               const std::vector<std::int32_t>& device_of_pack, double idle_power_w,
+                               std::span<const double> port_factors = {});
 
 }  // namespace emo::opt

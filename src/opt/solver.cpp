@@ -127,6 +127,18 @@ Solution FastSolver::round_and_improve(double deadline_s, const std::vector<doub
       best.energy_j = sched.energy_j;
     }
   }
+  if (best.choice.empty()) {
+    // No rounding fitted (the LP's own tolerance can exceed kTimeEps on long makespans, and the
+    // repair may find no critical node to speed up): the greedy from every node at its fastest
+    // option, which fits any deadline >= t_fast.
+    Assignment a(n);
+    for (int i = 0; i < n; ++i) a[i] = pareto_[i].front();
+    improve(a, deadline, exchanges);
+    const Schedule sched = evaluate(p_, a);
+    best.choice = std::move(a);
+    best.makespan_s = sched.makespan_s;
+    best.energy_j = sched.energy_j;
+  }
   best.deadline_s = deadline_s;
   best.lower_bound_j = bound_j;
   return best;

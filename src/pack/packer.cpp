@@ -39,7 +39,6 @@ class Packer {
   Packing run() {
     out_.min_pack_ns = min_pack_;
     out_.pack_of.assign(g_.nodes(), kNoPack);
-    out_.follows_anchor.assign(g_.nodes(), 0);
     build_islands();
     compute_roots();
     compute_tight_sources();
@@ -150,18 +149,12 @@ class Packer {
           max_src_island_[i] = std::max(max_src_island_[i], island);
         }
         src_root_.push_back(root_[from]);
-        src_island_.push_back(island);
-        src_from_.push_back(from);
       }
       if (g_.release[n] != INT64_MIN && g_.release[n] == at) {
         src_root_.push_back(kAbsoluteRoot);
-        src_island_.push_back(-1);
-        src_from_.push_back(UINT32_MAX);
       }
       if (src_root_.size() == src_begin_[i]) {  // nothing binds (cannot happen with an exact
         src_root_.push_back(kAbsoluteRoot);     // replay): treat as pinned
-        src_island_.push_back(-1);
-        src_from_.push_back(UINT32_MAX);
       }
       src_begin_[i + 1] = static_cast<std::uint32_t>(src_root_.size());
     }
@@ -183,43 +176,36 @@ class Packer {
 
   // ---- packing one device ------------------------------------------------------------------
 
-  /// Islands [b, e) are one device's.
+  /// Why a pack could start at island k (k > the current pack's first island `cur`, whose
+  /// anchor root is `anchor`), in order of preference; nullopt when nothing changes there.
+  std::optional<Cut> boundary(std::size_t k, std::size_t cur, std::uint32_t anchor) const {
+    if (islands_[k - 1].feeds_host) return Cut::kHostSync;
+    for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
+      if (!carried(i, static_cast<std::int64_t>(cur), anchor)) return Cut::kEntry;
+    }
+    if (islands_[k].collective != islands_[k - 1].collective) return Cut::kCollective;
+    if (islands_[k].critical != islands_[k - 1].critical) return Cut::kCriticality;
+    return std::nullopt;
+  }
+
+  /// Islands [b, e) are one device's. A pack ends at the first boundary where it is at least
+  /// min_pack long and what is left of the device's timeline is too.
   void pack_device(std::size_t b, std::size_t e) {
-    // Pass 1: hard boundaries -> segments.
-    std::vector<std::pair<std::size_t, Cut>> segs;  // first island, why
-    segs.push_back({b, Cut::kFirst});
+    const TimeNs device_end = islands_[e - 1].end_ns;  // islands are disjoint and in order
+    std::size_t cur = b;
+    Cut why = Cut::kFirst;
     std::uint32_t anchor = anchor_of(b);
     for (std::size_t k = b + 1; k < e; ++k) {
-      std::optional<Cut> cut;
-      if (islands_[k - 1].feeds_host) {
-        cut = Cut::kHostSync;
-      } else {
-        const std::int64_t a = static_cast<std::int64_t>(segs.back().first);
-        for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
-          if (!carried(i, a, anchor)) {
-            cut = Cut::kEntry;
-            break;
-          }
-        }
-      }
-      if (cut) {
-        segs.push_back({k, *cut});
-        anchor = anchor_of(k);
-      }
+      const std::optional<Cut> cut = boundary(k, cur, anchor);
+      if (!cut) continue;
+      if (islands_[k].start_ns - islands_[cur].start_ns < min_pack_) continue;
+      if (device_end - islands_[k].start_ns < min_pack_) break;
+      emit_pack(cur, k, why);
+      cur = k;
+      why = *cut;
+      anchor = anchor_of(k);
     }
-    // Pass 2: soft boundaries inside each segment, then the packs.
-    for (std::size_t si = 0; si < segs.size(); ++si) {
-      const std::size_t sb = segs[si].first;
-      const std::size_t se = si + 1 < segs.size() ? segs[si + 1].first : e;
-      const TimeNs seg_end = se < e ? islands_[se].start_ns : islands_[e - 1].end_ns;
-      count_mixed_entries(sb);
-      const std::vector<std::pair<std::size_t, Cut>> starts = soft_cuts(sb, se, seg_end);
-      for (std::size_t c = 0; c < starts.size(); ++c) {
-        const std::size_t pb = starts[c].first;
-        const std::size_t pe = c + 1 < starts.size() ? starts[c + 1].first : se;
-        emit_pack(pb, pe, c == 0 ? segs[si].second : starts[c].second);
-      }
-    }
+    emit_pack(cur, e, why);
     // Spans: to the next pack's start on the device.
     std::size_t first_pack = out_.packs.size();
     while (first_pack > 0 && out_.packs[first_pack - 1].device == islands_[b].device) --first_pack;
@@ -231,70 +217,6 @@ class Packer {
     }
   }
 
-  /// Ops of a pack's first island bound by something other than the pack's anchor (not by an
-  /// op of an earlier pack on the device, which the pack graph carries through that pack).
-  void count_mixed_entries(std::size_t a) {
-    const std::uint32_t anchor = anchor_of(a);
-    for (std::uint32_t i = islands_[a].begin; i < islands_[a].end; ++i) {
-      if (max_src_island_[i] >= static_cast<std::int64_t>(a)) continue;
-      for (std::uint32_t k = src_begin_[i]; k < src_begin_[i + 1]; ++k) {
-        if (src_root_[k] != anchor && src_island_[k] < 0) {
-          ++out_.stats.mixed_entries;
-          break;
-        }
-      }
-    }
-  }
-
-  /// Starts of the packs of segment [sb, se): sb, then soft cuts before islands where
-  /// criticality changes, when both sides are >= min_pack and the cut keeps every later op of
-  /// the segment carried (no op after the cut bound by an op before it; the new pack's anchor
-  /// is the segment's, or no later op depends on an anchor).
-  std::vector<std::pair<std::size_t, Cut>> soft_cuts(std::size_t sb, std::size_t se,
-                                                     TimeNs seg_end) {
-    std::vector<std::pair<std::size_t, Cut>> starts{{sb, Cut::kFirst}};
-    if (se - sb < 2 || seg_end - islands_[sb].start_ns < 2 * min_pack_) return starts;
-    const std::uint32_t anchor = anchor_of(sb);
-    const std::size_t n = se - sb;
-    // crossed[c]: an op in an island after c is bound by an op of an island before c.
-    std::vector<std::int32_t> diff(n + 1, 0);
-    // ext_after[c]: an op in an island after c is bound from outside the segment's GPU work.
-    std::vector<std::uint8_t> ext_after(n + 1, 0);
-    for (std::size_t k = sb; k < se; ++k) {
-      bool ext = false;
-      for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
-        const std::int64_t src = max_src_island_[i];
-        if (src >= static_cast<std::int64_t>(sb)) {
-          const std::size_t lo = static_cast<std::size_t>(src) + 1 - sb;  // cut positions
-          const std::size_t hi = k - sb;                                  // [lo, hi)
-          if (lo < hi) {
-            ++diff[lo];
-            --diff[hi];
-          }
-        } else {
-          ext = true;
-        }
-      }
-      if (ext && k > sb) ext_after[k - sb - 1] = 1;
-    }
-    for (std::size_t c = n; c-- > 1;) ext_after[c - 1] = ext_after[c - 1] | ext_after[c];
-    std::int32_t crossed = 0;
-    std::size_t cur = sb;
-    for (std::size_t k = sb + 1; k < se; ++k) {
-      crossed += diff[k - sb];
-      const bool collective = islands_[k].collective != islands_[k - 1].collective;
-      if (islands_[k].critical == islands_[k - 1].critical && !collective) continue;
-      if (crossed > 0) continue;
-      if (islands_[k].start_ns - islands_[cur].start_ns < min_pack_) continue;
-      if (seg_end - islands_[k].start_ns < min_pack_) continue;
-      const std::uint32_t new_anchor = anchor_of(k);
-      if (new_anchor != anchor && ext_after[k - sb]) continue;
-      starts.push_back({k, collective ? Cut::kCollective : Cut::kCriticality});
-      cur = k;
-    }
-    return starts;
-  }
-
   void emit_pack(std::size_t ib, std::size_t ie, Cut why) {
     Pack p;
     p.device = islands_[ib].device;
@@ -304,21 +226,12 @@ class Packer {
     p.end_ns = islands_[ib].end_ns;
     p.starts_at = why;
     const auto id = static_cast<std::uint32_t>(out_.packs.size());
-    const std::uint32_t first_op = islands_[ib].begin;
-    const std::uint32_t anchor = anchor_of(ib);
-    const std::uint32_t anchor_tp = src_from_[src_begin_[first_op]];
-    const bool has_anchor = anchor_tp != UINT32_MAX;
-    out_.anchor_tp.push_back(has_anchor ? anchor_tp : UINT32_MAX);
     for (std::size_t k = ib; k < ie; ++k) {
       p.end_ns = std::max(p.end_ns, islands_[k].end_ns);
       p.critical = p.critical || islands_[k].critical;
       for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
         out_.nodes.push_back(sorted_[i]);
         out_.pack_of[sorted_[i]] = id;
-        if (has_anchor && max_src_island_[i] < static_cast<std::int64_t>(ib) &&
-            carried(i, static_cast<std::int64_t>(ib), anchor)) {
-          out_.follows_anchor[sorted_[i]] = 1;
-        }
       }
     }
     p.count = static_cast<std::uint32_t>(out_.nodes.size()) - p.first;
@@ -346,10 +259,8 @@ class Packer {
   std::vector<Island> islands_;
   std::vector<std::uint8_t> feeds_host_;   // per graph node
   std::vector<std::uint32_t> root_;        // per timepoint
-  std::vector<std::uint32_t> src_begin_;   // per sorted index, CSR into src_root_/src_island_
+  std::vector<std::uint32_t> src_begin_;   // per sorted index, CSR into src_root_
   std::vector<std::uint32_t> src_root_;
-  std::vector<std::int64_t> src_island_;
-  std::vector<std::uint32_t> src_from_;    // the binding edge's source timepoint (or UINT32_MAX)
   std::vector<std::int64_t> max_src_island_;
 };
 

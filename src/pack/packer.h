@@ -3,17 +3,18 @@
 //
 // Packs are built from *islands*: maximal runs of a device's GPU ops whose recorded intervals
 // overlap (any stream). An island is never split, so every pack is a run of consecutive islands.
-// Boundaries between islands are either
-//   * hard — needed for the contraction of a pack into one node to stay exact (see
-//     docs/packing.md): after an island whose op feeds a host call (host sync), around a
-//     collective, and before an island whose op is bound (at the recorded times) by an outside
-//     dependency that the pack's own start does not carry (a launch from another CPU chain, a
-//     launch-starved gap after GPU-bound work, a wait on work of an earlier pack); or
-//   * soft — where criticality changes (an island with a zero-slack op next to one without);
-//     taken only when both sides are at least min_pack long and the cut keeps the contraction
-//     exact.
-// A pack shorter than min_pack exists only where hard boundaries (or the device's whole
-// timeline) are closer than that; such packs are counted (forced_short).
+// A pack may end at a *boundary* between islands (Cut): after an island whose op feeds a host
+// call (host sync, blocking copy) or another device, before an island whose op is bound (at the
+// recorded times) by an outside dependency that the pack's start does not carry (a launch from
+// another CPU chain, a launch-starved gap after GPU-bound work, a wait on an earlier pack's
+// work), where a collective starts or ends, or where criticality changes. It ends at the first
+// boundary where it is at least min_pack long and the rest of the device's timeline is too:
+// every pack is at least min_pack long unless the device's whole timeline is shorter
+// (forced_short). No boundary has to be cut: the pack graph (pack_graph.h) contracts any run of
+// islands exactly, with port edges where work enters or leaves the pack away from its start
+// and end. (A first version cut at every host sync and entry to keep a single-node contraction
+// exact; on a trace that syncs after every kernel that made 1337 packs far shorter than the
+// clock-switch latency, which no clock policy can follow.)
 #pragma once
 
 #include <array>
@@ -42,7 +43,7 @@ enum class Cut : std::uint8_t {
   kHostSync,     ///< The previous island feeds a host call (sync, blocking copy).
   kEntry,        ///< An outside dependency, not carried by the pack's start, binds an op here.
   kCollective,   ///< A collective kernel starts here or ended the previous island.
-  kCriticality,  ///< Soft: criticality changes here (and both sides are >= min_pack).
+  kCriticality,  ///< Criticality changes here.
 };
 inline constexpr int kCutCount = 5;
 /// "first", "host_sync", "entry", "collective", "criticality".
@@ -69,11 +70,8 @@ struct PackingStats {
   std::array<std::int64_t, kCutCount> cuts{};  ///< Packs per Cut reason.
   std::int64_t islands = 0;
   std::int64_t forced_short = 0;
-  /// Ops in a pack's first island bound by an outside dependency that differs from the pack's
-  /// anchor (an island cannot be split): a source of inexactness.
-  std::int64_t mixed_entries = 0;
-  /// Ops feeding a host call that end before their pack ends (a host sync in the middle of an
-  /// island, which cannot be split): a source of inexactness.
+  /// Ops feeding a host call (or another device) that end before their pack ends: host syncs
+  /// inside a pack, which the pack graph follows through exit ports.
   std::int64_t mid_pack_exits = 0;
 };
 
@@ -84,15 +82,6 @@ struct Packing {
   std::vector<std::uint32_t> nodes;   ///< Graph nodes of GPU ops, grouped by pack, each pack's
                                       ///< in recorded start order.
   std::vector<std::uint32_t> pack_of; ///< Per graph node: its pack, or kNoPack (host nodes).
-  /// Per pack: the graph timepoint whose edge binds the pack's earliest op at the recorded
-  /// times (its *anchor*: usually the start of the launching API call, or the end of a GPU op
-  /// of an earlier pack), or UINT32_MAX when a release time (a pinned start) binds it.
-  std::vector<std::uint32_t> anchor_tp;
-  /// Per graph node: 1 for a GPU op that no op of its own pack binds and whose binding
-  /// constraints all derive from its pack's anchor (same root: the same CPU chain without
-  /// waits on the GPU, or the same GPU op), so that it keeps its recorded distance from the
-  /// anchor whatever the GPU durations. The pack graph holds such ops to the anchor.
-  std::vector<std::uint8_t> follows_anchor;
   PackingStats stats;
 
   std::span<const std::uint32_t> ops_of(std::uint32_t pack) const {

@@ -28,10 +28,8 @@ std::vector<std::int32_t> devices(const Packing& p) {
   return d;
 }
 
-std::int64_t anchored_ops(const PackGraph& pg) {
-  std::int64_t n = 0;
-  for (const auto a : pg.m_anchored_ops) n += a;
-  return n;
+std::int64_t ports_of_kind(const PackGraph& pg, PortKind k) {
+  return std::count(pg.port_kind.begin(), pg.port_kind.end(), k);
 }
 
 }  // namespace
@@ -51,8 +49,14 @@ PackRun run_pack(const trace::Trace& trace, const graph::Window& window,
   r.packing = pack_timeline(trace, a.graph, a.schedule, a.node_slack, o);
   r.pack_graph = contract(a.graph, r.packing);
   r.pack_schedule = timing::replay(r.pack_graph.g, r.pack_graph.g.dur);
-  const std::vector<TimeNs> sl = timing::slack(r.pack_graph.g, r.pack_schedule, r.pack_graph.g.dur);
-  r.pack_slack.assign(sl.begin(), sl.begin() + r.pack_graph.packs);
+  // A pack's slack: the least slack of its ops (0 when it holds a critical op). Not the pack
+  // node's own slack: work that leaves a pack before its end does so through exit ports.
+  r.pack_slack.assign(r.pack_graph.packs, 0);
+  for (std::uint32_t p = 0; p < r.pack_graph.packs; ++p) {
+    TimeNs least = INT64_MAX;
+    for (const std::uint32_t n : r.packing.ops_of(p)) least = std::min(least, a.node_slack[n]);
+    r.pack_slack[p] = r.packing.packs[p].count == 0 ? 0 : least;
+  }
   r.contraction = check_contraction(a.graph, r.packing, r.pack_graph, check);
   return r;
 }
@@ -122,12 +126,15 @@ nlohmann::json to_json(const trace::Trace& t, const PackRun& r) {
                            {"per_pack", cases(r.contraction.per_pack)},
                            {"uniform_error", r.contraction.uniform_error},
                            {"per_pack_error", r.contraction.per_pack_error}}},
-          {"pack_graph", {{"nodes", q.nodes()}, {"edges", q.edges()}, {"cycle_edges", r.pack_graph.cycle_edges}}},
+          {"pack_graph", {{"nodes", q.nodes()},
+                          {"edges", q.edges()},
+                          {"port_edges", r.pack_graph.port_edges()},
+                          {"exit_ports", ports_of_kind(r.pack_graph, PortKind::kExit)},
+                          {"release_ports", ports_of_kind(r.pack_graph, PortKind::kRelease)},
+                          {"cycle_edges", r.pack_graph.cycle_edges}}},
           {"op_graph", {{"nodes", g.nodes()}, {"edges", g.edges()}}},
           {"stats", {{"islands", p.stats.islands},
-                     {"mixed_entries", p.stats.mixed_entries},
-                     {"mid_pack_exits", p.stats.mid_pack_exits},
-                     {"anchored_ops", anchored_ops(r.pack_graph)}}},
+                     {"mid_pack_exits", p.stats.mid_pack_exits}}},
           {"gpus", gpus}};
 }
 
@@ -141,7 +148,7 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
   line(fmt::format("  min pack      {} ({})", trace::format_duration(p.min_pack_ns), r.min_pack_source));
   const std::size_t ops = p.nodes.size();
   line(fmt::format("  packs         {} GPU ops in {} packs (compression {:.1f}x), {} shorter than "
-                   "min pack (forced by boundaries)",
+                   "min pack (forced: a device timeline shorter than min pack)",
                    ops, p.packs.size(),
                    p.packs.empty() ? 0.0 : static_cast<double>(ops) / static_cast<double>(p.packs.size()),
                    p.stats.forced_short));

@@ -23,7 +23,7 @@ struct PackRun {
   std::string min_pack_source;      ///< Where min_pack came from (option, catalog, default).
   PackGraph pack_graph;
   timing::Schedule pack_schedule;   ///< The pack graph at the packs' recorded durations.
-  std::vector<TimeNs> pack_slack;   ///< Per pack: slack in the pack graph (ns, >= 0).
+  std::vector<TimeNs> pack_slack;   ///< Per pack: the least slack of its ops (ns, >= 0; 0 when critical).
   ContractionReport contraction;
 };
 
@@ -35,8 +35,8 @@ PackRun run_pack(const trace::Trace& trace, const graph::Window& window,
 /// The `emo pack --json` object: path, window, min_pack_ns, min_pack_source, ops (GPU ops),
 /// packs, compression_ratio (ops / packs), forced_short, cuts {reason: packs}, makespan_ns,
 /// contraction_error, contraction {uniform [...], per_pack [...], uniform_error,
-/// per_pack_error}, pack_graph {nodes, edges, cycle_edges}, stats {islands, mixed_entries,
-/// mid_pack_exits, anchored_ops}, and gpus [{device, ops, pack_count, forced_short, busy_ns,
+/// per_pack_error}, pack_graph {nodes, edges, port_edges, exit_ports, release_ports,
+/// cycle_edges}, stats {islands, mid_pack_exits}, and gpus [{device, ops, pack_count, forced_short, busy_ns,
 /// packs [{id, start_ns, end_ns, dur_ns, span_ns, ops, streams, slack_ns, critical,
 /// starts_at, forced_short}]}].
 nlohmann::json to_json(const trace::Trace& trace, const PackRun& r);

@@ -60,12 +60,28 @@ struct PackChoices {
     for (std::size_t p = 0; p < options.size(); ++p) e += std::max(0.0, options[p][choice[p]].dynamic_energy_j);
     return e;
   }
-  /// The pack graph evaluated exactly at the choice's factors.
-  timing::Schedule schedule(const std::vector<int>& choice) const {
-    std::vector<double> factors(options.size());
-    for (std::size_t p = 0; p < options.size(); ++p) factors[p] = options[p][choice[p]].factor;
-    return pg.evaluate_factors(factors);
+  std::vector<double> factors(const std::vector<int>& choice) const {
+    std::vector<double> f(options.size());
+    for (std::size_t p = 0; p < options.size(); ++p) f[p] = options[p][choice[p]].factor;
+    return f;
   }
+  /// Pack p's timing at option k (pack_time at its factor), computed once.
+  const pack::PackTime& time(std::size_t p, int k) const {
+    if (cache.empty()) cache.resize(options.size());
+    if (cache[p].empty()) cache[p].resize(options[p].size());
+    auto& slot = cache[p][static_cast<std::size_t>(k)];
+    if (!slot) slot = pg.pack_time(static_cast<std::uint32_t>(p), options[p][static_cast<std::size_t>(k)].factor);
+    return *slot;
+  }
+  std::vector<pack::PackTime> times(const std::vector<int>& choice) const {
+    std::vector<pack::PackTime> t;
+    t.reserve(options.size());
+    for (std::size_t p = 0; p < options.size(); ++p) t.push_back(time(p, choice[p]));
+    return t;
+  }
+  /// The pack graph evaluated exactly at the choice's factors.
+  timing::Schedule schedule(const std::vector<int>& choice) const { return pg.evaluate(times(choice)); }
+  mutable std::vector<std::vector<std::optional<pack::PackTime>>> cache;
   std::vector<double> clocks(const std::vector<int>& choice) const {
     std::vector<double> c(options.size());
     for (std::size_t p = 0; p < options.size(); ++p) c[p] = options[p][choice[p]].clock_mhz;
@@ -105,9 +121,8 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
   for (std::size_t round = 0; round <= pc.options.size(); ++round) {
     const timing::Schedule s = pc.schedule(choice);
     if (s.makespan_ns <= limit_ns) return choice;
-    std::vector<TimeNs> dur(pg.g.dur.begin(), pg.g.dur.end());
-    for (std::uint32_t p = 0; p < pg.packs; ++p) dur[p] = pg.pack_time(p, pc.options[p][choice[p]].factor).dur_ns;
-    const std::vector<TimeNs> slack = timing::slack(pg.g, s, dur);
+    const graph::DepGraph at = pg.graph_at(pc.times(choice));
+    const std::vector<TimeNs> slack = timing::slack(at, s, at.dur);
     bool raised = false;
     for (std::uint32_t p = 0; p < pg.packs; ++p) {
       if (choice[p] != 0 && slack[p] <= 0) choice[p] = 0, raised = true;
@@ -117,17 +132,52 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
   return std::nullopt;
 }
 
+/// Exact local search on the pack graph: repeatedly makes the move — one pack 1, 2, 4 or 8
+/// options slower — that saves the most predicted energy while the exact makespan stays within
+/// `limit_ns`, until none does (at most `max_moves`). Each candidate is one
+/// PackGraph::evaluate, O(V + E). The fast solver's problem fixes port-edge lags at the
+/// recording (opt::build_pack_problem), so its plan can leave slack that only the exact pack
+/// graph shows; this recovers it.
+std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves, int& moves) {
+  const std::size_t P = pc.options.size();
+  double energy = pc.predicted_energy(choice, pc.schedule(choice).makespan_ns);
+  for (int round = 0; round < max_moves; ++round) {
+    int best_p = -1, best_k = 0;
+    double best_e = energy - 1e-9;
+    for (std::size_t p = 0; p < P; ++p) {
+      const int k0 = choice[p];
+      for (const int step : {1, 2, 4, 8}) {
+        if (k0 + step >= static_cast<int>(pc.options[p].size())) break;
+        choice[p] = k0 + step;
+        const TimeNs m = pc.schedule(choice).makespan_ns;
+        if (m <= limit_ns) {
+          const double e = pc.predicted_energy(choice, m);
+          if (e < best_e) best_e = e, best_p = static_cast<int>(p), best_k = k0 + step;
+        }
+      }
+      choice[p] = k0;
+    }
+    if (best_p < 0) break;
+    choice[best_p] = best_k;
+    energy = best_e;
+    ++moves;
+  }
+  return choice;
+}
+
 /// The cheapest choice whose exact pack-graph makespan is within `target_ns`: the fast solver at a
 /// deadline tightened by each overshoot of the exact re-evaluation (at most 8 tries; every pack
-/// at f_max when none fits; at the fastest deadline, raise_critical repairs the plan). Counts the re-solves in `repairs`.
+/// at f_max when none fits; at the fastest deadline, raise_critical repairs the plan), then
+/// polish() on the exact pack graph. Counts the re-solves in `repairs`, polish moves in `moves`.
 std::vector<int> solve_within(const PackChoices& pc, const opt::PackProblem& pp, opt::FastSolver& solver,
-                              TimeNs target_ns, int& repairs) {
+                              TimeNs target_ns, int& repairs, int& moves) {
   // Pack durations are rounded to whole ns per op (pack::scale_ns), so the exact makespan may
   // exceed the solver's by a few ns: 1 µs of tolerance on the model's target (the device run
   // checks the real one).
   constexpr TimeNs kRoundingNs = 1000;
   const std::size_t P = pc.options.size();
   std::vector<int> best(P, 0);
+  double best_energy = pc.predicted_energy(best, pc.schedule(best).makespan_ns);
   double deadline_s = static_cast<double>(target_ns) * 1e-9;
   for (int attempt = 0; attempt < 8; ++attempt) {
     const bool at_fastest = deadline_s <= solver.fastest_makespan_s();
@@ -137,7 +187,8 @@ std::vector<int> solve_within(const PackChoices& pc, const opt::PackProblem& pp,
     for (std::size_t p = 0; p < P; ++p) choice[p] = sol->choice[pp.work_node[p]];
     const TimeNs m = pc.schedule(choice).makespan_ns;
     if (m <= target_ns + kRoundingNs) {
-      if (pc.predicted_energy(choice, m) < pc.predicted_energy(best, pc.schedule(best).makespan_ns)) best = choice;
+      const double e = pc.predicted_energy(choice, m);
+      if (e < best_energy) best = choice, best_energy = e;
       break;
     }
     ++repairs;
@@ -145,14 +196,14 @@ std::vector<int> solve_within(const PackChoices& pc, const opt::PackProblem& pp,
       // No tighter deadline exists: raise the packs that are critical in the exact schedule to
       // f_max until the plan fits (all packs at f_max always does).
       if (auto fixed = raise_critical(pc, choice, target_ns + kRoundingNs)) {
-        const TimeNs mf = pc.schedule(*fixed).makespan_ns;
-        if (pc.predicted_energy(*fixed, mf) < pc.predicted_energy(best, pc.schedule(best).makespan_ns)) best = *fixed;
+        const double e = pc.predicted_energy(*fixed, pc.schedule(*fixed).makespan_ns);
+        if (e < best_energy) best = *fixed, best_energy = e;
       }
       break;
     }
     deadline_s -= static_cast<double>(m - target_ns) * 1e-9;
   }
-  return best;
+  return polish(pc, std::move(best), target_ns + kRoundingNs, static_cast<int>(P) * 16, moves);
 }
 
 /// Ordinal of each GPU node among the window's ops of the same name on its device (start order).
@@ -266,7 +317,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   const double f_max = supported.front();
 
   // Profile, model, and set up the problem.
-  PackChoices pc{r.packs.pack_graph, profile_packs(trace, device, r), device.idle_power_w(), 1};
+  PackChoices pc{r.packs.pack_graph, profile_packs(trace, device, r), device.idle_power_w(), 1, {}};
   std::vector<std::int32_t> device_of_pack(P);
   std::map<std::int32_t, int> devices;
   for (std::uint32_t p = 0; p < P; ++p) devices[device_of_pack[p] = packing.packs[p].device] = 1;
@@ -276,10 +327,27 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   r.predicted_baseline = {base_ns, pc.predicted_energy(all_max, base_ns), f_max};
   r.target_ns = static_cast<TimeNs>(std::floor(static_cast<double>(base_ns) * (1 + options.max_slowdown)));
   r.profiling_iterations = base_ns > 0 ? r.profiling_device_s / (static_cast<double>(base_ns) * 1e-9) : 0;
+  // The problem, port-edge lags at the recording. The predicted frontier: each point's plan
+  // evaluated exactly on the pack graph.
   const opt::PackProblem pp = opt::build_pack_problem(pc.pg, pc.options, device_of_pack, pc.idle_w);
   r.negative_lags = pp.negative_lags;
   opt::FastSolver solver(pp.problem);
-  for (const auto& s : solver.frontier(options.frontier_points)) r.frontier.push_back({s.makespan_s, s.energy_j, ""});
+  {
+    for (const auto& s : solver.frontier(options.frontier_points)) {
+      std::vector<int> choice(P);
+      for (std::size_t p = 0; p < P; ++p) choice[p] = s.choice[pp.work_node[p]];
+      const TimeNs m = pc.schedule(choice).makespan_ns;
+      r.frontier.push_back({static_cast<double>(m) * 1e-9, pc.predicted_energy(choice, m), ""});
+    }
+    std::sort(r.frontier.begin(), r.frontier.end(), [](const auto& a, const auto& b) {
+      return a.time_s != b.time_s ? a.time_s < b.time_s : a.energy_j < b.energy_j;
+    });
+    std::size_t kept = 0;  // Pareto filter: energy strictly falls with time
+    for (const auto& pt : r.frontier) {
+      if (kept == 0 || pt.energy_j < r.frontier[kept - 1].energy_j - 1e-9) r.frontier[kept++] = pt;
+    }
+    r.frontier.resize(kept);
+  }
 
   // Evaluate on the device: baseline and the best static clock (an oracle: every clock EMO may
   // use, evaluated on the device).
@@ -303,7 +371,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   const auto latency_ns = static_cast<TimeNs>(std::llround(device.switch_latency_ms() * 1e6));
   TimeNs model_target_ns = r.target_ns;
   for (int round = 0; round < 4; ++round) {
-    const std::vector<int> best = solve_within(pc, pp, solver, model_target_ns, r.deadline_repairs);
+    const std::vector<int> best = solve_within(pc, pp, solver, model_target_ns, r.deadline_repairs, r.polish_moves);
     const timing::Schedule schedule = pc.schedule(best);
     r.predicted_emo = {schedule.makespan_ns, pc.predicted_energy(best, schedule.makespan_ns), 0};
     r.pack_clock_mhz = pc.clocks(best);
@@ -315,7 +383,12 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
     r.ops_at_other_clock = run.ops_at_other_clock;
     r.validation_runs = round + 1;
     if (r.emo.time_ns <= truth_target || model_target_ns <= base_ns) break;
-    model_target_ns = std::max(base_ns, model_target_ns - (r.emo.time_ns - truth_target) - 1000);
+    // Tighten the model's target by the miss, or by the model's relative error on this plan
+    // when that is larger (a plan the model puts well inside the target can still miss it).
+    const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(r.predicted_emo.time_ns) *
+                                                         static_cast<double>(truth_target) /
+                                                         static_cast<double>(r.emo.time_ns)));
+    model_target_ns = std::max(base_ns, std::min(model_target_ns - (r.emo.time_ns - truth_target) - 1000, by_ratio));
   }
   return r;
 }
@@ -364,6 +437,7 @@ nlohmann::json to_json(const OptimizeResult& r) {
           {"clock_switches", r.clock_switches},
           {"ops_at_other_clock", r.ops_at_other_clock},
           {"deadline_repairs", r.deadline_repairs},
+          {"polish_moves", r.polish_moves},
           {"validation_runs", r.validation_runs},
           {"negative_lags", r.negative_lags},
           {"frontier", frontier}};

@@ -61,6 +61,7 @@ struct OptimizeResult {
   Evaluated predicted_baseline, predicted_emo;  ///< From the models and the pack graph.
   std::vector<ReportPoint> frontier;        ///< Predicted (time s, energy J), ascending time.
   int deadline_repairs = 0;                 ///< Re-solves after an exact re-evaluation overshot.
+  int polish_moves = 0;                     ///< Exact local-search moves after the fast solver.
   int validation_runs = 0;                  ///< Policy runs on the device (re-optimised while one missed the target).
   std::int64_t negative_lags = 0;           ///< From the problem reduction.
   Evaluated baseline, static_best, emo;     ///< Evaluated on the device (simulated: ground truth).

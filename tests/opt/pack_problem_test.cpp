@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "opt/solver.h"
@@ -18,12 +19,14 @@ struct Case {
   double problem_s, exact_s;
 };
 
-Case compare(const pack::PackRun& r, double factor, PackProblem* out = nullptr) {
+/// `linearised`: port lags at the same factor (else at factor 1).
+Case compare(const pack::PackRun& r, double factor, PackProblem* out = nullptr, bool linearised = true) {
   const auto& pg = r.pack_graph;
   std::vector<std::vector<PackOption>> opts(pg.packs, std::vector<PackOption>{{1410, factor, 1.0}});
   std::vector<std::int32_t> dev(pg.packs);
   for (std::uint32_t p = 0; p < pg.packs; ++p) dev[p] = r.packing.packs[p].device;
-  PackProblem pp = build_pack_problem(pg, opts, dev, 60.0);
+  const std::vector<double> at(linearised ? pg.packs : 0, factor);
+  PackProblem pp = build_pack_problem(pg, opts, dev, 60.0, at);
   const Schedule s = evaluate(pp.problem, Assignment(pp.problem.node_count(), 0));
   const std::vector<double> f(pg.packs, factor);
   Case c{s.makespan_s, static_cast<double>(pg.evaluate_factors(f).makespan_ns) * 1e-9};
@@ -31,11 +34,14 @@ Case compare(const pack::PackRun& r, double factor, PackProblem* out = nullptr) 
   return c;
 }
 
-// At the recorded durations the reduced problem's makespan is the pack graph's, to the ns, on
-// every shared Kineto trace; slowed down, within the anchored-part approximation.
+// Linearised at the plan's own factors, the reduced problem's makespan is the pack graph's, to
+// the ns, on every shared Kineto trace, at every uniform factor. Linearised at factor 1 (port
+// lags fixed at the recording), a slower plan's makespan is underestimated where work enters or
+// leaves packs through port edges: measured here, bounded loosely.
 TEST(PackProblem, ReductionKeepsTheMakespanOnEverySharedTrace) {
   EMO_REQUIRE_DATA(dir, "kineto");
   int traces = 0;
+  double worst_unlinearised = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().string().find(".json") == std::string::npos) continue;
     SCOPED_TRACE(entry.path().filename().string());
@@ -45,33 +51,40 @@ TEST(PackProblem, ReductionKeepsTheMakespanOnEverySharedTrace) {
     PackProblem pp;
     const Case at1 = compare(r, 1.0, &pp);
     EXPECT_NEAR(at1.problem_s, at1.exact_s, 1e-9);
+    EXPECT_FALSE(pp.expanded);
+    EXPECT_EQ(pp.negative_lags, 0);
     EXPECT_LE(pp.problem.node_count(), 4 * r.pack_graph.packs + 2 + static_cast<std::size_t>(pp.lag_nodes));
     for (double f : {1.1, 1.3, 2.0}) {
       const Case c = compare(r, f);
-      EXPECT_NEAR(c.problem_s / c.exact_s, 1.0, 0.02) << "factor " << f;
+      EXPECT_NEAR(c.problem_s, c.exact_s, 1e-9) << "factor " << f;
+      const Case u = compare(r, f, nullptr, false);
+      EXPECT_LE(u.problem_s, u.exact_s + 1e-9) << "factor " << f;  // port lags only grow
+      worst_unlinearised = std::max(worst_unlinearised, 1 - u.problem_s / u.exact_s);
     }
     ++traces;
   }
   EXPECT_GE(traces, 12);
+  EXPECT_LT(worst_unlinearised, 0.20);  // 13.2 % measured (a regression guard)
+  std::printf("[ MEASURED ] worst makespan underestimate with port lags at factor 1: %.3f %%\n",
+              100 * worst_unlinearised);
 }
 
-// A trace with a host sync after every kernel (1337 packs behind one CPU chain): the collapsed form
-// would have O(P²) constraints, so the pack graph is expanded; its makespan is still exact.
+// A trace with a host sync after every kernel, packed at every boundary (min_pack 1 ns: 1337
+// packs behind one CPU chain): the collapsed form would have O(P²) constraints, so the pack
+// graph is expanded; its makespan is still exact.
 TEST(PackProblem, ExpandsWhenCollapsingWouldBlowUp) {
   EMO_REQUIRE_DATA(path, "nsys/perlmutter-cloverleaf-cuda.sqlite");
   const trace::Trace t = trace::load_trace(path);
-  const pack::PackRun r = pack::run_pack(t, {}, std::nullopt);
+  const pack::PackRun r = pack::run_pack(t, {}, trace::TimeNs{1});
   ASSERT_GT(r.pack_graph.packs, 1000u);
   PackProblem pp;
   const Case at1 = compare(r, 1.0, &pp);
   EXPECT_TRUE(pp.expanded);
   EXPECT_LT(pp.problem.node_count(), 6 * r.pack_graph.g.nodes() + r.pack_graph.g.edges());
-  // Not exact: the pack graph has negative lags here (an op ending before its pack ends feeds a
-  // host call), which a finish-to-start problem can only tighten to 0. Measured +1.1 %; the
-  // optimiser's plan is always re-evaluated on the exact pack graph.
-  EXPECT_GT(pp.negative_lags, 0);
-  EXPECT_GE(at1.problem_s, at1.exact_s - 1e-9);
-  EXPECT_NEAR(at1.problem_s / at1.exact_s, 1.0, 0.02);
+  EXPECT_EQ(pp.negative_lags, 0);
+  EXPECT_NEAR(at1.problem_s, at1.exact_s, 1e-9);
+  const Case at2 = compare(r, 2.0);
+  EXPECT_NEAR(at2.problem_s, at2.exact_s, 1e-9);
 }
 
 // Energy accounting: idle power over the makespan per GPU plus each pack's dynamic energy.

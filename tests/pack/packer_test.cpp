@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <vector>
 
 #include "graph/hand_trace.h"
@@ -123,12 +124,16 @@ TEST(Packer, HostSyncsCutThePacks) {
   expect_partition(r);
   expect_exact(r);
 
-  // Pack 0 at x2: k1 [0, 60), k2 queued behind it [60, 120): 120 from its start; k1 follows
-  // the anchor (its launch) and k2 the start, so the anchored part is the same chain.
+  // Pack 0 at x2: k1 [0, 60), k2 queued behind it [60, 120): 120 from its start. k2's launch
+  // (at 6, lag 0) enters the pack through one port edge to its end, lag 0 + k2's duration.
+  // k2's end, waited for by the sync, is always the pack's end: no exit port.
   const pack::PackTime pt = r.pg.pack_time(0, 2.0);
   EXPECT_EQ(pt.dur_ns, 120);
-  EXPECT_EQ(pt.anchored_ns, 120);
+  ASSERT_EQ(pt.port_lags_ns.size(), 1u);
+  EXPECT_EQ(pt.port_lags_ns[0], 60);
   EXPECT_EQ(r.pg.pack_time(0, 1.0).dur_ns, 60);
+  EXPECT_EQ(r.pg.pack_time(0, 1.0).port_lags_ns[0], 30);
+  EXPECT_TRUE(r.pg.port_kind.empty());
   // The pack graph at the recorded durations reproduces the recording.
   const timing::Schedule s = timing::replay(r.pg.g, r.pg.g.dur);
   EXPECT_EQ(s.makespan_ns, r.a.schedule.makespan_ns);
@@ -143,11 +148,31 @@ TEST(Packer, HostSyncsCutThePacks) {
 }
 
 TEST(Packer, PacksShorterThanMinPackAreCountedAsForced) {
+  // The whole timeline (140 ns) is shorter than min_pack: one pack, forced short; the syncs
+  // do not cut it (no boundary has to be cut).
   const trace::Trace t = sync_split();
   const Packed r = pack_of(t, 20'000'000);
-  EXPECT_EQ(r.p.packs.size(), 3u);  // the syncs still cut
-  EXPECT_EQ(r.p.stats.forced_short, 3);
-  for (const auto& p : r.p.packs) EXPECT_TRUE(p.forced_short);
+  ASSERT_EQ(r.p.packs.size(), 1u);
+  EXPECT_EQ(r.p.stats.forced_short, 1);
+  EXPECT_TRUE(r.p.packs[0].forced_short);
+  EXPECT_EQ(r.p.stats.mid_pack_exits, 2);  // k2 and k3 feed syncs before the pack ends
+  expect_partition(r);
+  expect_exact(r);
+}
+
+TEST(Packer, MinPackMergesAcrossHostSyncsAndStaysExact) {
+  // min_pack 60: {k1, k2} is 80 ns to k3's start and k3..k4 is 60 ns to the end, so the first
+  // sync cuts; the second (after k3) does not, since k3's pack would be 40 ns. k3 and k4 are on
+  // different streams and both feed the last sync: k3's end is an exit port.
+  const trace::Trace t = sync_split();
+  const Packed r = pack_of(t, 60);
+  ASSERT_EQ(r.p.packs.size(), 2u);
+  EXPECT_EQ(r.p.packs[1].count, 2u);
+  EXPECT_EQ(r.p.packs[1].starts_at, Cut::kHostSync);
+  EXPECT_EQ(r.p.stats.forced_short, 0);
+  EXPECT_EQ(std::count(r.pg.port_kind.begin(), r.pg.port_kind.end(), pack::PortKind::kExit), 2);
+  expect_partition(r);
+  expect_exact(r);
 }
 
 /// Two streams overlap: one island, one pack, both streams in it.
@@ -161,12 +186,16 @@ TEST(Packer, OverlappingStreamsShareOnePack) {
   EXPECT_TRUE(r.p.packs[0].critical);
   expect_partition(r);
   expect_exact(r);
-  // k_long (launched at 15, started at 30) follows the anchor (the first launch, same CPU
-  // chain) at offset 18; at x2 it ends 18 + 200 after the anchor; k_short alone from the start
-  // ends at 80.
+  // k_short alone from the start ends at 80 at x2. k_long (launched at 15, started at 30: lag
+  // 15) enters through port edges: at x2 it ends 15 + 200 after its launch, at 230, which is
+  // the pack's end. Neither op's end is always the pack's end (neither reaches the other), so
+  // the sync waits on two exit ports.
   const pack::PackTime pt = r.pg.pack_time(0, 2.0);
   EXPECT_EQ(pt.dur_ns, 80);
-  EXPECT_EQ(pt.anchored_ns, 218);
+  EXPECT_EQ(std::count(r.pg.port_kind.begin(), r.pg.port_kind.end(), pack::PortKind::kExit), 2);
+  const timing::Schedule s = r.pg.evaluate_factors(std::vector<double>{2.0});
+  EXPECT_EQ(s.start(0), 12);
+  EXPECT_EQ(s.end(0), 230);
 }
 
 /// Criticality changes between k_a (slack: only the end of the window follows it) and k_b
