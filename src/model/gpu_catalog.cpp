@@ -37,7 +37,14 @@ std::vector<double> clock_list(const nlohmann::json& j, const std::string& where
     const double hi = j.at("max").get<double>();
     const double step = j.at("step").get<double>();
     if (!(step > 0) || lo > hi) throw std::invalid_argument(where + ": bad clock range");
-    for (double f = hi; f >= lo - 1e-9; f -= step) out.push_back(std::round(f * 10) / 10);
+    // NVML takes and reports whole MHz; a fractional step (V100: about 7.5 MHz) gives the
+    // integer clocks below each multiple (1530, 1522, 1515, 1507, ...), as NVML lists them.
+    for (int k = 0;; ++k) {
+      const double f = hi - k * step;
+      if (f < lo - 1e-9) break;
+      out.push_back(std::floor(f + 1e-9));
+    }
+    out.erase(std::unique(out.begin(), out.end()), out.end());
   } else {
     throw std::invalid_argument(where + ": clocks must be a list or {min, max, step}");
   }

@@ -21,9 +21,10 @@ TimeNs rec(const DepGraph& g, std::uint32_t tp) {
   return DepGraph::is_end(tp) ? g.rec_end[n] : g.rec_start[n];
 }
 
-/// Kahn's algorithm over the timepoints of `g` (with each node's start -> end). A cycle that
-/// contraction closed is broken by forcing the earliest (recorded) unfinished timepoint and
-/// dropping its still-blocking incoming edges; returns how many were dropped.
+/// Kahn's algorithm over the timepoints of `g` (with each node's start -> end). Every edge of
+/// the pack graph stands for a path of the (acyclic) op graph, so no cycle is expected; should
+/// one appear (a bug, or an op graph whose edges contradict each other), one of its edges is
+/// dropped and counted rather than looping. Returns how many were dropped.
 std::int64_t topological_order(DepGraph& g) {
   const std::size_t tps = 2 * g.nodes();
   std::vector<std::uint32_t> indeg(tps, 0);
@@ -66,11 +67,9 @@ std::int64_t topological_order(DepGraph& g) {
       }
     }
     if (g.topo.size() == tps) break;
-    // A cycle closed by contraction: a host call waits for an op in the middle of an island
-    // (which cannot be split) and then launches a later op of the same island, so the path
-    // leaves the pack and re-enters it. Find one cycle by walking blocking edges backwards from
-    // a blocked timepoint, and drop one of its edges: preferably one into a pack start that
-    // keeps another constraint tight at the recorded times (the replay stays exact).
+    // A cycle (see above). Find one by walking blocking edges backwards from a blocked
+    // timepoint, and drop one of its edges: preferably one into a pack start that keeps another
+    // constraint tight at the recorded times (the replay stays exact).
     ++generation;
     std::uint32_t t = 0;
     while (done[t] || indeg[t] == 0) ++t;

@@ -167,7 +167,21 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
                    g.stats.violated_edges));
   line(fmt::format("  makespan      {} (replay error {:.4f} %)", trace::format_duration(a.schedule.makespan_ns),
                    100.0 * a.replay_error));
-  line(fmt::format("  critical path {} over {} ops", trace::format_duration(a.path.length_ns), a.path.steps.size()));
+  {
+    std::string from;
+    if (!a.path.steps.empty()) {
+      // The path begins at a pinned start; before it the thread ran untraced CPU work (or the
+      // stream was busy with work from before the window): counted in bound_by, not in length.
+      const std::uint32_t first = a.path.steps.front().node;
+      const TimeNs lead = a.schedule.start(first) - a.graph.window_start_ns;
+      if (lead > 0) {
+        from = fmt::format(" (from {} after the window start; before it: {})", trace::format_duration(lead),
+                           a.graph.gpu[first] ? "GPU busy with earlier work or idle" : "untraced CPU work");
+      }
+    }
+    line(fmt::format("  critical path {} over {} ops{}", trace::format_duration(a.path.length_ns),
+                     a.path.steps.size(), from));
+  }
   std::string bound;
   for (int c = 0; c < BoundBy::kCount; ++c) {
     const double f = fraction(a.path.bound_by.ns[c], a.schedule.makespan_ns);

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "trace/error.h"
 
@@ -20,6 +22,7 @@ TEST(GpuCatalog, HasTheIssuesGpusWithSourcedFigures) {
     ASSERT_NE(g, nullptr) << id;
     EXPECT_GT(g->sm_clocks_mhz.size(), 10u) << id;
     EXPECT_TRUE(std::is_sorted(g->sm_clocks_mhz.rbegin(), g->sm_clocks_mhz.rend())) << id;
+    for (const double f : g->sm_clocks_mhz) EXPECT_EQ(f, std::floor(f)) << id << ": NVML clocks are whole MHz";
     EXPECT_GT(g->power_limit_max_w, g->idle_power_w) << id;
     EXPECT_GT(g->switch_latency_ms, 0) << id;
     for (const char* field : {"sm_clock_mhz", "power_limit_w", "idle_power_w", "switch_latency_ms"}) {
@@ -29,6 +32,12 @@ TEST(GpuCatalog, HasTheIssuesGpusWithSourcedFigures) {
           << id << "." << field << ": " << src;
     }
   }
+}
+
+TEST(GpuCatalog, FractionalStepGivesWholeMhzClocks) {
+  const auto& v100 = GpuCatalog::builtin().at("V100-SXM2-32GB").sm_clocks_mhz;
+  ASSERT_GE(v100.size(), 5u);
+  EXPECT_EQ(std::vector<double>(v100.begin(), v100.begin() + 5), (std::vector<double>{1530, 1522, 1515, 1507, 1500}));
 }
 
 TEST(GpuCatalog, MeasuredFiguresFromPerseusAndTheClockTable) {
