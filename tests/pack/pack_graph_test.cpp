@@ -208,3 +208,56 @@ TEST(PackGraphProperty, LongPacksWithManyExitsStayLinear) {
 
 }  // namespace
 }  // namespace emo::testing
+
+#include "pack/plan_evaluator.h"
+
+namespace emo::testing {
+namespace {
+
+// The incremental evaluator agrees with a full PackGraph::evaluate, to the ns, for every pack
+// slowed to every factor from a random plan, and after applying a sequence of such moves.
+TEST(PlanEvaluator, AgreesWithFullEvaluation) {
+  for (std::uint64_t seed = 1; seed <= 120; ++seed) {
+    const int threads = 1 + static_cast<int>(seed % 2);
+    const int devices = 1 + static_cast<int>((seed / 2) % 2);
+    const int streams = 1 + static_cast<int>((seed / 4) % 3);
+    const trace::Trace t = random_trace(seed, threads, devices, streams, 80);
+    const timing::Analysis a = timing::analyze(t, graph::Window{}, {});
+    const pack::Packing p = pack::pack_timeline(t, a.graph, a.schedule, a.node_slack, {min_pack_of(seed)});
+    const pack::PackGraph pg = pack::contract(a.graph, p);
+    const std::uint32_t P = pg.packs;
+    const std::vector<double> levels{1.0, 1.1, 1.3, 2.0};
+    Rng r{seed};
+    std::vector<int> level(P);
+    for (int& l : level) l = static_cast<int>(r.next() % 2);
+    auto factors = [&] {
+      std::vector<double> f(P);
+      for (std::uint32_t i = 0; i < P; ++i) f[i] = levels[level[i]];
+      return f;
+    };
+    pack::PlanEvaluator ev(pg, pg.pack_times(factors()));
+    EXPECT_EQ(ev.makespan_ns(), pg.evaluate_factors(factors()).makespan_ns);
+    for (int step = 0; step < 6; ++step) {
+      for (std::uint32_t i = 0; i < P; ++i) {
+        for (int l = level[i] + 1; l < 4; ++l) {
+          std::vector<double> f = factors();
+          f[i] = levels[l];
+          EXPECT_EQ(ev.try_slower(i, pg.pack_time(i, levels[l])), pg.evaluate_factors(f).makespan_ns)
+              << "seed " << seed << " pack " << i;
+        }
+      }
+      const auto i = static_cast<std::uint32_t>(r.next() % P);
+      if (level[i] == 3) continue;
+      ++level[i];
+      ev.apply_slower(i, pg.pack_time(i, levels[level[i]]));
+      const timing::Schedule full = pg.evaluate_factors(factors());
+      EXPECT_EQ(ev.makespan_ns(), full.makespan_ns) << "seed " << seed;
+      EXPECT_EQ(ev.schedule().time, full.time) << "seed " << seed;
+    }
+    EXPECT_THROW(ev.try_slower(0, pg.pack_time(0, 0.5)), std::invalid_argument);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+}  // namespace
+}  // namespace emo::testing
