@@ -1,8 +1,6 @@
 #include "pack/plan_evaluator.h"
 
 #include <algorithm>
-#include <functional>
-#include <queue>
 #include <stdexcept>
 #include <utility>
 
@@ -40,18 +38,17 @@ PlanEvaluator::PlanEvaluator(const PackGraph& pg, std::vector<PackTime> times)
     for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) out_edge_[fill[g.in_from[k]]++] = k;
   }
   scratch_.assign(tps, INT64_MIN);
+  queued_.assign(tps, 0);
 }
 
-TimeNs PlanEvaluator::propagate(std::uint32_t p, const PackTime& t) const {
+TimeNs PlanEvaluator::propagate(std::uint32_t p, const PackTime& t, TimeNs limit_ns) const {
   if (p >= pg_.packs) throw std::invalid_argument(fmt::format("pack {} of {}", p, pg_.packs));
   const PackTime& old = times_[p];
   if (t.port_lags_ns.size() != old.port_lags_ns.size()) {
     throw std::invalid_argument(fmt::format("pack {}: {} port lags for {} port edges", p, t.port_lags_ns.size(),
                                             old.port_lags_ns.size()));
   }
-  bool slower = t.dur_ns >= old.dur_ns;
-  for (std::size_t i = 0; i < t.port_lags_ns.size(); ++i) slower = slower && t.port_lags_ns[i] >= old.port_lags_ns[i];
-  if (!slower) throw std::invalid_argument(fmt::format("pack {}: the new timing is faster somewhere", p));
+  if (!is_slower(p, t)) throw std::invalid_argument(fmt::format("pack {}: the new timing is faster somewhere", p));
 
   const DepGraph& g = pg_.g;
   const std::uint32_t base = pg_.pe_begin[p];
@@ -62,18 +59,27 @@ TimeNs PlanEvaluator::propagate(std::uint32_t p, const PackTime& t) const {
     return lag_[k];
   };
   auto dur_of = [&](std::uint32_t n) { return n == p ? t.dur_ns : (n < pg_.packs ? times_[n].dur_ns : g.dur[n]); };
-  using Item = std::pair<std::uint32_t, std::uint32_t>;  // (rank, timepoint)
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-  auto push = [&](std::uint32_t tp) { heap.push({rank_[tp], tp}); };
-  push(DepGraph::end_tp(p));
-  for (std::uint32_t k = base; k < pg_.pe_begin[p + 1]; ++k) push(edge_to_[pg_.pe_edge[k]]);
+  // Sweep the topological order from the first affected rank, processing only marked
+  // timepoints, until none is pending (the rise died out) or the makespan passed the limit.
+  std::size_t pending = 0;
+  std::uint32_t first = UINT32_MAX;
+  auto mark = [&](std::uint32_t tp) {
+    const std::uint32_t r = rank_[tp];
+    if (queued_[r]) return;
+    queued_[r] = 1;
+    marked_.push_back(r);
+    ++pending;
+    first = std::min(first, r);
+  };
+  mark(DepGraph::end_tp(p));
+  for (std::uint32_t k = base; k < pg_.pe_begin[p + 1]; ++k) mark(edge_to_[pg_.pe_edge[k]]);
   TimeNs end = schedule_.end_ns;
-  std::uint32_t last_rank = UINT32_MAX;
-  while (!heap.empty()) {
-    const auto [r, tp] = heap.top();
-    heap.pop();
-    if (r == last_rank) continue;  // already recomputed
-    last_rank = r;
+  const TimeNs stop = limit_ns == INT64_MAX ? INT64_MAX : limit_ns + g.window_start_ns;
+  for (std::uint32_t r = first; pending > 0 && r < g.topo.size() && end <= stop; ++r) {
+    if (!queued_[r]) continue;
+    queued_[r] = 0;
+    --pending;
+    const std::uint32_t tp = g.topo[r];
     const std::uint32_t n = DepGraph::node_of(tp);
     TimeNs v = DepGraph::is_end(tp) ? time_of(tp - 1) + dur_of(n) : g.release[n];
     for (std::uint32_t k = g.in_begin[tp]; k < g.in_begin[tp + 1]; ++k) {
@@ -85,10 +91,21 @@ TimeNs PlanEvaluator::propagate(std::uint32_t p, const PackTime& t) const {
     if (scratch_[tp] == INT64_MIN) touched_.push_back(tp);
     scratch_[tp] = v;
     if (DepGraph::is_end(tp)) end = std::max(end, v);
-    if (!DepGraph::is_end(tp)) push(tp + 1);
-    for (std::uint32_t o = out_begin_[tp]; o < out_begin_[tp + 1]; ++o) push(edge_to_[out_edge_[o]]);
+    if (!DepGraph::is_end(tp)) mark(tp + 1);
+    for (std::uint32_t o = out_begin_[tp]; o < out_begin_[tp + 1]; ++o) mark(edge_to_[out_edge_[o]]);
   }
+  for (const std::uint32_t r : marked_) queued_[r] = 0;
+  marked_.clear();
   return end - g.window_start_ns;
+}
+
+bool PlanEvaluator::is_slower(std::uint32_t p, const PackTime& t) const {
+  const PackTime& old = times_.at(p);
+  if (t.port_lags_ns.size() != old.port_lags_ns.size() || t.dur_ns < old.dur_ns) return false;
+  for (std::size_t i = 0; i < t.port_lags_ns.size(); ++i) {
+    if (t.port_lags_ns[i] < old.port_lags_ns[i]) return false;
+  }
+  return true;
 }
 
 void PlanEvaluator::clear_scratch() const {
@@ -96,14 +113,14 @@ void PlanEvaluator::clear_scratch() const {
   touched_.clear();
 }
 
-TimeNs PlanEvaluator::try_slower(std::uint32_t p, const PackTime& t) const {
-  const TimeNs m = propagate(p, t);
+TimeNs PlanEvaluator::try_slower(std::uint32_t p, const PackTime& t, TimeNs limit_ns) const {
+  const TimeNs m = propagate(p, t, limit_ns);
   clear_scratch();
   return m;
 }
 
 void PlanEvaluator::apply_slower(std::uint32_t p, PackTime t) {
-  const TimeNs m = propagate(p, t);
+  const TimeNs m = propagate(p, t, INT64_MAX);
   for (const std::uint32_t tp : touched_) schedule_.time[tp] = scratch_[tp];
   clear_scratch();
   schedule_.end_ns = std::max(schedule_.end_ns, m + pg_.g.window_start_ns);

@@ -4,11 +4,13 @@
 //
 // Method: the plan's schedule is kept (one PackGraph::evaluate at construction). A slower
 // timing of pack p can only raise its end and the targets of its port edges; try_slower()
-// propagates the rise forward in topological order (a min-heap on topological rank, as the fast
-// solver's slow_down does), stopping where a timepoint does not move: O(affected timepoints and
-// their in-edges · log). The makespan is the old one or the latest end that moved.
+// propagates the rise forward in topological order from the first affected timepoint,
+// recomputing only timepoints whose predecessors moved and stopping when the rise has died out
+// (or the makespan passed a limit): O(scanned ranks + moved timepoints' edges). The makespan is
+// the old one or the latest end that moved.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -29,8 +31,14 @@ class PlanEvaluator {
 
   /// The makespan if pack p took timing `t` instead, the rest of the plan unchanged. `t` must
   /// be no faster than the current timing (dur_ns and every port lag >= the current ones: a
-  /// lower clock); throws std::invalid_argument otherwise or on a bad pack index / size.
-  TimeNs try_slower(std::uint32_t p, const PackTime& t) const;
+  /// lower clock); throws std::invalid_argument otherwise or on a bad pack index / size. With a
+  /// `limit_ns`, stops as soon as the makespan exceeds it and returns a value > limit_ns (not
+  /// necessarily the makespan).
+  TimeNs try_slower(std::uint32_t p, const PackTime& t, TimeNs limit_ns = INT64_MAX) const;
+
+  /// True when `t` is no faster than pack p's current timing anywhere (try_slower's
+  /// precondition).
+  bool is_slower(std::uint32_t p, const PackTime& t) const;
 
   /// Makes that change (same preconditions).
   void apply_slower(std::uint32_t p, PackTime t);
@@ -38,7 +46,7 @@ class PlanEvaluator {
  private:
   /// Propagates pack p's new timing: the moved timepoints' times into scratch_ (listed in
   /// touched_); returns the new makespan. The caller consumes and clears them.
-  TimeNs propagate(std::uint32_t p, const PackTime& t) const;
+  TimeNs propagate(std::uint32_t p, const PackTime& t, TimeNs limit_ns) const;
   void clear_scratch() const;
 
   const PackGraph& pg_;
@@ -51,6 +59,8 @@ class PlanEvaluator {
   std::vector<std::uint32_t> edge_to_;      // target timepoint per edge
   mutable std::vector<TimeNs> scratch_;     // per timepoint: moved time, or INT64_MIN
   mutable std::vector<std::uint32_t> touched_;
+  mutable std::vector<std::uint8_t> queued_;   // per topological rank: pending
+  mutable std::vector<std::uint32_t> marked_;  // ranks marked in this propagation
 };
 
 }  // namespace emo::pack

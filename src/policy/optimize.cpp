@@ -11,6 +11,7 @@
 
 #include "opt/pack_problem.h"
 #include "opt/solver.h"
+#include "pack/plan_evaluator.h"
 #include "runtime/profiler.h"
 #include "runtime/sim_run.h"
 #include "trace/error.h"
@@ -140,25 +141,29 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
 /// graph shows; this recovers it.
 std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves, int& moves) {
   const std::size_t P = pc.options.size();
-  double energy = pc.predicted_energy(choice, pc.schedule(choice).makespan_ns);
+  pack::PlanEvaluator ev(pc.pg, pc.times(choice));
+  double energy = pc.predicted_energy(choice, ev.makespan_ns());
   for (int round = 0; round < max_moves; ++round) {
     int best_p = -1, best_k = 0;
     double best_e = energy - 1e-9;
     for (std::size_t p = 0; p < P; ++p) {
       const int k0 = choice[p];
       for (const int step : {1, 2, 4, 8}) {
-        if (k0 + step >= static_cast<int>(pc.options[p].size())) break;
-        choice[p] = k0 + step;
-        const TimeNs m = pc.schedule(choice).makespan_ns;
-        if (m <= limit_ns) {
-          const double e = pc.predicted_energy(choice, m);
-          if (e < best_e) best_e = e, best_p = static_cast<int>(p), best_k = k0 + step;
-        }
+        const int k = k0 + step;
+        if (k >= static_cast<int>(pc.options[p].size())) break;
+        const pack::PackTime& t = pc.time(p, k);
+        if (!ev.is_slower(static_cast<std::uint32_t>(p), t)) continue;  // a non-monotone model
+        const TimeNs m = ev.try_slower(static_cast<std::uint32_t>(p), t, limit_ns);
+        if (m > limit_ns) break;  // slower steps only lengthen it further
+        choice[p] = k;
+        const double e = pc.predicted_energy(choice, m);
+        choice[p] = k0;
+        if (e < best_e) best_e = e, best_p = static_cast<int>(p), best_k = k;
       }
-      choice[p] = k0;
     }
     if (best_p < 0) break;
     choice[best_p] = best_k;
+    ev.apply_slower(static_cast<std::uint32_t>(best_p), pc.time(static_cast<std::size_t>(best_p), best_k));
     energy = best_e;
     ++moves;
   }
