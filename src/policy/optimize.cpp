@@ -89,27 +89,19 @@ struct PackChoices {
   }
 };
 
-/// Profiles every pack at the result's profiled clocks and returns its options at every option
-/// clock; fills the profiling counters of `r`.
-std::vector<std::vector<opt::PackOption>> profile_packs(const trace::Trace& trace, runtime::Device& device,
-                                                        OptimizeResult& r) {
-  const DepGraph& g = r.packs.analysis.graph;
-  const pack::Packing& packing = r.packs.packing;
-  const double f_max = device.supported_sm_clocks_mhz().front();
-  std::vector<std::vector<opt::PackOption>> options(packing.packs.size());
-  for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
-    const runtime::ProfileResult prof = runtime::profile_work(device, pack_work(trace, g, packing, p), r.profiled_clocks_mhz);
-    r.profiled_runs += prof.runs;
-    r.profiling_device_s += prof.device_time_s;
-    const double t_top = prof.model.time_s(f_max);
+/// Each pack's options at every option clock of `r` from its fitted model: the factor over its
+/// time at f_max, and the model's energy minus idle power over that time.
+std::vector<std::vector<opt::PackOption>> pack_options(const std::vector<model::ClockModel>& models,
+                                                       const OptimizeResult& r, double f_max, double idle_w) {
+  std::vector<std::vector<opt::PackOption>> options(models.size());
+  for (std::size_t p = 0; p < models.size(); ++p) {
+    const model::ClockModel& m = models[p];
+    const double t_top = m.time_s(f_max);
     for (const double f : r.option_clocks_mhz) {
-      const double t = prof.model.time_s(f);
-      options[p].push_back({f, t / t_top, prof.model.energy_j(f) - device.idle_power_w() * t});
+      const double t = m.time_s(f);
+      options[p].push_back({f, t / t_top, m.energy_j(f) - idle_w * t});
     }
   }
-  const auto packs = static_cast<std::int64_t>(packing.packs.size());
-  r.pack_clock_profiles = packs * static_cast<std::int64_t>(r.profiled_clocks_mhz.size());
-  r.every_clock_profiles = packs * static_cast<std::int64_t>(device.supported_sm_clocks_mhz().size());
   return options;
 }
 
@@ -285,10 +277,68 @@ std::vector<runtime::ClockRequest> switch_requests(const Policy& pol, TimeNs lat
   return requests;
 }
 
+/// The simulated device: each pack replayed alone at each profiled clock (runtime::profile_work),
+/// the whole op graph replayed for an evaluation (runtime::run_on_sim).
+class SimBackend final : public OptimizeBackend {
+ public:
+  SimBackend(const model::GpuSpec& gpu, std::uint64_t seed) : device_(gpu, device_options(seed)) {
+    run_opts_.seed = seed + 1;
+  }
+  runtime::Device& device() override { return device_; }
+  bool static_oracle() const override { return true; }
+  int max_validation_runs() const override { return 4; }
+
+  std::vector<model::ClockModel> profile_packs(const trace::Trace& trace, OptimizeResult& r) override {
+    const DepGraph& g = r.packs.analysis.graph;
+    const pack::Packing& packing = r.packs.packing;
+    std::vector<model::ClockModel> models;
+    for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
+      runtime::ProfileResult prof = runtime::profile_work(device_, pack_work(trace, g, packing, p), r.profiled_clocks_mhz);
+      r.profiled_runs += prof.runs;
+      r.profiling_device_s += prof.device_time_s;
+      models.push_back(std::move(prof.model));
+    }
+    return models;
+  }
+
+  Evaluated run_static(const trace::Trace& trace, OptimizeResult& r, double f) override {
+    const DepGraph& g = r.packs.analysis.graph;
+    const std::vector<double> clocks(r.packs.pack_graph.packs, f);
+    const auto res = runtime::run_on_sim(trace, g, device_, node_clocks(g, r.packs.packing, clocks), {}, run_opts_);
+    return Evaluated{res.makespan_ns, res.energy_j, f};
+  }
+
+  void run_policy(const trace::Trace& trace, OptimizeResult& r) override {
+    const DepGraph& g = r.packs.analysis.graph;
+    const auto latency_ns = static_cast<TimeNs>(std::llround(device_.switch_latency_ms() * 1e6));
+    const auto requests = switch_requests(r.policy, latency_ns, run_opts_.initial_clock_mhz);
+    const auto run =
+        runtime::run_on_sim(trace, g, device_, node_clocks(g, r.packs.packing, r.pack_clock_mhz), requests, run_opts_);
+    r.emo = {run.makespan_ns, run.energy_j, 0};
+    r.clock_switches = static_cast<std::int64_t>(requests.size());
+    r.ops_at_other_clock = run.ops_at_other_clock;
+  }
+
+ private:
+  static runtime::SimDeviceOptions device_options(std::uint64_t seed) {
+    runtime::SimDeviceOptions o;
+    o.seed = seed;
+    return o;
+  }
+  runtime::SimDevice device_;
+  runtime::SimRunOptions run_opts_;
+};
+
 }  // namespace
 
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
                         const OptimizeOptions& options) {
+  SimBackend backend(gpu, options.seed);
+  return optimize(trace, window, gpu, options, backend);
+}
+
+OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
+                        const OptimizeOptions& options, OptimizeBackend& backend) {
   if (!(options.max_slowdown >= 0) || !std::isfinite(options.max_slowdown))
     throw InputError("--max-slowdown", fmt::format("{} is impossible: the target cannot be faster than every GPU at its "
                                                    "max clock (use a fraction >= 0, e.g. 0.05)",
@@ -303,9 +353,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   const std::uint32_t P = r.packs.pack_graph.packs;
   if (P == 0) throw InputError(trace.meta.path, fmt::format("no GPU ops in {}: nothing to optimise", g.window.label));
 
-  runtime::SimDeviceOptions dev_opts;
-  dev_opts.seed = options.seed;
-  runtime::SimDevice device(gpu, dev_opts);
+  runtime::Device& device = backend.device();
   r.simulated = device.simulated();
   const auto supported = device.supported_sm_clocks_mhz();
   try {
@@ -317,7 +365,10 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   const double f_max = supported.front();
 
   // Profile, model, and set up the problem.
-  PackChoices pc{r.packs.pack_graph, profile_packs(trace, device, r), device.idle_power_w(), 1, {}};
+  r.pack_models = backend.profile_packs(trace, r);
+  r.pack_clock_profiles = static_cast<std::int64_t>(P) * static_cast<std::int64_t>(r.profiled_clocks_mhz.size());
+  r.every_clock_profiles = static_cast<std::int64_t>(P) * static_cast<std::int64_t>(supported.size());
+  PackChoices pc{r.packs.pack_graph, pack_options(r.pack_models, r, f_max, device.idle_power_w()), device.idle_power_w(), 1, {}};
   std::vector<std::int32_t> device_of_pack(P);
   std::map<std::int32_t, int> devices;
   for (std::uint32_t p = 0; p < P; ++p) devices[device_of_pack[p] = packing.packs[p].device] = 1;
@@ -349,38 +400,39 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
     r.frontier.resize(kept);
   }
 
-  // Evaluate on the device: baseline and the best static clock (an oracle: every clock EMO may
-  // use, evaluated on the device).
-  runtime::SimRunOptions run_opts;
-  run_opts.seed = options.seed + 1;
-  auto run_static = [&](double f) {
-    const auto res = runtime::run_on_sim(trace, g, device, node_clocks(g, packing, std::vector<double>(P, f)), {}, run_opts);
-    return Evaluated{res.makespan_ns, res.energy_j, f};
-  };
-  r.baseline = run_static(f_max);
+  // Evaluate on the device: baseline and the best static clock (an oracle on the simulated
+  // device: every clock EMO may use, evaluated there; on a real GPU the clock the models predict).
+  r.baseline = backend.run_static(trace, r, f_max);
   const auto truth_target = static_cast<TimeNs>(std::floor(static_cast<double>(r.baseline.time_ns) * (1 + options.max_slowdown)));
   r.static_best = r.baseline;
-  for (const double f : r.option_clocks_mhz) {
-    const Evaluated e = run_static(f);
-    if (e.time_ns <= truth_target && e.energy_j < r.static_best.energy_j) r.static_best = e;
+  if (backend.static_oracle()) {
+    for (const double f : r.option_clocks_mhz) {
+      const Evaluated e = backend.run_static(trace, r, f);
+      if (e.time_ns <= truth_target && e.energy_j < r.static_best.energy_j) r.static_best = e;
+    }
+  } else {
+    std::size_t best_k = 0;
+    double best_e = r.predicted_baseline.energy_j;
+    for (std::size_t k = 1; k < r.option_clocks_mhz.size(); ++k) {
+      const std::vector<int> all_k(P, static_cast<int>(k));
+      const TimeNs m = pc.schedule(all_k).makespan_ns;
+      const double e = pc.predicted_energy(all_k, m);
+      if (m <= r.target_ns && e < best_e) best_e = e, best_k = k;
+    }
+    if (best_k != 0) r.static_best = backend.run_static(trace, r, r.option_clocks_mhz[best_k]);
   }
 
   // Optimise, write the policy, run it on the device; when the run misses the target (the pack
-  // models are approximate), tighten the model's target by the miss and repeat (at most 4 runs;
-  // on a real GPU each is one measured iteration).
-  const auto latency_ns = static_cast<TimeNs>(std::llround(device.switch_latency_ms() * 1e6));
+  // models are approximate), tighten the model's target by the miss and repeat (at most
+  // max_validation_runs(): 4 runs on the simulated device, 1 on a real GPU).
   TimeNs model_target_ns = r.target_ns;
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < backend.max_validation_runs(); ++round) {
     const std::vector<int> best = solve_within(pc, pp, solver, model_target_ns, r.deadline_repairs, r.polish_moves);
     const timing::Schedule schedule = pc.schedule(best);
     r.predicted_emo = {schedule.makespan_ns, pc.predicted_energy(best, schedule.makespan_ns), 0};
     r.pack_clock_mhz = pc.clocks(best);
     r.policy = build_policy(trace, r, pc, best, schedule, gpu, options.max_slowdown);
-    const auto requests = switch_requests(r.policy, latency_ns, run_opts.initial_clock_mhz);
-    const auto run = runtime::run_on_sim(trace, g, device, node_clocks(g, packing, r.pack_clock_mhz), requests, run_opts);
-    r.emo = {run.makespan_ns, run.energy_j, 0};
-    r.clock_switches = static_cast<std::int64_t>(requests.size());
-    r.ops_at_other_clock = run.ops_at_other_clock;
+    backend.run_policy(trace, r);
     r.validation_runs = round + 1;
     if (r.emo.time_ns <= truth_target || model_target_ns <= base_ns) break;
     // Tighten the model's target by the miss, or by the model's relative error on this plan
