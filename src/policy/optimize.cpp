@@ -210,10 +210,17 @@ std::vector<std::int64_t> name_ordinals(const trace::Trace& trace, const DepGrap
   return ordinal;
 }
 
-/// The policy of `choice` (schedule = its exact pack-graph schedule).
-Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const PackChoices& pc,
-                    const std::vector<int>& choice, const timing::Schedule& schedule, const model::GpuSpec& gpu,
-                    double max_slowdown) {
+/// One pack's part of a policy: predicted start and end (ns, the window's time base), clock, energy.
+struct PackPlan {
+  TimeNs start_ns = 0, end_ns = 0;
+  double clock_mhz = 0, energy_j = 0;
+};
+
+/// The policy of `plan` (one entry per pack of r.packs); `ids`, when given, receives per GPU the
+/// pack id of each policy pack (policy index order).
+Policy policy_of(const trace::Trace& trace, const OptimizeResult& r, const std::vector<PackPlan>& plan,
+                 const model::GpuSpec& gpu, double max_slowdown,
+                 std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr) {
   const DepGraph& g = r.packs.analysis.graph;
   const pack::Packing& packing = r.packs.packing;
   Policy pol;
@@ -231,6 +238,7 @@ Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const Pa
   pol.simulated = r.simulated;
   const std::vector<std::int64_t> ordinal = name_ordinals(trace, g);
   std::map<std::int32_t, GpuPolicy> per_device;
+  std::map<std::int32_t, std::vector<std::uint32_t>> id_of;
   for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
     const std::int32_t d = packing.packs[p].device;
     GpuPolicy& gp = per_device[d];
@@ -241,21 +249,46 @@ Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const Pa
     const auto row = g.op[first];
     PackClock k;
     k.start = {std::string(trace.strings.view(trace.ops.name[row])), trace.ops.stream[row], ordinal[first]};
-    k.start_offset_ns = schedule.start(p) - g.window_start_ns;
-    k.duration_ns = schedule.end(p) - schedule.start(p);
+    k.start_offset_ns = plan[p].start_ns - g.window_start_ns;
+    k.duration_ns = plan[p].end_ns - plan[p].start_ns;
     k.ops = packing.packs[p].count;
-    k.clock_mhz = pc.options[p][choice[p]].clock_mhz;
-    k.predicted_energy_j =
-        std::max(0.0, pc.options[p][choice[p]].dynamic_energy_j) + pc.idle_w * static_cast<double>(k.duration_ns) * 1e-9;
+    k.clock_mhz = plan[p].clock_mhz;
+    k.predicted_energy_j = plan[p].energy_j;
     gp.packs.push_back(std::move(k));
+    id_of[d].push_back(p);
   }
   for (auto& [d, gp] : per_device) {
-    std::stable_sort(gp.packs.begin(), gp.packs.end(),
-                     [](const auto& a, const auto& b) { return a.start_offset_ns < b.start_offset_ns; });
+    std::vector<std::size_t> order(gp.packs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return gp.packs[a].start_offset_ns < gp.packs[b].start_offset_ns;
+    });
+    std::vector<PackClock> sorted;
+    for (const std::size_t i : order) sorted.push_back(std::move(gp.packs[i]));
+    gp.packs = std::move(sorted);
     for (std::size_t i = 0; i < gp.packs.size(); ++i) gp.packs[i].index = static_cast<std::int32_t>(i);
+    if (ids != nullptr) {
+      auto& out = (*ids)[d];
+      out.clear();
+      for (const std::size_t i : order) out.push_back(id_of[d][i]);
+    }
     pol.gpus.push_back(std::move(gp));
   }
   return pol;
+}
+
+/// The policy of `choice` (schedule = its exact pack-graph schedule).
+Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const PackChoices& pc,
+                    const std::vector<int>& choice, const timing::Schedule& schedule, const model::GpuSpec& gpu,
+                    double max_slowdown) {
+  std::vector<PackPlan> plan(pc.options.size());
+  for (std::uint32_t p = 0; p < plan.size(); ++p) {
+    const opt::PackOption& o = pc.options[p][choice[p]];
+    plan[p] = {schedule.start(p), schedule.end(p), o.clock_mhz, 0};
+    plan[p].energy_j = std::max(0.0, o.dynamic_energy_j) +
+                       pc.idle_w * static_cast<double>(schedule.end(p) - schedule.start(p)) * 1e-9;
+  }
+  return policy_of(trace, r, plan, gpu, max_slowdown);
 }
 
 /// The runtime's clock requests for one iteration of `pol`: a switch one switch latency before each
@@ -335,6 +368,17 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
                         const OptimizeOptions& options) {
   SimBackend backend(gpu, options.seed);
   return optimize(trace, window, gpu, options, backend);
+}
+
+StaticPolicy static_policy(const trace::Trace& trace, const OptimizeResult& r, const model::GpuSpec& gpu,
+                           double clock_mhz) {
+  const pack::Packing& packing = r.packs.packing;
+  std::vector<PackPlan> plan(packing.packs.size());
+  for (std::size_t p = 0; p < plan.size(); ++p) plan[p] = {packing.packs[p].start_ns, packing.packs[p].end_ns, clock_mhz, 0};
+  StaticPolicy out;
+  out.policy = policy_of(trace, r, plan, gpu, 0, &out.pack_ids);
+  for (auto& gp : out.policy.gpus) gp.default_clock_mhz = clock_mhz;
+  return out;
 }
 
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
@@ -453,7 +497,7 @@ nlohmann::json to_json(const OptimizeResult& r) {
   nlohmann::json clock_hist = nlohmann::json::object();
   for (auto [f, n] : clocks) clock_hist[fmt::format("{:.0f}", f)] = n;
   const double static_savings = r.baseline.energy_j > 0 ? 1 - r.static_best.energy_j / r.baseline.energy_j : 0;
-  return {{"trace", r.trace_path},
+  nlohmann::json out = {{"trace", r.trace_path},
           {"gpu", r.gpu},
           {"simulated", r.simulated},
           {"window", r.packs.analysis.graph.window.label},
@@ -493,13 +537,35 @@ nlohmann::json to_json(const OptimizeResult& r) {
           {"validation_runs", r.validation_runs},
           {"negative_lags", r.negative_lags},
           {"frontier", frontier}};
+  if (!r.simulated) {  // measured on a real GPU by running the workload (policy/workload_backend.h)
+    nlohmann::json profiles = nlohmann::json::array();
+    for (std::size_t p = 0; p < r.pack_points.size(); ++p) {
+      nlohmann::json points = nlohmann::json::array();
+      for (const auto& pt : r.pack_points[p]) {
+        nlohmann::json j = {{"clock_mhz", pt.clock_mhz}, {"time_s", pt.time_s}, {"energy_j", pt.energy_j}};
+        if (p < r.pack_models.size()) {
+          j["fitted_time_s"] = r.pack_models[p].time_s(pt.clock_mhz);
+          j["fitted_energy_j"] = r.pack_models[p].energy_j(pt.clock_mhz);
+        }
+        points.push_back(std::move(j));
+      }
+      profiles.push_back({{"pack", p}, {"device", r.packs.packing.packs[p].device}, {"points", points}});
+    }
+    out["device"] = r.device_label;
+    out["workload_runs"] = r.workload_runs;
+    out["packs_at_run_power"] = r.packs_at_run_power;
+    out["pack_profiles"] = std::move(profiles);
+  }
+  return out;
 }
 
 std::string to_text(const OptimizeResult& r) {
   const std::string sim = r.simulated ? " [SIMULATED]" : "";
   std::string out = fmt::format("{}: {} ({}), GPU {}{}\n", r.trace_path, r.packs.analysis.graph.window.label,
                                 trace::format_duration(r.baseline.time_ns), r.gpu,
-                                r.simulated ? " — simulated device: every time and energy below is simulated" : "");
+                                r.simulated ? " — simulated device: every time and energy below is simulated"
+                                            : fmt::format(" — measured on {} by running the workload ({} runs)",
+                                                          r.device_label, r.workload_runs));
   out += fmt::format("  {} packs of {} GPU ops; profiled at {} MHz: {} pack-clock profiles ({} runs, {:.2f} s of device "
                      "time, {:.1f} iterations); every clock would be {} profiles (~{:.0f} iterations)\n",
                      r.packs.pack_graph.packs, r.packs.packing.nodes.size(), fmt::join(r.profiled_clocks_mhz, ","),

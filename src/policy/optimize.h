@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,6 +122,19 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
 /// backend throws.
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
                         const OptimizeOptions& options, OptimizeBackend& backend);
+
+/// A policy with every pack of `r.packs` at one clock, and the pack id (index into
+/// r.packs.packing.packs) of each policy pack, per GPU in policy index order.
+struct StaticPolicy {
+  Policy policy;
+  std::map<std::int32_t, std::vector<std::uint32_t>> pack_ids;
+};
+
+/// Every pack of `r.packs` (analysed, packed) and the default clock at `clock_mhz`; starts and
+/// durations as recorded. Run through the policy runtime with the clock locked from the start,
+/// it switches nothing: what `--device nvml` profiles and evaluates static clocks with.
+StaticPolicy static_policy(const trace::Trace& trace, const OptimizeResult& r, const model::GpuSpec& gpu,
+                           double clock_mhz);
 
 /// The `emo optimize --json` object of one trace: baseline {time_ns, energy_j}, static_best
 /// {clock_mhz, time_ns, energy_j}, emo {time_ns, energy_j, predicted_time_ns,
