@@ -123,10 +123,10 @@ WorkloadRun WorkloadBackend::run(const Policy& policy, double static_clock_mhz, 
   out.switches = rep.switches;
   ++r.workload_runs;
   if (rep.exit_code != 0) {
-    throw InputError(options_.command.front(),
-                     fmt::format("the workload {} with code {} during {}; the clocks were reset",
-                                 rep.child_signal != 0 || rep.received_signal != 0 ? "was ended by a signal" : "exited",
-                                 rep.exit_code, what));
+    const std::string how = rep.received_signal != 0 ? fmt::format("was stopped (emo got signal {})", rep.received_signal)
+                            : rep.child_signal != 0  ? fmt::format("was killed by signal {}", rep.child_signal)
+                                                     : fmt::format("exited with code {}", rep.exit_code);
+    throw InputError(options_.command.front(), fmt::format("the workload {} during {}; the clocks were reset", how, what));
   }
   return out;
 }

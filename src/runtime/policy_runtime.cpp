@@ -313,7 +313,8 @@ class PolicyRun {
                                          "\"applied\":true", device, mhz), now_ns());
       }
     }
-    if (!o_.tracer_library.empty()) watch_.emplace(tracer::to_text(watch_list_of(o_.policy)));
+    // The watch list goes to a program that reports progress itself (--no-tracer) as well.
+    watch_.emplace(tracer::to_text(watch_list_of(o_.policy)));
     block_signals();
     start_child();
     int status = 0;
