@@ -19,9 +19,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_STATE=$dir/clock EMO_FAKE_NVML_POWER_CURVE=60,240,3
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS EMO_FAKE_NVML_LOG
-fails=0; passes=0
-ok() { passes=$((passes + 1)); echo "ok   $1"; }
-bad() { fails=$((fails + 1)); echo "FAIL $1"; }
+source "$HERE/check_lib.sh"  # ok, bad, expect_error
 setters() { grep -E '^nvmlDevice(Set|Reset)GpuLocked' "$1" 2>/dev/null | tr '\n' ';'; }
 
 # Packs: name, MEM ms, COMP ms (time at f: MEM + COMP * 1410 / f). Pack 0 is two kernels in the
@@ -154,14 +152,6 @@ err=$(EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown 0.
 if [[ $rc -eq 2 && "$err" == *"was killed by signal 11 during profiling at 1410 MHz"* && "$(setters "$log")" == "$want" ]]; then
   ok "crashing workload: $err"; else bad "crashing workload: rc=$rc <<$err>> setters=$(setters "$log")"; fi
 
-expect_error() {  # NAME SUBSTRING CMD...: exit 2, exactly one line on stderr containing SUBSTRING.
-  local name=$1 want=$2; shift 2
-  local err rc lines
-  err=$("$@" 2>&1 >/dev/null); rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$want"* && "$err" != *Sanitizer* ]]; then ok "$name: $err"
-  else bad "$name: rc=$rc lines=$lines stderr=<<$err>>"; fi
-}
 T=$dir/trace.json
 expect_error nvml_without_command "--device nvml: needs the workload" "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml
 expect_error command_with_sim "only run with --device nvml" "$EMO" optimize "$T" --max-slowdown 0.05 -- true
