@@ -166,6 +166,8 @@ expect_error no_pack_seen "the packs of the trace were not seen in the workload:
   "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --no-tracer -- python3 "$HERE/fake_workload.py" 2 0 other_kernel=5:5
 expect_error some_packs_not_seen "1 of 3 packs of GPU 0 never started during profiling at 1410 MHz: 2 ('mixed_op')" \
   "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --no-tracer -- python3 "$HERE/fake_workload.py" 2 0 gemm_big=5:5 copy_mem=5:5
+expect_error no_permission "needs root or CAP_SYS_ADMIN" env EMO_FAKE_NVML_FAIL=nvmlDeviceResetGpuLockedClocks=4 \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --no-tracer -- python3 "$HERE/fake_workload.py" 2 0 $PACKS
 expect_error no_tracer_library "tracer library" env EMO_TRACER_LIBRARY=$dir/none.so \
   "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml -- true
 
