@@ -83,14 +83,16 @@ IterationMeasure measure_iteration(const WorkloadRun& run) {
     if (s.start.pack == 0) firsts.push_back(s);
   }
   if (firsts.size() < 2) return {run.end_ns - run.start_ns, run.end_energy_j - run.start_energy_j, 0};
-  std::vector<IterationMeasure> periods;
+  std::vector<std::int64_t> times;
+  std::vector<double> energies;
   for (std::size_t i = 0; i + 1 < firsts.size(); ++i) {
-    periods.push_back({firsts[i + 1].start.t_ns - firsts[i].start.t_ns, firsts[i + 1].energy_j - firsts[i].energy_j, 0});
+    times.push_back(firsts[i + 1].start.t_ns - firsts[i].start.t_ns);
+    energies.push_back(firsts[i + 1].energy_j - firsts[i].energy_j);
   }
-  std::stable_sort(periods.begin(), periods.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
-  IterationMeasure m = periods[(periods.size() - 1) / 2];
-  m.periods = static_cast<int>(periods.size());
-  return m;
+  std::sort(times.begin(), times.end());
+  std::sort(energies.begin(), energies.end());
+  const std::size_t mid = (times.size() - 1) / 2;
+  return {times[mid], energies[mid], static_cast<int>(times.size())};
 }
 
 WorkloadBackend::WorkloadBackend(runtime::Device& device, const model::GpuSpec& gpu, WorkloadOptions options)

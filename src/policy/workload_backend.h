@@ -62,9 +62,11 @@ struct IterationMeasure {
   int periods = 0;           ///< Iteration periods seen (0: the whole run was used).
 };
 
-/// The iteration with the median period between consecutive starts of pack 0 (the lower median
-/// for an even count), with the energy counter over that same span; the whole run (wall time,
-/// counter) when pack 0 started fewer than twice.
+/// The median period between consecutive starts of pack 0 and the median of the iterations'
+/// energies, each the counter over its own period (lower medians for an even count; taken
+/// apart, so that an iteration whose time is typical but whose switches were mistimed, such as
+/// the first ones before the runtime has seen a period, does not set the energy); the whole run
+/// (wall time, counter) when pack 0 started fewer than twice.
 IterationMeasure measure_iteration(const WorkloadRun& run);
 
 /// How to run the workload.
