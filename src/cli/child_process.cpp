@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/commands.h"
 #include "trace/error.h"
 
 extern char** environ;
@@ -31,6 +32,26 @@ void forward(int sig, siginfo_t* info, void*) {
 }
 
 }  // namespace
+
+namespace {
+std::vector<std::string>& separated_command() {
+  static std::vector<std::string> command;
+  return command;
+}
+}  // namespace
+
+void set_command_after_separator(int argc, char** argv) {
+  auto& command = separated_command();
+  command.clear();
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      command.assign(argv + i + 1, argv + argc);
+      break;
+    }
+  }
+}
+
+const std::vector<std::string>& command_after_separator() { return separated_command(); }
 
 void require_command(const std::vector<std::string>& argv, const std::string& verb) {
   if (argv.empty()) throw InputError("emo " + verb, "no command given after --");

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -51,6 +52,12 @@ Action add_run_command(CLI::App& app);
 /// "". Throws InputError("--min-pack-ms X", reason) otherwise. Shared by `emo pack` and
 /// `emo optimize`.
 std::optional<std::int64_t> parse_min_pack(const std::string& text);
+
+/// Records the arguments after the first "--" of emo's command line (main() calls this before
+/// parsing): `emo optimize --device nvml -- CMD ARGS...` needs them apart from its traces.
+void set_command_after_separator(int argc, char** argv);
+/// What set_command_after_separator() recorded (empty when there was no "--").
+const std::vector<std::string>& command_after_separator();
 
 /// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
 void write_output(const std::string& dest, const std::string& text);

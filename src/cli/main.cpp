@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   actions.push_back(emo::cli::add_trace_command(app));
   actions.push_back(emo::cli::add_export_command(app));
   actions.push_back(emo::cli::add_run_command(app));
+  emo::cli::set_command_after_separator(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

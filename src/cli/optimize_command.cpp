@@ -1,6 +1,8 @@
 // `emo optimize TRACE... --max-slowdown FRAC [--gpu NAME] [--device sim|nvml] [--profile-clocks K]
 // [--min-pack-ms X] [--window ...] [--seed N] [--policy FILE] [--json FILE|-] [--overlay FILE]
-// [--report FILE.html]`: the main job, a trace in, a clock policy and its savings out.
+// [--report FILE.html] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [-- CMD ARGS...]`: the main
+// job, a trace in, a clock policy and its savings out. With --device nvml, CMD (the traced
+// workload) runs on the real GPU for profiling and evaluation (policy/workload_backend.h).
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -14,7 +16,11 @@
 #include "model/gpu_catalog.h"
 #include "pack/report.h"
 #include "policy/html_report.h"
+#include "cli/child_process.h"
 #include "policy/optimize.h"
+#include "policy/workload_backend.h"
+#include "runtime/nvml.h"
+#include "runtime/nvml_device.h"
 #include "timing/analysis.h"
 #include "trace/error.h"
 #include "trace/load.h"
@@ -34,7 +40,55 @@ struct OptimizeCliOptions {
   int instance = 0;
   std::uint64_t seed = 1;
   std::string policy_out, json_out, overlay_out, report_out;
+  int gpu_index = -1;            ///< --device nvml: NVML index (-1 = the trace's GPU index).
+  bool no_tracer = false;
+  std::string run_log;
+  std::vector<std::string> command;  ///< After `--`.
 };
+
+/// Splits the workload (after `--`) off the traces: CLI11 gives every positional after `--` to
+/// the trace list, so its tail is the command main() recorded.
+void split_command(OptimizeCliOptions& o) {
+  for (auto& a : o.command) o.traces.push_back(std::move(a));  // in case CLI11 filled it
+  o.command = command_after_separator();
+  const std::size_t n = o.command.size();
+  if (n == 0) return;
+  if (o.traces.size() < n || !std::equal(o.command.begin(), o.command.end(), o.traces.end() - static_cast<std::ptrdiff_t>(n))) {
+    throw InputError("emo optimize", "cannot tell the traces from the command after -- (see emo --help)");
+  }
+  o.traces.resize(o.traces.size() - n);
+  if (o.traces.empty()) throw InputError("emo optimize", "no trace given before -- (see emo --help)");
+}
+
+/// The trace's GPU: the device of its GPU ops. Throws InputError when they run on several.
+std::int32_t trace_gpu(const trace::Trace& t) {
+  std::vector<std::int32_t> devices;
+  for (std::size_t i = 0; i < t.ops.device.size(); ++i) {
+    if (!trace::is_gpu_op(t.ops.kind[i])) continue;
+    if (std::find(devices.begin(), devices.end(), t.ops.device[i]) == devices.end()) devices.push_back(t.ops.device[i]);
+  }
+  if (devices.empty()) throw InputError(t.meta.path, "no GPU ops: nothing to optimise");
+  if (devices.size() > 1) {
+    throw InputError(t.meta.path, fmt::format("GPU ops on {} GPUs; --device nvml profiles one GPU (optimise one rank's "
+                                              "trace, or use --device sim)",
+                                              devices.size()));
+  }
+  return devices.front();
+}
+
+/// The catalog entry of the NVML GPU `dev`, checked against --gpu when given.
+const model::GpuSpec& nvml_gpu_spec(const runtime::NvmlDevice& dev, const std::string& option) {
+  const model::GpuSpec* want = option.empty() ? nullptr : &model::GpuCatalog::builtin().at(option);
+  if (want != nullptr && dev.spec() != nullptr && dev.spec() != want) {
+    throw InputError("--gpu " + option, fmt::format("GPU {} is {}, not {}", dev.index(), dev.name(), want->id));
+  }
+  if (want != nullptr) return *want;
+  if (dev.spec() == nullptr) {
+    throw InputError(fmt::format("GPU {}", dev.index()),
+                     fmt::format("{} is not in the GPU catalog; give --gpu NAME", dev.name()));
+  }
+  return *dev.spec();
+}
 
 /// FILE for trace i of n: FILE itself for one trace, else FILE with ".i" before its extension.
 std::string nth(const std::string& file, std::size_t i, std::size_t n) {
@@ -56,11 +110,18 @@ const model::GpuSpec& gpu_for(const trace::Trace& t, const std::string& option) 
                    fmt::format("the trace's GPU '{}' is not in the GPU catalog; give --gpu NAME", t.meta.gpus.front().name));
 }
 
-int run_optimize(const OptimizeCliOptions& o) {
-  if (o.device == "nvml") {
-    throw InputError("--device nvml",
-                     "profiling packs on a real GPU needs the workload itself, which emo optimize does not run yet; "
-                     "use --device sim (the default), then apply the policy with emo run");
+int run_optimize(OptimizeCliOptions o) {
+  split_command(o);
+  const bool nvml = o.device == "nvml";
+  if (nvml && o.command.empty()) {
+    throw InputError("--device nvml", "needs the workload to run: emo optimize TRACE ... --device nvml -- CMD ARGS...");
+  }
+  if (!nvml && !o.command.empty()) {
+    throw InputError(fmt::format("-- {}", o.command.front()),
+                     "a command is only run with --device nvml (the simulated device does not run the workload)");
+  }
+  if (nvml && o.traces.size() != 1) {
+    throw InputError("--device nvml", fmt::format("takes one trace, the workload's ({} given)", o.traces.size()));
   }
   if (!std::isfinite(o.max_slowdown) || o.max_slowdown < 0) {
     throw InputError(fmt::format("--max-slowdown {}", o.max_slowdown),
@@ -76,13 +137,34 @@ int run_optimize(const OptimizeCliOptions& o) {
   opts.profile_clocks = o.profile_clocks;
   opts.seed = o.seed;
   opts.min_pack_ns = parse_min_pack(o.min_pack_ms);
+  std::shared_ptr<runtime::Nvml> nvml_lib;
+  policy::WorkloadOptions workload;
+  if (nvml) {
+    nvml_lib = runtime::Nvml::open();
+    workload.command = o.command;
+    if (!o.no_tracer) {
+      workload.tracer_library = tracer_library_path();
+      workload.cupti_library = cupti_library_path();
+    }
+    workload.log_prefix = o.run_log;
+  }
   nlohmann::json docs = nlohmann::json::array();
   const std::size_t n = o.traces.size();
   for (std::size_t i = 0; i < n; ++i) {
     const trace::Trace t = trace::load_trace(o.traces[i]);
-    const model::GpuSpec& gpu = gpu_for(t, o.gpu);
     const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
-    const policy::OptimizeResult r = policy::optimize(t, window, gpu, opts);
+    policy::OptimizeResult r;
+    if (nvml) {
+      const std::int32_t device = trace_gpu(t);
+      runtime::NvmlDevice dev(nvml_lib, static_cast<unsigned>(o.gpu_index >= 0 ? o.gpu_index : device));
+      const model::GpuSpec& gpu = nvml_gpu_spec(dev, o.gpu);
+      workload.trace_device = device;
+      workload.label = fmt::format("GPU {} ({})", dev.index(), dev.name());
+      policy::WorkloadBackend backend(dev, gpu, workload);
+      r = policy::optimize(t, window, gpu, opts, backend);
+    } else {
+      r = policy::optimize(t, window, gpu_for(t, o.gpu), opts);
+    }
     if (o.json_out != "-") fmt::print("{}", policy::to_text(r));
     docs.push_back(policy::to_json(r));
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy));
@@ -125,6 +207,15 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_option("--json", o->json_out, "Write the JSON result to FILE ('-' = stdout only, no text)");
   cmd->add_option("--overlay", o->overlay_out, "Write a Perfetto JSON trace with the critical path and the packs");
   cmd->add_option("--report", o->report_out, "Write a self-contained HTML report (timeline, frontier)");
+  cmd->add_option("--gpu-index", o->gpu_index, "--device nvml: NVML index of the GPU (default: the trace's GPU index)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-tracer", o->no_tracer,
+                "--device nvml: do not inject the CUPTI tracer; the command reports pack starts itself on "
+                "$EMO_PROGRESS_FD (as emo run --no-tracer)");
+  // CLI11 hands what follows `--` back to the parent app unless a positional still wants it:
+  // this one does, though the trace list takes it first (split_command separates them).
+  cmd->add_option("command", o->command, "--device nvml: the workload to run, after --");
+  cmd->add_option("--run-log", o->run_log, "--device nvml: write each workload run's runtime log to PREFIX.N.jsonl");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
     return run_optimize(*o);

@@ -90,27 +90,19 @@ struct PackChoices {
   }
 };
 
-/// Profiles every pack at the result's profiled clocks and returns its options at every option
-/// clock; fills the profiling counters of `r`.
-std::vector<std::vector<opt::PackOption>> profile_packs(const trace::Trace& trace, runtime::Device& device,
-                                                        OptimizeResult& r) {
-  const DepGraph& g = r.packs.analysis.graph;
-  const pack::Packing& packing = r.packs.packing;
-  const double f_max = device.supported_sm_clocks_mhz().front();
-  std::vector<std::vector<opt::PackOption>> options(packing.packs.size());
-  for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
-    const runtime::ProfileResult prof = runtime::profile_work(device, pack_work(trace, g, packing, p), r.profiled_clocks_mhz);
-    r.profiled_runs += prof.runs;
-    r.profiling_device_s += prof.device_time_s;
-    const double t_top = prof.model.time_s(f_max);
+/// Each pack's options at every option clock of `r` from its fitted model: the factor over its
+/// time at f_max, and the model's energy minus idle power over that time.
+std::vector<std::vector<opt::PackOption>> pack_options(const std::vector<model::ClockModel>& models,
+                                                       const OptimizeResult& r, double f_max, double idle_w) {
+  std::vector<std::vector<opt::PackOption>> options(models.size());
+  for (std::size_t p = 0; p < models.size(); ++p) {
+    const model::ClockModel& m = models[p];
+    const double t_top = m.time_s(f_max);
     for (const double f : r.option_clocks_mhz) {
-      const double t = prof.model.time_s(f);
-      options[p].push_back({f, t / t_top, prof.model.energy_j(f) - device.idle_power_w() * t});
+      const double t = m.time_s(f);
+      options[p].push_back({f, t / t_top, m.energy_j(f) - idle_w * t});
     }
   }
-  const auto packs = static_cast<std::int64_t>(packing.packs.size());
-  r.pack_clock_profiles = packs * static_cast<std::int64_t>(r.profiled_clocks_mhz.size());
-  r.every_clock_profiles = packs * static_cast<std::int64_t>(device.supported_sm_clocks_mhz().size());
   return options;
 }
 
@@ -223,10 +215,17 @@ std::vector<std::int64_t> name_ordinals(const trace::Trace& trace, const DepGrap
   return ordinal;
 }
 
-/// The policy of `choice` (schedule = its exact pack-graph schedule).
-Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const PackChoices& pc,
-                    const std::vector<int>& choice, const timing::Schedule& schedule, const model::GpuSpec& gpu,
-                    double max_slowdown) {
+/// One pack's part of a policy: predicted start and end (ns, the window's time base), clock, energy.
+struct PackPlan {
+  TimeNs start_ns = 0, end_ns = 0;
+  double clock_mhz = 0, energy_j = 0;
+};
+
+/// The policy of `plan` (one entry per pack of r.packs); `ids`, when given, receives per GPU the
+/// pack id of each policy pack (policy index order).
+Policy policy_of(const trace::Trace& trace, const OptimizeResult& r, const std::vector<PackPlan>& plan,
+                 const model::GpuSpec& gpu, double max_slowdown,
+                 std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr) {
   const DepGraph& g = r.packs.analysis.graph;
   const pack::Packing& packing = r.packs.packing;
   Policy pol;
@@ -244,6 +243,7 @@ Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const Pa
   pol.simulated = r.simulated;
   const std::vector<std::int64_t> ordinal = name_ordinals(trace, g);
   std::map<std::int32_t, GpuPolicy> per_device;
+  std::map<std::int32_t, std::vector<std::uint32_t>> id_of;
   for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
     const std::int32_t d = packing.packs[p].device;
     GpuPolicy& gp = per_device[d];
@@ -254,21 +254,46 @@ Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const Pa
     const auto row = g.op[first];
     PackClock k;
     k.start = {std::string(trace.strings.view(trace.ops.name[row])), trace.ops.stream[row], ordinal[first]};
-    k.start_offset_ns = schedule.start(p) - g.window_start_ns;
-    k.duration_ns = schedule.end(p) - schedule.start(p);
+    k.start_offset_ns = plan[p].start_ns - g.window_start_ns;
+    k.duration_ns = plan[p].end_ns - plan[p].start_ns;
     k.ops = packing.packs[p].count;
-    k.clock_mhz = pc.options[p][choice[p]].clock_mhz;
-    k.predicted_energy_j =
-        std::max(0.0, pc.options[p][choice[p]].dynamic_energy_j) + pc.idle_w * static_cast<double>(k.duration_ns) * 1e-9;
+    k.clock_mhz = plan[p].clock_mhz;
+    k.predicted_energy_j = plan[p].energy_j;
     gp.packs.push_back(std::move(k));
+    id_of[d].push_back(p);
   }
   for (auto& [d, gp] : per_device) {
-    std::stable_sort(gp.packs.begin(), gp.packs.end(),
-                     [](const auto& a, const auto& b) { return a.start_offset_ns < b.start_offset_ns; });
+    std::vector<std::size_t> order(gp.packs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return gp.packs[a].start_offset_ns < gp.packs[b].start_offset_ns;
+    });
+    std::vector<PackClock> sorted;
+    for (const std::size_t i : order) sorted.push_back(std::move(gp.packs[i]));
+    gp.packs = std::move(sorted);
     for (std::size_t i = 0; i < gp.packs.size(); ++i) gp.packs[i].index = static_cast<std::int32_t>(i);
+    if (ids != nullptr) {
+      auto& out = (*ids)[d];
+      out.clear();
+      for (const std::size_t i : order) out.push_back(id_of[d][i]);
+    }
     pol.gpus.push_back(std::move(gp));
   }
   return pol;
+}
+
+/// The policy of `choice` (schedule = its exact pack-graph schedule).
+Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const PackChoices& pc,
+                    const std::vector<int>& choice, const timing::Schedule& schedule, const model::GpuSpec& gpu,
+                    double max_slowdown) {
+  std::vector<PackPlan> plan(pc.options.size());
+  for (std::uint32_t p = 0; p < plan.size(); ++p) {
+    const opt::PackOption& o = pc.options[p][choice[p]];
+    plan[p] = {schedule.start(p), schedule.end(p), o.clock_mhz, 0};
+    plan[p].energy_j = std::max(0.0, o.dynamic_energy_j) +
+                       pc.idle_w * static_cast<double>(schedule.end(p) - schedule.start(p)) * 1e-9;
+  }
+  return policy_of(trace, r, plan, gpu, max_slowdown);
 }
 
 /// The runtime's clock requests for one iteration of `pol`: a switch one switch latency before each
@@ -290,10 +315,79 @@ std::vector<runtime::ClockRequest> switch_requests(const Policy& pol, TimeNs lat
   return requests;
 }
 
+/// The simulated device: each pack replayed alone at each profiled clock (runtime::profile_work),
+/// the whole op graph replayed for an evaluation (runtime::run_on_sim).
+class SimBackend final : public OptimizeBackend {
+ public:
+  SimBackend(const model::GpuSpec& gpu, std::uint64_t seed) : device_(gpu, device_options(seed)) {
+    run_opts_.seed = seed + 1;
+  }
+  runtime::Device& device() override { return device_; }
+  bool static_oracle() const override { return true; }
+  int max_validation_runs() const override { return 4; }
+
+  std::vector<model::ClockModel> profile_packs(const trace::Trace& trace, OptimizeResult& r) override {
+    const DepGraph& g = r.packs.analysis.graph;
+    const pack::Packing& packing = r.packs.packing;
+    std::vector<model::ClockModel> models;
+    for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
+      runtime::ProfileResult prof = runtime::profile_work(device_, pack_work(trace, g, packing, p), r.profiled_clocks_mhz);
+      r.profiled_runs += prof.runs;
+      r.profiling_device_s += prof.device_time_s;
+      models.push_back(std::move(prof.model));
+    }
+    return models;
+  }
+
+  Evaluated run_static(const trace::Trace& trace, OptimizeResult& r, double f) override {
+    const DepGraph& g = r.packs.analysis.graph;
+    const std::vector<double> clocks(r.packs.pack_graph.packs, f);
+    const auto res = runtime::run_on_sim(trace, g, device_, node_clocks(g, r.packs.packing, clocks), {}, run_opts_);
+    return Evaluated{res.makespan_ns, res.energy_j, f};
+  }
+
+  void run_policy(const trace::Trace& trace, OptimizeResult& r) override {
+    const DepGraph& g = r.packs.analysis.graph;
+    const auto latency_ns = static_cast<TimeNs>(std::llround(device_.switch_latency_ms() * 1e6));
+    const auto requests = switch_requests(r.policy, latency_ns, run_opts_.initial_clock_mhz);
+    const auto run =
+        runtime::run_on_sim(trace, g, device_, node_clocks(g, r.packs.packing, r.pack_clock_mhz), requests, run_opts_);
+    r.emo = {run.makespan_ns, run.energy_j, 0};
+    r.clock_switches = static_cast<std::int64_t>(requests.size());
+    r.ops_at_other_clock = run.ops_at_other_clock;
+  }
+
+ private:
+  static runtime::SimDeviceOptions device_options(std::uint64_t seed) {
+    runtime::SimDeviceOptions o;
+    o.seed = seed;
+    return o;
+  }
+  runtime::SimDevice device_;
+  runtime::SimRunOptions run_opts_;
+};
+
 }  // namespace
 
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
                         const OptimizeOptions& options) {
+  SimBackend backend(gpu, options.seed);
+  return optimize(trace, window, gpu, options, backend);
+}
+
+StaticPolicy static_policy(const trace::Trace& trace, const OptimizeResult& r, const model::GpuSpec& gpu,
+                           double clock_mhz) {
+  const pack::Packing& packing = r.packs.packing;
+  std::vector<PackPlan> plan(packing.packs.size());
+  for (std::size_t p = 0; p < plan.size(); ++p) plan[p] = {packing.packs[p].start_ns, packing.packs[p].end_ns, clock_mhz, 0};
+  StaticPolicy out;
+  out.policy = policy_of(trace, r, plan, gpu, 0, &out.pack_ids);
+  for (auto& gp : out.policy.gpus) gp.default_clock_mhz = clock_mhz;
+  return out;
+}
+
+OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
+                        const OptimizeOptions& options, OptimizeBackend& backend) {
   if (!(options.max_slowdown >= 0) || !std::isfinite(options.max_slowdown))
     throw InputError("--max-slowdown", fmt::format("{} is impossible: the target cannot be faster than every GPU at its "
                                                    "max clock (use a fraction >= 0, e.g. 0.05)",
@@ -308,9 +402,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   const std::uint32_t P = r.packs.pack_graph.packs;
   if (P == 0) throw InputError(trace.meta.path, fmt::format("no GPU ops in {}: nothing to optimise", g.window.label));
 
-  runtime::SimDeviceOptions dev_opts;
-  dev_opts.seed = options.seed;
-  runtime::SimDevice device(gpu, dev_opts);
+  runtime::Device& device = backend.device();
   r.simulated = device.simulated();
   const auto supported = device.supported_sm_clocks_mhz();
   try {
@@ -322,7 +414,10 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   const double f_max = supported.front();
 
   // Profile, model, and set up the problem.
-  PackChoices pc{r.packs.pack_graph, profile_packs(trace, device, r), device.idle_power_w(), 1, {}};
+  r.pack_models = backend.profile_packs(trace, r);
+  r.pack_clock_profiles = static_cast<std::int64_t>(P) * static_cast<std::int64_t>(r.profiled_clocks_mhz.size());
+  r.every_clock_profiles = static_cast<std::int64_t>(P) * static_cast<std::int64_t>(supported.size());
+  PackChoices pc{r.packs.pack_graph, pack_options(r.pack_models, r, f_max, device.idle_power_w()), device.idle_power_w(), 1, {}};
   std::vector<std::int32_t> device_of_pack(P);
   std::map<std::int32_t, int> devices;
   for (std::uint32_t p = 0; p < P; ++p) devices[device_of_pack[p] = packing.packs[p].device] = 1;
@@ -354,38 +449,39 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
     r.frontier.resize(kept);
   }
 
-  // Evaluate on the device: baseline and the best static clock (an oracle: every clock EMO may
-  // use, evaluated on the device).
-  runtime::SimRunOptions run_opts;
-  run_opts.seed = options.seed + 1;
-  auto run_static = [&](double f) {
-    const auto res = runtime::run_on_sim(trace, g, device, node_clocks(g, packing, std::vector<double>(P, f)), {}, run_opts);
-    return Evaluated{res.makespan_ns, res.energy_j, f};
-  };
-  r.baseline = run_static(f_max);
+  // Evaluate on the device: baseline and the best static clock (an oracle on the simulated
+  // device: every clock EMO may use, evaluated there; on a real GPU the clock the models predict).
+  r.baseline = backend.run_static(trace, r, f_max);
   const auto truth_target = static_cast<TimeNs>(std::floor(static_cast<double>(r.baseline.time_ns) * (1 + options.max_slowdown)));
   r.static_best = r.baseline;
-  for (const double f : r.option_clocks_mhz) {
-    const Evaluated e = run_static(f);
-    if (e.time_ns <= truth_target && e.energy_j < r.static_best.energy_j) r.static_best = e;
+  if (backend.static_oracle()) {
+    for (const double f : r.option_clocks_mhz) {
+      const Evaluated e = backend.run_static(trace, r, f);
+      if (e.time_ns <= truth_target && e.energy_j < r.static_best.energy_j) r.static_best = e;
+    }
+  } else {
+    std::size_t best_k = 0;
+    double best_e = r.predicted_baseline.energy_j;
+    for (std::size_t k = 1; k < r.option_clocks_mhz.size(); ++k) {
+      const std::vector<int> all_k(P, static_cast<int>(k));
+      const TimeNs m = pc.schedule(all_k).makespan_ns;
+      const double e = pc.predicted_energy(all_k, m);
+      if (m <= r.target_ns && e < best_e) best_e = e, best_k = k;
+    }
+    if (best_k != 0) r.static_best = backend.run_static(trace, r, r.option_clocks_mhz[best_k]);
   }
 
   // Optimise, write the policy, run it on the device; when the run misses the target (the pack
-  // models are approximate), tighten the model's target by the miss and repeat (at most 4 runs;
-  // on a real GPU each is one measured iteration).
-  const auto latency_ns = static_cast<TimeNs>(std::llround(device.switch_latency_ms() * 1e6));
+  // models are approximate), tighten the model's target by the miss and repeat (at most
+  // max_validation_runs(): 4 runs on the simulated device, 1 on a real GPU).
   TimeNs model_target_ns = r.target_ns;
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < backend.max_validation_runs(); ++round) {
     const std::vector<int> best = solve_within(pc, pp, solver, model_target_ns, r.deadline_repairs, r.polish_moves);
     const timing::Schedule schedule = pc.schedule(best);
     r.predicted_emo = {schedule.makespan_ns, pc.predicted_energy(best, schedule.makespan_ns), 0};
     r.pack_clock_mhz = pc.clocks(best);
     r.policy = build_policy(trace, r, pc, best, schedule, gpu, options.max_slowdown);
-    const auto requests = switch_requests(r.policy, latency_ns, run_opts.initial_clock_mhz);
-    const auto run = runtime::run_on_sim(trace, g, device, node_clocks(g, packing, r.pack_clock_mhz), requests, run_opts);
-    r.emo = {run.makespan_ns, run.energy_j, 0};
-    r.clock_switches = static_cast<std::int64_t>(requests.size());
-    r.ops_at_other_clock = run.ops_at_other_clock;
+    backend.run_policy(trace, r);
     r.validation_runs = round + 1;
     if (r.emo.time_ns <= truth_target || model_target_ns <= base_ns) break;
     // Tighten the model's target by the miss, or by the model's relative error on this plan
@@ -406,7 +502,7 @@ nlohmann::json to_json(const OptimizeResult& r) {
   nlohmann::json clock_hist = nlohmann::json::object();
   for (auto [f, n] : clocks) clock_hist[fmt::format("{:.0f}", f)] = n;
   const double static_savings = r.baseline.energy_j > 0 ? 1 - r.static_best.energy_j / r.baseline.energy_j : 0;
-  return {{"trace", r.trace_path},
+  nlohmann::json out = {{"trace", r.trace_path},
           {"gpu", r.gpu},
           {"simulated", r.simulated},
           {"window", r.packs.analysis.graph.window.label},
@@ -446,13 +542,35 @@ nlohmann::json to_json(const OptimizeResult& r) {
           {"validation_runs", r.validation_runs},
           {"negative_lags", r.negative_lags},
           {"frontier", frontier}};
+  if (!r.simulated) {  // measured on a real GPU by running the workload (policy/workload_backend.h)
+    nlohmann::json profiles = nlohmann::json::array();
+    for (std::size_t p = 0; p < r.pack_points.size(); ++p) {
+      nlohmann::json points = nlohmann::json::array();
+      for (const auto& pt : r.pack_points[p]) {
+        nlohmann::json j = {{"clock_mhz", pt.clock_mhz}, {"time_s", pt.time_s}, {"energy_j", pt.energy_j}};
+        if (p < r.pack_models.size()) {
+          j["fitted_time_s"] = r.pack_models[p].time_s(pt.clock_mhz);
+          j["fitted_energy_j"] = r.pack_models[p].energy_j(pt.clock_mhz);
+        }
+        points.push_back(std::move(j));
+      }
+      profiles.push_back({{"pack", p}, {"device", r.packs.packing.packs[p].device}, {"points", points}});
+    }
+    out["device"] = r.device_label;
+    out["workload_runs"] = r.workload_runs;
+    out["packs_at_run_power"] = r.packs_at_run_power;
+    out["pack_profiles"] = std::move(profiles);
+  }
+  return out;
 }
 
 std::string to_text(const OptimizeResult& r) {
   const std::string sim = r.simulated ? " [SIMULATED]" : "";
   std::string out = fmt::format("{}: {} ({}), GPU {}{}\n", r.trace_path, r.packs.analysis.graph.window.label,
                                 trace::format_duration(r.baseline.time_ns), r.gpu,
-                                r.simulated ? " — simulated device: every time and energy below is simulated" : "");
+                                r.simulated ? " — simulated device: every time and energy below is simulated"
+                                            : fmt::format(" — measured on {} by running the workload ({} runs)",
+                                                          r.device_label, r.workload_runs));
   out += fmt::format("  {} packs of {} GPU ops; profiled at {} MHz: {} pack-clock profiles ({} runs, {:.2f} s of device "
                      "time, {:.1f} iterations); every clock would be {} profiles (~{:.0f} iterations)\n",
                      r.packs.pack_graph.packs, r.packs.packing.nodes.size(), fmt::join(r.profiled_clocks_mhz, ","),

@@ -8,10 +8,13 @@
 //   → policy (policy.h) → evaluation on the device: baseline (max clock), best static clock,
 //   EMO's policy with its clock switches issued `switch_latency` early.
 // On the simulated device every time and energy of the evaluation is simulated (ground truth +
-// noise + switch latency), and says so.
+// noise + switch latency), and says so. Profiling and evaluation go through an OptimizeBackend:
+// the simulated device (the default) or a real GPU running the workload itself
+// (policy/workload_backend.h, `emo optimize --device nvml`).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "graph/dep_graph.h"
+#include "model/clock_model.h"
 #include "model/gpu_catalog.h"
 #include "pack/report.h"
 #include "policy/html_report.h"
@@ -67,6 +71,12 @@ struct OptimizeResult {
   Evaluated baseline, static_best, emo;     ///< Evaluated on the device (simulated: ground truth).
   std::int64_t clock_switches = 0;          ///< Clock changes per iteration in EMO's evaluation.
   std::int64_t ops_at_other_clock = 0;      ///< GPU ops that ran before their pack's clock took effect.
+  std::vector<model::ClockModel> pack_models;  ///< Fitted model per pack.
+  // On a real GPU (--device nvml) only:
+  std::string device_label;                 ///< e.g. "GPU 0 (NVIDIA H200)"; "" on the simulated device.
+  std::int64_t workload_runs = 0;           ///< Runs of the workload: profiling and evaluation.
+  std::vector<std::vector<model::ClockPoint>> pack_points;  ///< Measured (clock, time, energy) per pack.
+  std::int64_t packs_at_run_power = 0;      ///< Packs whose energy fell back to the run's mean power.
   Policy policy;
   double savings() const { return baseline.energy_j > 0 ? 1 - emo.energy_j / baseline.energy_j : 0; }
   double slowdown() const {
@@ -74,11 +84,57 @@ struct OptimizeResult {
   }
 };
 
+/// Where optimize() profiles the packs and evaluates schedules: the simulated device (built in,
+/// the default) or a real GPU on which the workload itself runs (policy/workload_backend.h).
+/// The pipeline between the two steps (models, problem, solver, policy) is the same.
+class OptimizeBackend {
+ public:
+  virtual ~OptimizeBackend() = default;
+  /// The device: supported clocks, idle power, switch latency; simulated() labels every figure.
+  virtual runtime::Device& device() = 0;
+  /// Measures every pack of `r.packs` at `r.profiled_clocks_mhz` and returns one fitted model
+  /// per pack. Adds its cost to r.profiled_runs and r.profiling_device_s (s of device time);
+  /// a real GPU also fills r.workload_runs, r.pack_points and r.packs_at_run_power. Throws
+  /// emo::InputError when a pack cannot be measured.
+  virtual std::vector<model::ClockModel> profile_packs(const trace::Trace& trace, OptimizeResult& r) = 0;
+  /// One evaluated schedule with every pack at `clock_mhz` (one of the device's clocks).
+  virtual Evaluated run_static(const trace::Trace& trace, OptimizeResult& r, double clock_mhz) = 0;
+  /// Runs `r.policy` (per pack `r.pack_clock_mhz`) with its switches; fills r.emo,
+  /// r.clock_switches and r.ops_at_other_clock.
+  virtual void run_policy(const trace::Trace& trace, OptimizeResult& r) = 0;
+  /// True: the best static clock is searched on the device over every option clock (an oracle,
+  /// affordable when simulated). False: only the static clock the models predict best within
+  /// the target is run.
+  virtual bool static_oracle() const = 0;
+  /// Policy runs at most: optimize() re-optimises with a tighter model target while a run misses
+  /// the target, up to this many runs (≥ 1).
+  virtual int max_validation_runs() const = 0;
+};
+
 /// Runs the whole pipeline for `trace` in `window` on `gpu`, with a simulated device. Throws
 /// emo::InputError for an impossible request (no GPU ops in the window, max_slowdown < 0 or
 /// not finite, profile_clocks < 2 or more than the GPU's clocks).
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
                         const OptimizeOptions& options);
+
+/// The same pipeline with packs profiled and schedules evaluated on `backend` (options.seed is
+/// the simulated backend's business). Throws what optimize() above throws, and what the
+/// backend throws.
+OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
+                        const OptimizeOptions& options, OptimizeBackend& backend);
+
+/// A policy with every pack of `r.packs` at one clock, and the pack id (index into
+/// r.packs.packing.packs) of each policy pack, per GPU in policy index order.
+struct StaticPolicy {
+  Policy policy;
+  std::map<std::int32_t, std::vector<std::uint32_t>> pack_ids;
+};
+
+/// Every pack of `r.packs` (analysed, packed) and the default clock at `clock_mhz`; starts and
+/// durations as recorded. Run through the policy runtime with the clock locked from the start,
+/// it switches nothing: what `--device nvml` profiles and evaluates static clocks with.
+StaticPolicy static_policy(const trace::Trace& trace, const OptimizeResult& r, const model::GpuSpec& gpu,
+                           double clock_mhz);
 
 /// The `emo optimize --json` object of one trace: baseline {time_ns, energy_j}, static_best
 /// {clock_mhz, time_ns, energy_j}, emo {time_ns, energy_j, predicted_time_ns,

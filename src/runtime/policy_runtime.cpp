@@ -295,7 +295,10 @@ class PolicyRun {
         log_(o.log_path, o.dry_run, t0_),
         guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_) {
     const auto lead_ns = static_cast<std::int64_t>(std::llround(o.policy.switch_latency_ms * 1e6));
-    for (const auto& g : o.policy.gpus) planners_.emplace_back(g, lead_ns, 0.0);
+    for (const auto& g : o.policy.gpus) {
+      const auto start = o.dry_run ? o.start_clock_mhz.end() : o.start_clock_mhz.find(g.device);
+      planners_.emplace_back(g, lead_ns, start == o.start_clock_mhz.end() ? 0.0 : start->second);
+    }
     for (std::size_t i = 0; i < planners_.size(); ++i) planner_of_[planners_[i].gpu().device] = i;
   }
 
@@ -303,7 +306,15 @@ class PolicyRun {
     // Start from default clocks; this is also the permission check before the command starts.
     guard_.reset("start");
     guard_.arm();
-    if (!o_.tracer_library.empty()) watch_.emplace(tracer::to_text(watch_list_of(o_.policy)));
+    if (!o_.dry_run) {
+      for (const auto& [device, mhz] : o_.start_clock_mhz) {
+        devices_.at(device)->lock_sm_clock(mhz);
+        log_.event("switch", fmt::format("\"gpu\":{},\"pack\":-1,\"iteration\":-1,\"clock_mhz\":{},\"reason\":\"start\","
+                                         "\"applied\":true", device, mhz), now_ns());
+      }
+    }
+    // The watch list goes to a program that reports progress itself (--no-tracer) as well.
+    watch_.emplace(tracer::to_text(watch_list_of(o_.policy)));
     block_signals();
     start_child();
     int status = 0;
@@ -422,6 +433,7 @@ class PolicyRun {
       return;
     }
     ++report_.progress_lines;
+    if (o_.on_pack_start) o_.on_pack_start(*p);
     log_.event("pack_start", fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"observed_ms\":{:.3f}", p->device,
                                          p->pack, p->iteration, log_.ms(p->t_ns)),
                now);
@@ -533,6 +545,11 @@ RunReport run_policy(const RunOptions& o, const std::map<std::int32_t, Device*>&
     for (const auto& g : o.policy.gpus) {
       if (!devices.contains(g.device)) {
         throw InputError(o.policy_path, fmt::format("policy GPU {} has no device to set clocks on", g.device));
+      }
+    }
+    for (const auto& [device, mhz] : o.start_clock_mhz) {
+      if (!devices.contains(device)) {
+        throw InputError(o.policy_path, fmt::format("start clock for GPU {}, which has no device", device));
       }
     }
   }

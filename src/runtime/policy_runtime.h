@@ -115,6 +115,14 @@ struct RunOptions {
   std::string tracer_library;
   std::string cupti_library;        ///< For NVTX_INJECTION64_PATH when tracing ("" = leave unset).
   double grace_s = 10;              ///< After forwarding a signal, how long to wait before SIGKILL.
+  /// Clocks locked after the start-up reset and before the command starts (policy device ->
+  /// MHz; not in a dry run). The planners start from them, so a policy whose packs and default
+  /// clock all equal them switches nothing: a static run, as `emo optimize --device nvml`
+  /// profiles with. A failing lock resets the clocks and throws before the command starts.
+  std::map<std::int32_t, double> start_clock_mhz;
+  /// Called for each pack start received (any device), before switches are planned; used to
+  /// read the energy counter at each pack start. Exceptions from it propagate (clocks are reset).
+  std::function<void(const PackStarted&)> on_pack_start;
 };
 
 /// What happened.

@@ -13,21 +13,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_LOG=$dir/nvml.log
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS
-fails=0; passes=0
-ok() { passes=$((passes + 1)); echo "ok   $1"; }
-bad() { fails=$((fails + 1)); echo "FAIL $1"; }
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error
 setters() { grep -E '^nvmlDevice(Set|Reset)' "$dir/nvml.log" 2>/dev/null | tr '\n' ';'; }
 fresh() { rm -f "$dir/nvml.log"; }
-
-# expect_error NAME SUBSTRING CMD...: exit 2, exactly one line on stderr containing SUBSTRING.
-expect_error() {
-  local name=$1 want=$2; shift 2
-  local err rc lines
-  err=$("$@" 2>&1 >/dev/null); rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$want"* && "$err" != *Sanitizer* ]]; then ok "$name: $err"
-  else bad "$name: rc=$rc lines=$lines stderr=<<$err>>"; fi
-}
 
 policy() {  # policy FILE GPU DEVICE CLOCK1 CLOCK2 CLOCK3
   python3 - "$@" <<'PY'

@@ -218,6 +218,27 @@ TEST_F(RunPolicy, AppliesSwitchesAndResetsAtStartAndExit) {
   EXPECT_NE(log.find("\"event\":\"exit\",\"exit_code\":3"), std::string::npos) << log;
 }
 
+TEST_F(RunPolicy, StaticRunLocksBeforeTheCommandAndReportsEachPackStart) {
+  NvmlDevice dev(Nvml::open(), 0);
+  // Every pack and the default at 990 MHz, locked from the start: nothing else to switch. The
+  // watch list reaches a command that reports progress itself too.
+  options_.policy.gpus = {three_packs({990, 990, 990}, 990)};
+  options_.start_clock_mhz = {{0, 990}};
+  std::vector<PackStarted> seen;
+  options_.on_pack_start = [&](const PackStarted& p) { seen.push_back(p); };
+  script("grep -q '^emo.watch/1' \"$EMO_WATCH_FILE\" || exit 9; "
+         "for i in 0 1; do for k in 0 1 2; do echo \"P 0 $k $i\" >&$EMO_PROGRESS_FD; sleep 0.01; done; done");
+  const RunReport r = run_policy(options_, {{0, &dev}});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.switches, 0);
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen[4].pack, 1);
+  EXPECT_EQ(seen[4].iteration, 1);
+  EXPECT_EQ(setters(), (std::vector<std::string>{"nvmlDeviceResetGpuLockedClocks 0",
+                                                 "nvmlDeviceSetGpuLockedClocks 0 990 990",
+                                                 "nvmlDeviceResetGpuLockedClocks 0"}));
+}
+
 TEST_F(RunPolicy, DryRunNeverCallsASetter) {
   script("echo 'P 0 0 0' >&$EMO_PROGRESS_FD; echo 'P 0 1 0' >&$EMO_PROGRESS_FD; echo garbage >&$EMO_PROGRESS_FD; "
          "sleep 0.1");

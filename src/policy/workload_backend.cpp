@@ -1,0 +1,214 @@
+#include "policy/workload_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "trace/error.h"
+
+namespace emo::policy {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<ProgressSample> by_time(std::vector<ProgressSample> s) {
+  std::stable_sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.start.t_ns < b.start.t_ns; });
+  return s;
+}
+
+double run_power_w(const WorkloadRun& run) {
+  const double t = static_cast<double>(run.end_ns - run.start_ns) * 1e-9;
+  return t > 0 ? (run.end_energy_j - run.start_energy_j) / t : 0.0;
+}
+
+/// The one GPU of r's packs; throws InputError when they span several.
+std::int32_t single_device(const trace::Trace& trace, const OptimizeResult& r) {
+  std::map<std::int32_t, int> devices;
+  for (const auto& p : r.packs.packing.packs) devices[p.device]++;
+  if (devices.size() != 1) {
+    throw InputError(trace.meta.path, fmt::format("the window has packs on {} GPUs; --device nvml profiles one GPU "
+                                                  "(optimise one rank's trace, or use --device sim)",
+                                                  devices.size()));
+  }
+  return devices.begin()->first;
+}
+
+}  // namespace
+
+std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs) {
+  const std::vector<ProgressSample> s = by_time(run.samples);
+  std::vector<std::vector<std::int64_t>> spans(packs);
+  std::vector<double> sum_e(packs, 0.0), sum_t(packs, 0.0);
+  std::vector<PackMeasure> out(packs);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto k = static_cast<std::size_t>(s[i].start.pack);
+    if (s[i].start.pack < 0 || k >= packs) continue;
+    const bool last = i + 1 == s.size();
+    if (last && !spans[k].empty()) continue;  // the run's tail only stands in for a pack seen once
+    const std::int64_t end_ns = last ? run.end_ns : s[i + 1].start.t_ns;
+    const double end_e = last ? run.end_energy_j : s[i + 1].energy_j;
+    const std::int64_t dt = end_ns - s[i].start.t_ns;
+    if (dt <= 0) continue;
+    spans[k].push_back(dt);
+    sum_t[k] += static_cast<double>(dt) * 1e-9;
+    sum_e[k] += end_e - s[i].energy_j;
+  }
+  for (std::size_t k = 0; k < packs; ++k) {
+    auto& v = spans[k];
+    out[k].spans = static_cast<int>(v.size());
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    out[k].time_ns = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    const double t = static_cast<double>(out[k].time_ns) * 1e-9;
+    if (sum_e[k] > 0 && sum_t[k] > 0) {
+      out[k].energy_j = t * sum_e[k] / sum_t[k];
+    } else {
+      out[k].energy_j = t * run_power_w(run);
+      out[k].run_power = true;
+    }
+  }
+  return out;
+}
+
+IterationMeasure measure_iteration(const WorkloadRun& run) {
+  std::vector<ProgressSample> firsts;
+  for (const auto& s : by_time(run.samples)) {
+    if (s.start.pack == 0) firsts.push_back(s);
+  }
+  if (firsts.size() < 2) return {run.end_ns - run.start_ns, run.end_energy_j - run.start_energy_j, 0};
+  std::vector<std::int64_t> times;
+  std::vector<double> energies;
+  for (std::size_t i = 0; i + 1 < firsts.size(); ++i) {
+    times.push_back(firsts[i + 1].start.t_ns - firsts[i].start.t_ns);
+    energies.push_back(firsts[i + 1].energy_j - firsts[i].energy_j);
+  }
+  std::sort(times.begin(), times.end());
+  std::sort(energies.begin(), energies.end());
+  const std::size_t mid = (times.size() - 1) / 2;
+  return {times[mid], energies[mid], static_cast<int>(times.size())};
+}
+
+WorkloadBackend::WorkloadBackend(runtime::Device& device, const model::GpuSpec& gpu, WorkloadOptions options)
+    : device_(device), gpu_(gpu), options_(std::move(options)) {
+  if (options_.command.empty()) throw std::invalid_argument("WorkloadBackend: no command");
+}
+
+WorkloadRun WorkloadBackend::run(const Policy& policy, double static_clock_mhz, const std::string& what,
+                                 OptimizeResult& r) {
+  runtime::RunOptions ro;
+  ro.policy = policy;
+  ro.policy_path = fmt::format("emo optimize ({})", what);
+  ro.command = options_.command;
+  ro.tracer_library = options_.tracer_library;
+  ro.cupti_library = options_.cupti_library;
+  if (!options_.log_prefix.empty()) ro.log_path = fmt::format("{}.{}.jsonl", options_.log_prefix, r.workload_runs);
+  if (static_clock_mhz > 0) ro.start_clock_mhz[options_.trace_device] = static_clock_mhz;
+  WorkloadRun out;
+  ro.on_pack_start = [&](const runtime::PackStarted& p) {
+    if (p.device == options_.trace_device) out.samples.push_back({p, device_.energy_counter_j()});
+  };
+  const std::map<std::int32_t, runtime::Device*> devices{{options_.trace_device, &device_}};
+  out.start_energy_j = device_.energy_counter_j();
+  out.start_ns = now_ns();
+  const runtime::RunReport rep = runtime::run_policy(ro, devices);
+  out.end_ns = now_ns();
+  out.end_energy_j = device_.energy_counter_j();
+  out.exit_code = rep.exit_code;
+  out.progress_lines = rep.progress_lines;
+  out.switches = rep.switches;
+  ++r.workload_runs;
+  if (rep.exit_code != 0) {
+    const std::string how = rep.received_signal != 0 ? fmt::format("was stopped (emo got signal {})", rep.received_signal)
+                            : rep.child_signal != 0  ? fmt::format("was killed by signal {}", rep.child_signal)
+                                                     : fmt::format("exited with code {}", rep.exit_code);
+    throw InputError(options_.command.front(), fmt::format("the workload {} during {}; the clocks were reset", how, what));
+  }
+  return out;
+}
+
+std::vector<model::ClockModel> WorkloadBackend::profile_packs(const trace::Trace& trace, OptimizeResult& r) {
+  const std::int32_t packs_device = single_device(trace, r);
+  if (options_.trace_device < 0) options_.trace_device = packs_device;
+  if (options_.trace_device != packs_device) {
+    throw InputError(trace.meta.path, fmt::format("the packs are on GPU {} of the trace, not GPU {}", packs_device,
+                                                  options_.trace_device));
+  }
+  r.device_label = options_.label;
+  const std::size_t P = r.packs.packing.packs.size();
+  r.pack_points.assign(P, {});
+  for (const double f : r.profiled_clocks_mhz) {
+    const StaticPolicy sp = static_policy(trace, r, gpu_, f);
+    const std::vector<std::uint32_t>& ids = sp.pack_ids.at(options_.trace_device);
+    const std::string what = fmt::format("profiling at {:.0f} MHz", f);
+    const WorkloadRun run = this->run(sp.policy, f, what, r);
+    r.profiled_runs += 1;
+    r.profiling_device_s += static_cast<double>(run.end_ns - run.start_ns) * 1e-9;
+    if (run.samples.empty()) {
+      throw InputError(trace.meta.path,
+                       fmt::format("the packs of the trace were not seen in the workload: no pack start of GPU {} "
+                                   "during {} ({} progress lines); check that the command runs the traced program "
+                                   "and that the tracer follows it (emo run --dry-run --log -)",
+                                   options_.trace_device, what, run.progress_lines));
+    }
+    const std::vector<PackMeasure> m = measure_packs(run, ids.size());
+    std::vector<std::string> missing;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (m[i].spans == 0) missing.push_back(fmt::format("{} ('{}')", i, sp.policy.gpus.front().packs[i].start.op_name));
+    }
+    if (!missing.empty()) {
+      throw InputError(trace.meta.path,
+                       fmt::format("the packs of the trace were not seen in the workload: {} of {} packs of GPU {} "
+                                   "never started during {}: {}",
+                                   missing.size(), ids.size(), options_.trace_device, what,
+                                   one_line(fmt::format("{}", fmt::join(missing, ", ")), 200)));
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      r.pack_points[ids[i]].push_back({f, static_cast<double>(m[i].time_ns) * 1e-9, m[i].energy_j});
+      if (m[i].run_power) ++r.packs_at_run_power;
+    }
+  }
+  std::vector<model::ClockModel> models;
+  for (std::size_t p = 0; p < P; ++p) {
+    try {
+      models.push_back(model::fit_clock_model(r.pack_points[p]));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(trace.meta.path, fmt::format("pack {}: its measured times and energies cannot be fitted: {}", p,
+                                                    one_line(e.what())));
+    }
+  }
+  return models;
+}
+
+Evaluated WorkloadBackend::run_static(const trace::Trace& trace, OptimizeResult& r, double clock_mhz) {
+  const StaticPolicy sp = static_policy(trace, r, gpu_, clock_mhz);
+  const WorkloadRun run = this->run(sp.policy, clock_mhz, fmt::format("the static run at {:.0f} MHz", clock_mhz), r);
+  const IterationMeasure m = measure_iteration(run);
+  return {m.time_ns, m.energy_j, clock_mhz};
+}
+
+void WorkloadBackend::run_policy(const trace::Trace&, OptimizeResult& r) {
+  const WorkloadRun run = this->run(r.policy, 0, "the EMO policy run", r);
+  const IterationMeasure m = measure_iteration(run);
+  r.emo = {m.time_ns, m.energy_j, 0};
+  // Switches per iteration as planned (the sim backend's count): one per change of clock
+  // between consecutive packs, the iteration starting at its last pack's clock.
+  r.clock_switches = 0;
+  for (const auto& gp : r.policy.gpus) {
+    if (gp.packs.empty()) continue;
+    double prev = gp.packs.back().clock_mhz;
+    for (const auto& k : gp.packs) {
+      if (k.clock_mhz != prev) ++r.clock_switches;
+      prev = k.clock_mhz;
+    }
+  }
+  r.ops_at_other_clock = 0;  // not observable on a real GPU
+}
+
+}  // namespace emo::policy

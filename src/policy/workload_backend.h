@@ -1,0 +1,113 @@
+// `emo optimize --device nvml` (docs/optimize.md, "Profiling on a real GPU"): on a real GPU a
+// pack cannot be replayed alone, so the workload itself runs, through the policy runtime
+// (runtime/policy_runtime.h, as `emo run` runs it: the tracer in follow mode reports each pack
+// start as `P DEVICE PACK ITERATION T_NS`):
+//   * profiling: one run per profiling clock, the SM clock locked for the whole run (a static
+//     policy: every pack at that clock); the parent reads the energy counter at each pack start;
+//     each pack's time and energy come from the spans between consecutive pack starts;
+//   * evaluation: one run at the max clock (baseline), one at the static clock the models predict
+//     best within the target, one with EMO's policy (the runtime doing its switches).
+// Clocks are reset after every run, whatever the workload did (run_policy's guarantee).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/gpu_catalog.h"
+#include "policy/optimize.h"
+#include "runtime/device.h"
+#include "runtime/policy_runtime.h"
+
+namespace emo::policy {
+
+/// One pack start seen in a workload run, with the GPU's energy counter read when it arrived.
+struct ProgressSample {
+  runtime::PackStarted start;  ///< As reported (t_ns: CLOCK_MONOTONIC, ns).
+  double energy_j = 0;         ///< Energy counter (J) read by the parent on receipt.
+};
+
+/// What one run of the workload gave.
+struct WorkloadRun {
+  std::vector<ProgressSample> samples;    ///< Pack starts of the profiled GPU, in arrival order.
+  std::int64_t start_ns = 0, end_ns = 0;  ///< steady_clock (CLOCK_MONOTONIC) around the run, ns.
+  double start_energy_j = 0, end_energy_j = 0;  ///< Energy counter around the run, J.
+  int exit_code = 0;                      ///< The workload's (128 + signal when killed).
+  std::int64_t progress_lines = 0;        ///< Every progress line received (any GPU).
+  std::int64_t switches = 0;              ///< Clock switches the runtime issued.
+};
+
+/// A pack's time and energy in one run.
+struct PackMeasure {
+  std::int64_t time_ns = 0;   ///< Median span, ns.
+  double energy_j = 0;        ///< time × mean power over the pack's spans, J.
+  int spans = 0;              ///< Spans measured; 0 = the pack was never seen starting.
+  bool run_power = false;     ///< The counter did not advance over its spans: the run's mean power was used.
+};
+
+/// Per pack 0..packs-1 of one run. The pack starts are sorted by time; each start spans to the
+/// next start (the iteration's next pack, or the next iteration's first), so a pack's span
+/// holds its work and whatever the GPU waited for before the next pack. The run's last start
+/// spans to the run's end only for a pack that has no other span. Time = the median span;
+/// energy = that time × the pack's mean power over all its spans (Σ energy / Σ time), which,
+/// unlike a median of per-span energies, survives an energy counter that advances in steps
+/// longer than a pack. When the counter did not advance over a pack's spans at all, the run's
+/// mean power stands in (run_power). Pack indices outside [0, packs) are ignored.
+std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs);
+
+/// One iteration's time and energy in a run.
+struct IterationMeasure {
+  std::int64_t time_ns = 0;  ///< ns.
+  double energy_j = 0;       ///< J.
+  int periods = 0;           ///< Iteration periods seen (0: the whole run was used).
+};
+
+/// The median period between consecutive starts of pack 0 and the median of the iterations'
+/// energies, each the counter over its own period (lower medians for an even count; taken
+/// apart, so that an iteration whose time is typical but whose switches were mistimed, such as
+/// the first ones before the runtime has seen a period, does not set the energy); the whole run
+/// (wall time, counter) when pack 0 started fewer than twice.
+IterationMeasure measure_iteration(const WorkloadRun& run);
+
+/// How to run the workload.
+struct WorkloadOptions {
+  std::vector<std::string> command;  ///< argv (non-empty).
+  std::string tracer_library;        ///< CUDA_INJECTION64_PATH; "" = the command reports progress itself.
+  std::string cupti_library;         ///< NVTX_INJECTION64_PATH when tracing ("" = leave unset).
+  /// The trace's GPU: the device index of the policy and of the P lines; -1 = the GPU of the
+  /// packs (profile_packs() sets it, and requires the packs on one GPU).
+  std::int32_t trace_device = -1;
+  std::string log_prefix;            ///< Per-run JSON-lines runtime logs PREFIX.N.jsonl ("" = none).
+  std::string label;                 ///< The GPU in outputs, e.g. "GPU 0 (NVIDIA H200)".
+};
+
+/// A real GPU running the workload (see the file comment). `device` is the GPU whose clocks are
+/// set and whose energy counter is read (runtime::NvmlDevice; any Device works). Every time and
+/// energy it reports is measured (simulated() is the device's).
+class WorkloadBackend final : public OptimizeBackend {
+ public:
+  /// Throws std::invalid_argument when options.command is empty.
+  WorkloadBackend(runtime::Device& device, const model::GpuSpec& gpu, WorkloadOptions options);
+
+  runtime::Device& device() override { return device_; }
+  bool static_oracle() const override { return false; }
+  int max_validation_runs() const override { return 1; }
+  /// One run per profiling clock. Throws emo::InputError when the workload exits non-zero, when
+  /// no pack start (or not every pack's) was seen, and what the device throws.
+  std::vector<model::ClockModel> profile_packs(const trace::Trace& trace, OptimizeResult& r) override;
+  /// One run at `clock_mhz`. Throws emo::InputError when the workload exits non-zero.
+  Evaluated run_static(const trace::Trace& trace, OptimizeResult& r, double clock_mhz) override;
+  /// One run with r.policy. Throws emo::InputError when the workload exits non-zero.
+  void run_policy(const trace::Trace& trace, OptimizeResult& r) override;
+
+ private:
+  /// Runs the workload under `policy`; with `static_clock_mhz` > 0 the clock is locked at it
+  /// from the start. `what` names the run in errors.
+  WorkloadRun run(const Policy& policy, double static_clock_mhz, const std::string& what, OptimizeResult& r);
+
+  runtime::Device& device_;
+  const model::GpuSpec& gpu_;
+  WorkloadOptions options_;
+};
+
+}  // namespace emo::policy

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# `emo optimize --device nvml` end to end without a GPU. NVML is the recording stand-in
+# (EMO_NVML_LIBRARY=libemo_fake_nvml.so) with a power curve P(f) = 60 + 240 (f/1410)^3 W whose
+# integral is its energy counter; the workload is tests/cli/fake_workload.py, which reads the
+# watch list, "runs" each pack for MEM + COMP * 1410/f ms at the clock the stand-in says is
+# locked, and reports pack starts on $EMO_PROGRESS_FD as the tracer would (--no-tracer).
+# The trace is synthetic: one iteration of the same three packs (host syncs between them).
+# Checks: the clock locks (K profiling clocks, each reset after its run, then baseline, static,
+# EMO; reset last), the measured pack times follow the fake's scaling, the policy, simulated =
+# false, savings and slowdowns equal to what the fake's curves imply for the clocks chosen
+# (computed here), clocks reset when the workload fails, and one-line errors (exit 2).
+# Usage: optimize_nvml_test.sh PATH/TO/emo PATH/TO/libemo_fake_nvml.so
+set -u
+EMO=${1:?usage: optimize_nvml_test.sh EMO FAKE_NVML}
+FAKE=${2:?usage: optimize_nvml_test.sh EMO FAKE_NVML}
+HERE=$(cd "$(dirname "$0")" && pwd)
+command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_STATE=$dir/clock EMO_FAKE_NVML_POWER_CURVE=60,240,3
+unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS EMO_FAKE_NVML_LOG
+source "$HERE/check_lib.sh"  # ok, bad, expect_error
+setters() { grep -E '^nvmlDevice(Set|Reset)GpuLocked' "$1" 2>/dev/null | tr '\n' ';'; }
+
+# Packs: name, MEM ms, COMP ms (time at f: MEM + COMP * 1410 / f). Pack 0 is two kernels in the
+# trace (gemm_big + gemm_big_tail); the workload times the pack as a whole.
+PACKS="gemm_big=2:58 copy_mem=55:5 mixed_op=20:20"
+python3 - "$dir/trace.json" <<'PY'
+import json, sys
+packs = [("gemm_big", 2, 58), ("copy_mem", 55, 5), ("mixed_op", 20, 20)]
+ev, t, corr = [], 1000.0, 1   # us
+def x(cat, name, ts, dur, **args):
+    e = {"ph": "X", "cat": cat, "name": name, "ts": round(ts, 3), "dur": round(dur, 3), "args": args}
+    e.update({"pid": 0, "tid": 7} if cat == "kernel" else {"pid": 10, "tid": 11})
+    ev.append(e)
+for name, mem, comp in packs:
+    kernels = [(name, (mem + comp) / 2), (name + "_tail", (mem + comp) / 2)] if name == "gemm_big" else [(name, mem + comp)]
+    k_start = t + 10
+    for kname, ms in kernels:
+        x("cuda_runtime", "cudaLaunchKernel", t, 5, correlation=corr)
+        x("kernel", kname, k_start, ms * 1000, device=0, stream=7, correlation=corr)
+        corr += 1; t += 6; k_start += ms * 1000
+    x("cuda_runtime", "cudaDeviceSynchronize", t, k_start + 5 - t, correlation=corr)
+    corr += 1; t = k_start + 10
+doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": ev}
+open(sys.argv[1], "w").write(json.dumps(doc))
+PY
+
+# The target sits between the 1170 and 1185 MHz static clocks (0.37 % from each), so that the
+# best static clock is not decided by measurement noise.
+SLOWDOWN=0.1024
+log=$dir/nvml.log
+EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown $SLOWDOWN --device nvml --no-tracer \
+  --json "$dir/r.json" --policy "$dir/policy.json" --run-log "$dir/run" \
+  -- python3 "$HERE/fake_workload.py" 8 0 $PACKS > "$dir/r.txt" 2> "$dir/r.err"; rc=$?
+if [[ $rc -eq 0 ]]; then ok "optimize --device nvml runs"; else bad "optimize --device nvml: rc=$rc $(cat "$dir/r.err")"; fi
+cat "$dir/r.txt"
+if ! grep -q SIMULATED "$dir/r.txt" && grep -q "measured on GPU 0 (NVIDIA A100-SXM4-80GB) by running the workload (6 runs)" "$dir/r.txt"; then
+  ok "text: measured on the GPU, not labelled simulated"; else bad "text labels"; fi
+[[ -s "$dir/run.0.jsonl" && -s "$dir/run.5.jsonl" ]] && ok "--run-log writes one runtime log per run" || bad "run logs: $(ls "$dir")"
+
+if python3 - "$dir" "$SLOWDOWN" "$(setters "$log")" "$PACKS" <<'PY'
+import json, sys
+d, slowdown, setters, spec = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+r = json.load(open(f"{d}/r.json"))
+pol = json.load(open(f"{d}/policy.json"))
+packs = [(n, float(v.split(":")[0]), float(v.split(":")[1])) for n, v in (s.split("=") for s in spec.split())]
+def t_ms(k, f): return packs[k][1] + packs[k][2] * 1410 / f
+def p_w(f): return 60 + 240 * (f / 1410) ** 3
+def close(a, b, rel, what):
+    assert abs(a - b) <= rel * abs(b), f"{what}: {a} vs expected {b} (rel {rel})"
+
+# Profiling clocks: the supported clocks nearest 1410 x {1, 0.75, 0.5} (ties to the higher).
+supported = list(range(1410, 209, -15))
+want = [min(supported, key=lambda c: (abs(c - 1410 * x), -c)) for x in (1, 0.75, 0.5)]
+assert r["profiled_clocks_mhz"] == want, r["profiled_clocks_mhz"]
+assert r["simulated"] is False and pol["simulated"] is False
+assert r["packs"] == 3 and r["device"] == "GPU 0 (NVIDIA A100-SXM4-80GB)"
+assert r["profiled_runs"] == 3 and r["workload_runs"] == 6 and r["validation_runs"] == 1
+assert r["profiling"]["pack_clock_profiles"] == 9 and r["packs_at_run_power"] == 0
+
+# Clock locks: per profiling clock reset / lock / reset; then baseline (1410), static, EMO; reset last.
+calls = [c for c in setters.split(";") if c]
+locks = lambda f: ["nvmlDeviceResetGpuLockedClocks 0", f"nvmlDeviceSetGpuLockedClocks 0 {f} {f}",
+                   "nvmlDeviceResetGpuLockedClocks 0"]
+head = sum((locks(f) for f in want + [1410]), [])
+assert calls[:len(head)] == head, calls[:len(head)]
+static = r["static_best"]["clock_mhz"]
+assert calls[len(head):len(head) + 3] == locks(int(static)), calls[len(head):]
+emo_calls = calls[len(head) + 3:]
+assert emo_calls[0] == emo_calls[-1] == "nvmlDeviceResetGpuLockedClocks 0" and len(emo_calls) >= 3, emo_calls
+
+# Measured pack times follow MEM + COMP * 1410 / f; energies P(f) * t; the fit reproduces them.
+for prof in r["pack_profiles"]:
+    k = prof["pack"]
+    assert [pt["clock_mhz"] for pt in prof["points"]] == want
+    for pt in prof["points"]:
+        f = pt["clock_mhz"]
+        close(pt["time_s"] * 1e3, t_ms(k, f), 0.01, f"pack {k} time at {f}")
+        close(pt["energy_j"], p_w(f) * t_ms(k, f) * 1e-3, 0.015, f"pack {k} energy at {f}")
+        close(pt["fitted_time_s"], pt["time_s"], 0.005, f"pack {k} fitted time at {f}")
+
+# The best static clock within the target, from the fake's curves (over EMO's option clocks).
+T = lambda f: sum(t_ms(k, f) for k in range(3))
+options = [c for c in supported if c >= min(want)]
+ok = [f for f in options if T(f) <= (1 + slowdown) * T(1410)]
+exp_static = min(ok, key=lambda f: p_w(f) * T(f))
+margin = min(abs(T(f) / T(1410) - 1 - slowdown) for f in options)
+assert margin > 0.002, f"test design: a clock sits {margin} from the target"
+assert static == exp_static, (static, exp_static)
+close(r["static_best"]["time_ns"] * 1e-6, T(static), 0.01, "static time")
+close(r["static_savings"], 1 - p_w(static) * T(static) / (p_w(1410) * T(1410)), 0.05, "static savings")
+
+# Baseline and EMO: one iteration (median); with every switch one switch latency early, an
+# iteration's energy is sum_k P(c_k) t_k(c_k) (the clock timeline is shifted, not reshaped).
+close(r["baseline"]["time_ns"] * 1e-6, T(1410), 0.01, "baseline time")
+close(r["baseline"]["energy_j"], p_w(1410) * T(1410) * 1e-3, 0.015, "baseline energy")
+gp = pol["gpus"][0]
+clocks = [k["clock_mhz"] for k in gp["packs"]]
+assert [k["start"]["op_name"] for k in gp["packs"]] == [p[0] for p in packs]
+assert all(c in options for c in clocks), clocks
+assert r["pack_clocks_mhz"] == {f"{c:.0f}": clocks.count(c) for c in set(clocks)}
+t_emo = sum(t_ms(k, c) for k, c in enumerate(clocks))
+e_emo = sum(p_w(c) * t_ms(k, c) for k, c in enumerate(clocks)) * 1e-3
+close(r["emo"]["time_ns"] * 1e-6, t_emo, 0.01, "EMO time")
+close(r["emo"]["energy_j"], e_emo, 0.02, "EMO energy")
+exp_savings = 1 - e_emo / (p_w(1410) * T(1410) * 1e-3)
+exp_slowdown = t_emo / T(1410) - 1
+assert abs(r["savings"] - exp_savings) < 0.015, (r["savings"], exp_savings)
+assert abs(r["slowdown"] - exp_slowdown) < 0.01, (r["slowdown"], exp_slowdown)
+assert exp_slowdown <= slowdown + 1e-9, f"the policy's clocks miss the target on the fake: {exp_slowdown}"
+# The models are exact here: the prediction matches the fake too.
+close(r["emo"]["predicted_time_ns"] * 1e-6, t_emo, 0.01, "EMO predicted time")
+assert exp_savings > 0.2, exp_savings
+print(f"clocks {clocks} static {static}: savings {r['savings']:.4f} (expected {exp_savings:.4f}), "
+      f"slowdown {r['slowdown']:.4f} (expected {exp_slowdown:.4f}), static savings {r['static_savings']:.4f}")
+PY
+then ok "locks, pack profiles, static clock, savings and slowdown as the fake's curves imply"; else bad "nvml result"; fi
+
+# The workload fails during profiling: one-line error, the clock reset after its run, nothing more.
+log=$dir/fail.log
+err=$(EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown 0.05 --device nvml --no-tracer \
+  -- python3 "$HERE/fake_workload.py" 2 3 $PACKS 2>&1 >/dev/null); rc=$?
+want="nvmlDeviceResetGpuLockedClocks 0;nvmlDeviceSetGpuLockedClocks 0 1410 1410;nvmlDeviceResetGpuLockedClocks 0;"
+if [[ $rc -eq 2 && $(printf '%s' "$err" | grep -c '') -eq 1 && "$err" == *"exited with code 3 during profiling at 1410 MHz"* &&
+      "$(setters "$log")" == "$want" ]]; then
+  ok "failing workload: $err"; else bad "failing workload: rc=$rc <<$err>> setters=$(setters "$log")"; fi
+# Killed by a signal during profiling: same.
+log=$dir/kill.log
+err=$(EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown 0.05 --device nvml --no-tracer \
+  -- bash -c 'kill -SEGV $$' 2>&1 >/dev/null); rc=$?
+if [[ $rc -eq 2 && "$err" == *"was killed by signal 11 during profiling at 1410 MHz"* && "$(setters "$log")" == "$want" ]]; then
+  ok "crashing workload: $err"; else bad "crashing workload: rc=$rc <<$err>> setters=$(setters "$log")"; fi
+
+T=$dir/trace.json
+expect_error nvml_without_command "--device nvml: needs the workload" "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml
+expect_error command_with_sim "only run with --device nvml" "$EMO" optimize "$T" --max-slowdown 0.05 -- true
+expect_error nvml_two_traces "takes one trace" "$EMO" optimize "$T" "$T" --max-slowdown 0.05 --device nvml -- true
+expect_error nvml_not_loadable "no NVIDIA driver installed" env EMO_NVML_LIBRARY=$dir/none/libnvidia-ml.so.1 \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --no-tracer -- true
+expect_error gpu_index_out_of_range "GPU 3: no such GPU (1 visible to NVML)" \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --gpu-index 3 --no-tracer -- true
+expect_error wrong_gpu_model "GPU 0 is NVIDIA A100-SXM4-80GB, not H100-SXM5-80GB" \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --gpu H100-SXM5-80GB --no-tracer -- true
+expect_error no_pack_seen "the packs of the trace were not seen in the workload: no pack start of GPU 0" \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --no-tracer -- python3 "$HERE/fake_workload.py" 2 0 other_kernel=5:5
+expect_error some_packs_not_seen "1 of 3 packs of GPU 0 never started during profiling at 1410 MHz: 2 ('mixed_op')" \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --no-tracer -- python3 "$HERE/fake_workload.py" 2 0 gemm_big=5:5 copy_mem=5:5
+expect_error no_permission "needs root or CAP_SYS_ADMIN" env EMO_FAKE_NVML_FAIL=nvmlDeviceResetGpuLockedClocks=4 \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml --no-tracer -- python3 "$HERE/fake_workload.py" 2 0 $PACKS
+expect_error no_tracer_library "tracer library" env EMO_TRACER_LIBRARY=$dir/none.so \
+  "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml -- true
+
+echo "$passes passed, $fails failed"
+[[ $fails -eq 0 ]]

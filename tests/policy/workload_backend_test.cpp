@@ -1,0 +1,84 @@
+// The measurements of `emo optimize --device nvml` from a workload run's pack starts and energy
+// counter readings (policy/workload_backend.h), on synthetic runs.
+#include "policy/workload_backend.h"
+
+#include <gtest/gtest.h>
+
+namespace emo::policy {
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+/// A run of `iterations` iterations of packs with the given durations (ms) at a constant `power_w`,
+/// the first starting at 1 s; the energy counter is read exactly at each start; the run starts
+/// 5 ms before the first pack and ends 5 ms after the last one.
+WorkloadRun steady_run(const std::vector<double>& ms, int iterations, double power_w) {
+  WorkloadRun run;
+  run.start_ns = 1000 * kMs - 5 * kMs;
+  run.start_energy_j = 0;
+  std::int64_t t = 1000 * kMs;
+  double e = power_w * 0.005;
+  for (int i = 0; i < iterations; ++i) {
+    for (std::size_t k = 0; k < ms.size(); ++k) {
+      run.samples.push_back({{0, static_cast<std::int32_t>(k), i, t}, e});
+      const auto d = static_cast<std::int64_t>(ms[k] * kMs);
+      t += d;
+      e += power_w * static_cast<double>(d) * 1e-9;
+    }
+  }
+  run.end_ns = t + 5 * kMs;
+  run.end_energy_j = e + power_w * 0.005;
+  return run;
+}
+
+TEST(MeasurePacks, SpansToTheNextStartAcrossIterations) {
+  const WorkloadRun run = steady_run({10, 20, 5}, 4, 100);
+  const auto m = measure_packs(run, 3);
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].time_ns, 10 * kMs);
+  EXPECT_EQ(m[1].time_ns, 20 * kMs);
+  EXPECT_EQ(m[2].time_ns, 5 * kMs);  // the last pack spans to the next iteration's first
+  EXPECT_EQ(m[0].spans, 4);
+  EXPECT_EQ(m[2].spans, 3);          // the run's tail is not used when other spans exist
+  EXPECT_NEAR(m[1].energy_j, 2.0, 1e-9);
+  EXPECT_FALSE(m[1].run_power);
+}
+
+TEST(MeasurePacks, MedianTimeIgnoresAnOutlierAndOneIterationUsesTheRunsEnd) {
+  WorkloadRun run = steady_run({10, 20}, 5, 50);
+  // Iteration 0's pack 1 took 100 ms longer (warm-up): shift every later start.
+  for (std::size_t i = 2; i < run.samples.size(); ++i) run.samples[i].start.t_ns += 100 * kMs;
+  run.end_ns += 100 * kMs;
+  EXPECT_EQ(measure_packs(run, 2)[1].time_ns, 20 * kMs);
+  const WorkloadRun once = steady_run({10, 20}, 1, 50);
+  const auto m = measure_packs(once, 2);
+  EXPECT_EQ(m[1].spans, 1);
+  EXPECT_EQ(m[1].time_ns, 25 * kMs);  // to the run's end (5 ms after the pack)
+}
+
+TEST(MeasurePacks, UnseenPackAndStuckCounter) {
+  WorkloadRun run = steady_run({10, 20}, 3, 80);
+  const auto m = measure_packs(run, 3);
+  EXPECT_EQ(m[2].spans, 0);
+  for (auto& s : run.samples) s.energy_j = 0;  // a counter that never advanced during the packs
+  const auto z = measure_packs(run, 2);
+  EXPECT_TRUE(z[0].run_power);
+  EXPECT_GT(z[0].energy_j, 0);
+}
+
+TEST(MeasureIteration, MedianPeriodAndMedianEnergy) {
+  WorkloadRun run = steady_run({10, 20}, 6, 100);
+  const IterationMeasure m = measure_iteration(run);
+  EXPECT_EQ(m.periods, 5);
+  EXPECT_EQ(m.time_ns, 30 * kMs);
+  EXPECT_NEAR(m.energy_j, 3.0, 1e-9);
+  // No repeated pack 0: the whole run.
+  const WorkloadRun once = steady_run({10, 20}, 1, 100);
+  const IterationMeasure w = measure_iteration(once);
+  EXPECT_EQ(w.periods, 0);
+  EXPECT_EQ(w.time_ns, once.end_ns - once.start_ns);
+  EXPECT_NEAR(w.energy_j, once.end_energy_j, 1e-9);
+}
+
+}  // namespace
+}  // namespace emo::policy
