@@ -66,6 +66,9 @@ struct OptimizeResult {
   std::vector<ReportPoint> frontier;        ///< Predicted (time s, energy J), ascending time.
   int deadline_repairs = 0;                 ///< Re-solves after an exact re-evaluation overshot.
   int polish_moves = 0;                     ///< Exact local-search moves after the fast solver.
+  int greedy_wins = 0;                      ///< Solves where the exact local search from f_max beat the solver's plan.
+  int probe_runs = 0;                       ///< Lowest-clock probe runs (0 or 1; counted in validation_runs).
+  bool probe_kept = false;                  ///< The probe's plan measured cheaper within the target and was kept.
   int validation_runs = 0;                  ///< Policy runs on the device (re-optimised while one missed the target).
   std::int64_t negative_lags = 0;           ///< From the problem reduction.
   Evaluated baseline, static_best, emo;     ///< Evaluated on the device (simulated: ground truth).

@@ -41,6 +41,10 @@ assert r["packs"] >= 1 and r["profiled_runs"] >= 3 * r["packs"]
 assert r["profiling"]["pack_clock_profiles"] == 3 * r["packs"]
 assert r["profiling"]["every_clock_profiles"] == 81 * r["packs"]   # A100: 210..1410 MHz in 15 MHz steps
 assert len(r["frontier"]) >= 1  # one point when the fastest schedule is also the cheapest
+# CPU-bound trace: the lowest-clock probe ran, and EMO is at least as cheap as the best static
+# clock within the target (both measured on the simulated device; the probe closed a 0.27-point gap).
+assert r["probe_runs"] == 1, r["probe_runs"]
+assert r["savings"] >= r["static_savings"] - 1e-9, (r["savings"], r["static_savings"])
 ts = [p["time_s"] for p in r["frontier"]]; es = [p["energy_j"] for p in r["frontier"]]
 assert ts == sorted(ts) and es == sorted(es, reverse=True), "frontier not Pareto-ordered"
 p = json.load(open(f"{d}/policy.json"))
@@ -57,12 +61,15 @@ assert any("EMO packs" in str(e.get("args", {}).get("name", "")) for e in o["tra
 PY
 then ok "JSON, policy and overlay"; else bad "JSON, policy or overlay content"; fi
 
-# Zero extra latency: slack alone still saves energy on ResNet-50 (measured 33.37 %, simulated).
+# Zero extra latency: slack alone still saves energy on ResNet-50 (measured 30.17 %, simulated),
+# and the predicted frontier starts at the baseline's time (its fast end filled by the exact
+# local search).
 r50="$DATA/kineto/kineto_resnet50_2021.json.gz"
 if [[ -f "$r50" ]] && "$EMO" optimize "$r50" --gpu A100-SXM4-80GB --max-slowdown 0 --json "$out/z.json" >/dev/null 2>&1 &&
    python3 -c "
 import json,sys; d=json.load(open('$out/z.json'))
-sys.exit(0 if d['slowdown'] <= 1e-5 and d['savings'] > 0.2 and d['static_savings'] == 0 else 1)"; then
+first = min(p['time_s'] for p in d['frontier'])
+sys.exit(0 if d['slowdown'] <= 1e-5 and d['savings'] > 0.2 and d['static_savings'] == 0 and first * 1e9 <= d['target_ns'] * 1.002 else 1)"; then
   ok "--max-slowdown 0 saves energy from slack alone"
 else
   bad "--max-slowdown 0 on ResNet-50"
