@@ -120,6 +120,10 @@ int run_optimize(OptimizeCliOptions o) {
     throw InputError(fmt::format("-- {}", o.command.front()),
                      "a command is only run with --device nvml (the simulated device does not run the workload)");
   }
+  if (!nvml && (o.gpu_index >= 0 || o.no_tracer || !o.run_log.empty())) {
+    const char* opt = o.gpu_index >= 0 ? "--gpu-index" : (o.no_tracer ? "--no-tracer" : "--run-log");
+    throw InputError(opt, "only applies with --device nvml (the simulated device runs no workload)");
+  }
   if (nvml && o.traces.size() != 1) {
     throw InputError("--device nvml", fmt::format("takes one trace, the workload's ({} given)", o.traces.size()));
   }
@@ -202,7 +206,8 @@ Action add_optimize_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->needs(ann);
   win->excludes(ann);
-  cmd->add_option("--seed", o->seed, "Seed of the simulated device (per-op variation and noise)");
+  cmd->add_option("--seed", o->seed, "Seed of the simulated device (per-op variation and noise)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--policy", o->policy_out, "Write the clock policy (emo.policy/1, docs/policy.md)");
   cmd->add_option("--json", o->json_out, "Write the JSON result to FILE ('-' = stdout only, no text)");
   cmd->add_option("--overlay", o->overlay_out, "Write a Perfetto JSON trace with the critical path and the packs");

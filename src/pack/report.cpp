@@ -147,11 +147,11 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
   line(fmt::format("  window        {}", g.window.label));
   line(fmt::format("  min pack      {} ({})", trace::format_duration(p.min_pack_ns), r.min_pack_source));
   const std::size_t ops = p.nodes.size();
-  line(fmt::format("  packs         {} GPU ops in {} packs (compression {:.1f}x), {} shorter than "
-                   "min pack (forced: a device timeline shorter than min pack)",
-                   ops, p.packs.size(),
+  line(fmt::format("  packs         {} GPU ops in {} pack{} (compression {:.1f}x), {} with a span (start to the "
+                   "next pack's start) shorter than min pack{}",
+                   ops, p.packs.size(), p.packs.size() == 1 ? "" : "s",
                    p.packs.empty() ? 0.0 : static_cast<double>(ops) / static_cast<double>(p.packs.size()),
-                   p.stats.forced_short));
+                   p.stats.forced_short, p.stats.forced_short > 0 ? " (a GPU timeline shorter than min pack)" : ""));
   std::string cuts;
   for (int c = 0; c < kCutCount; ++c) {
     if (p.stats.cuts[c] == 0) continue;

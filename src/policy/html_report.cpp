@@ -157,7 +157,7 @@ std::string render_html_report(const HtmlReport& r) {
   for (const auto& n : r.notes) html += "<p>" + escape_html(n) + "</p>\n";
   html += "<h2>Timeline</h2><div class=\"legend\"><span style=\"background:#4c78a8\"></span>GPU op"
           "<span style=\"background:#d62728\"></span>critical path<span style=\"background:#9c9c9c\"></span>CPU"
-          "<span style=\"background:linear-gradient(90deg,hsl(240,75%,50%),hsl(0,75%,50%))\"></span>packs: colour = SM "
+          "<span style=\"background:linear-gradient(90deg,hsl(240,75%,50%),hsl(180,75%,50%),hsl(120,75%,50%),hsl(60,75%,50%),hsl(0,75%,50%))\"></span>packs: colour = SM "
           "clock from " +
           std::to_string(static_cast<int>(r.min_clock_mhz)) + " MHz (blue) to " +
           std::to_string(static_cast<int>(r.max_clock_mhz)) + " MHz (red)</div><div id=\"timeline-box\"></div>\n";
