@@ -62,4 +62,9 @@ const std::vector<std::string>& command_after_separator();
 /// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
 void write_output(const std::string& dest, const std::string& text);
 
+/// Checks before a long run that `dest` (an output path; "-" and "" are fine) can be written:
+/// its directory exists and is writable. Throws emo::InputError(dest, reason) otherwise, so the
+/// user learns it before the work, not after.
+void check_output_path(const std::string& dest);
+
 }  // namespace emo::cli

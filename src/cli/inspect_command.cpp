@@ -1,10 +1,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -54,6 +57,20 @@ void write_output(const std::string& dest, const std::string& text) {
   if (!out) throw InputError(dest, fmt::format("cannot open for writing: {}", std::strerror(errno)));
   out << text;
   if (!out) throw InputError(dest, "write failed");
+}
+
+void check_output_path(const std::string& dest) {
+  if (dest.empty() || dest == "-") return;
+  const std::filesystem::path p(dest);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw InputError(dest, fmt::format("cannot write: directory '{}' does not exist", dir.string()));
+  }
+  if (std::filesystem::is_directory(p, ec)) throw InputError(dest, "cannot write: it is a directory");
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw InputError(dest, fmt::format("cannot write: directory '{}' is not writable", dir.string()));
+  }
 }
 
 Action add_inspect_command(CLI::App& app) {

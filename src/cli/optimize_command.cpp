@@ -124,6 +124,7 @@ int run_optimize(OptimizeCliOptions o) {
     const char* opt = o.gpu_index >= 0 ? "--gpu-index" : (o.no_tracer ? "--no-tracer" : "--run-log");
     throw InputError(opt, "only applies with --device nvml (the simulated device runs no workload)");
   }
+  for (const std::string* out : {&o.policy_out, &o.json_out, &o.report_out, &o.overlay_out}) check_output_path(*out);
   if (nvml && o.traces.size() != 1) {
     throw InputError("--device nvml", fmt::format("takes one trace, the workload's ({} given)", o.traces.size()));
   }

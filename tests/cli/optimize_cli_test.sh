@@ -106,6 +106,7 @@ expect_error() {  # NAME NEEDLE ARGS...
 }
 expect_error negative_slowdown "impossible target" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown -0.1
 expect_error nvml_option_with_sim "only applies with --device nvml" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --gpu-index 1
+expect_error unwritable_json "does not exist" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --json "$out/no/such/dir/r.json"
 expect_error negative_seed "--seed" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed -1
 expect_error huge_slowdown "fraction is expected" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 50
 expect_error missing_slowdown "max-slowdown" optimize "$a" --gpu A100-SXM4-80GB
