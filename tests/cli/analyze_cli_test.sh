@@ -3,17 +3,11 @@
 # Usage: analyze_cli_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: analyze_cli_test.sh EMO_BINARY}
-DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DATA
 a="$DATA/kineto/hta_cuda_event_sync.json.gz"
 b="$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
-if [[ ! -f "$a" || ! -f "$b" ]]; then
-  if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
-  echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
-fi
+require_data "$a" "$b"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-fails=0; passes=0
-ok() { passes=$((passes + 1)); echo "ok   $1"; }
-bad() { fails=$((fails + 1)); echo "FAIL $1"; }
 
 # --- JSON and overlay -------------------------------------------------------------------------
 if "$EMO" analyze "$a" --annotation ProfilerStep --instance 0 --json - --what-if 'gpu:x2' \
@@ -86,17 +80,7 @@ then ok "json keys and overlay"; else bad "json keys and overlay"; fi
 grep -q "critical path" "$out/b.txt" && ok "text summary printed alongside --json FILE" || bad "no text summary"
 
 # --- bad input: exit 2, one line on stderr ------------------------------------------------------
-check() {  # check NAME EXPECTED_TEXT ARGS...
-  local name=$1 want=$2; shift 2
-  local err rc lines
-  err=$("$EMO" analyze "$@" 2>&1 >/dev/null); rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$want"* && "$err" != *Sanitizer* ]]; then
-    ok "$name: $err"
-  else
-    bad "$name: rc=$rc lines=$lines stderr=<<$err>>"
-  fi
-}
+check() { local name=$1 want=$2; shift 2; expect_error "$name" "$want" "$EMO" analyze "$@"; }
 check unknown_window "no annotation named 'NoSuchStep'" "$a" --window NoSuchStep
 check instance_out_of_range "has 1 instance(s)" "$a" --annotation ProfilerStep --instance 5
 check bad_what_if "--what-if kind=gpu:x2: unknown kind 'gpu'" "$a" --what-if 'kind=gpu:x2'

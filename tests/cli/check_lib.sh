@@ -1,5 +1,6 @@
-# Shared by the CLI test scripts that run whole commands (source it): pass/fail counting and the
-# one-line-error check. The script prints "$passes passed, $fails failed" at the end itself.
+# Shared by the CLI test scripts that run whole commands (source it): pass/fail counting, the
+# one-line-error check and the real-data check. The script prints "$passes passed, $fails failed"
+# at the end itself.
 fails=0; passes=0
 ok() { passes=$((passes + 1)); echo "ok   $1"; }
 bad() { fails=$((fails + 1)); echo "FAIL $1"; }
@@ -12,4 +13,17 @@ expect_error() {
   lines=$(printf '%s' "$err" | grep -c '')
   if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$want"* && "$err" != *Sanitizer* ]]; then ok "$name: $err"
   else bad "$name: rc=$rc lines=$lines stderr=<<$err>>"; fi
+}
+
+# require_data FILE...: the shared real data (../shared/data, or $EMO_DATA_DIR). When a file is
+# missing the whole script is skipped, loudly (exit 77), except under CI=true, where it fails.
+DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
+require_data() {
+  local f
+  for f in "$@"; do
+    if [[ ! -f "$f" ]]; then
+      if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
+      echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
+    fi
+  done
 }

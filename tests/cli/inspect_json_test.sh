@@ -4,13 +4,10 @@
 # Usage: inspect_json_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: inspect_json_test.sh EMO_BINARY}
-DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
+source "$(dirname "$0")/check_lib.sh"  # require_data, DATA
 a="$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
 b="$DATA/nsys/perlmutter-cloverleaf-cuda.sqlite"
-if [[ ! -f "$a" || ! -f "$b" ]]; then
-  if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
-  echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
-fi
+require_data "$a" "$b"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 "$EMO" inspect "$a" "$b" --json - > "$out/stdout.json" || { echo "FAIL: inspect exited $?"; exit 1; }
 "$EMO" inspect "$a" --json "$out/one.json" > "$out/text.txt" || { echo "FAIL: inspect exited $?"; exit 1; }

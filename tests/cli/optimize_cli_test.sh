@@ -4,17 +4,11 @@
 # option). Usage: optimize_cli_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: optimize_cli_test.sh EMO_BINARY}
-DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DATA
 a="$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
 b="$DATA/kineto/hta_sampled_2rank_rank0.json.gz"
-if [[ ! -f "$a" || ! -f "$b" ]]; then
-  if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
-  echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
-fi
+require_data "$a" "$b"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-fails=0; passes=0
-ok() { passes=$((passes + 1)); echo "ok   $1"; }
-bad() { fails=$((fails + 1)); echo "FAIL $1"; }
 
 if "$EMO" optimize "$b" --gpu A100-SXM4-80GB --max-slowdown 0.05 --policy "$out/policy.json" \
      --json "$out/r.json" --report "$out/report.html" --overlay "$out/overlay.json" > "$out/r.txt" 2> "$out/r.err"; then
@@ -97,27 +91,20 @@ if command -v chromium >/dev/null; then
   fi
 elif [[ "${CI:-}" == "true" ]]; then bad "chromium missing in CI"; else echo "*** SKIPPED LOUDLY: chromium not installed; report drawing not checked ***"; fi
 
-expect_error() {  # NAME NEEDLE ARGS...
-  local name=$1 needle=$2; shift 2
-  local err rc lines
-  err=$("$EMO" "$@" 2>&1 >/dev/null); rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [[ $rc -eq 2 && $lines -eq 1 && "$err" == *"$needle"* ]]; then ok "$name: $err"; else bad "$name: rc=$rc lines=$lines <<$err>>"; fi
-}
-expect_error negative_slowdown "impossible target" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown -0.1
-expect_error nvml_option_with_sim "only applies with --device nvml" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --gpu-index 1
-expect_error unwritable_json "does not exist" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --json "$out/no/such/dir/r.json"
-expect_error negative_seed "--seed" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed -1
-expect_error huge_slowdown "fraction is expected" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 50
-expect_error missing_slowdown "max-slowdown" optimize "$a" --gpu A100-SXM4-80GB
-expect_error nvml_device "--device nvml" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device nvml
-expect_error bad_device "device" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device tpu
-expect_error one_clock "profile-clocks" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --profile-clocks 1
-expect_error unknown_gpu "unknown GPU" optimize "$a" --gpu Z9000 --max-slowdown 0.05
-expect_error gpu_not_in_catalog "not in the GPU catalog" optimize "$DATA/kineto/hta_amd_mi250.json.gz" --max-slowdown 0.05
-expect_error missing_trace "nope.json" optimize "$out/nope.json" --gpu A100-SXM4-80GB --max-slowdown 0.05
-expect_error bad_min_pack "min-pack-ms" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --min-pack-ms -3
-expect_error bad_window "ProfilerStep#99" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --window ProfilerStep#99
+expect_error negative_slowdown "impossible target" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown -0.1
+expect_error nvml_option_with_sim "only applies with --device nvml" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --gpu-index 1
+expect_error unwritable_json "does not exist" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --json "$out/no/such/dir/r.json"
+expect_error negative_seed "--seed" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed -1
+expect_error huge_slowdown "fraction is expected" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 50
+expect_error missing_slowdown "max-slowdown" "$EMO" optimize "$a" --gpu A100-SXM4-80GB
+expect_error nvml_device "--device nvml" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device nvml
+expect_error bad_device "device" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device tpu
+expect_error one_clock "profile-clocks" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --profile-clocks 1
+expect_error unknown_gpu "unknown GPU" "$EMO" optimize "$a" --gpu Z9000 --max-slowdown 0.05
+expect_error gpu_not_in_catalog "not in the GPU catalog" "$EMO" optimize "$DATA/kineto/hta_amd_mi250.json.gz" --max-slowdown 0.05
+expect_error missing_trace "nope.json" "$EMO" optimize "$out/nope.json" --gpu A100-SXM4-80GB --max-slowdown 0.05
+expect_error bad_min_pack "min-pack-ms" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --min-pack-ms -3
+expect_error bad_window "ProfilerStep#99" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --window ProfilerStep#99
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

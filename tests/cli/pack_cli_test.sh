@@ -3,16 +3,10 @@
 # stderr naming the file or option). Usage: pack_cli_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: pack_cli_test.sh EMO_BINARY}
-DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DATA
 a="$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
-if [[ ! -f "$a" ]]; then
-  if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
-  echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
-fi
+require_data "$a"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-fails=0; passes=0
-ok() { passes=$((passes + 1)); echo "ok   $1"; }
-bad() { fails=$((fails + 1)); echo "FAIL $1"; }
 
 if "$EMO" pack "$a" --json - --min-pack-ms 0.001 > "$out/a.json" 2> "$out/a.err" &&
    "$EMO" pack "$a" --json "$out/b.json" --overlay "$out/overlay.json" > "$out/b.txt" 2> "$out/b.err"; then
@@ -56,23 +50,14 @@ PY
 then ok "JSON keys, values and overlay pack track"; else bad "JSON or overlay"; fi
 
 # --- bad input: exit 2, exactly one line on stderr naming the problem ------------------------
-expect_error() {  # name pattern args...
-  local name=$1 pattern=$2; shift 2
-  "$EMO" "$@" > "$out/o" 2> "$out/e"; local rc=$?
-  if [[ $rc -eq 2 && $(wc -l < "$out/e") -eq 1 ]] && grep -q -- "$pattern" "$out/e"; then
-    ok "$name"
-  else
-    bad "$name: rc=$rc stderr=$(cat "$out/e")"
-  fi
-}
-expect_error "missing file" "no_such.json" pack "$out/no_such.json"
-expect_error "min pack not a number" "--min-pack-ms abc" pack "$a" --min-pack-ms abc
-expect_error "min pack zero" "--min-pack-ms 0" pack "$a" --min-pack-ms 0
-expect_error "min pack negative" "--min-pack-ms -5" pack "$a" --min-pack-ms=-5
-expect_error "min pack nan" "--min-pack-ms nan" pack "$a" --min-pack-ms nan
-expect_error "min pack huge" "--min-pack-ms 1e9" pack "$a" --min-pack-ms 1e9
-expect_error "unknown window" "no annotation" pack "$a" --window NoSuchStep
-expect_error "overlay unwritable" "/nonexistent/dir/o.json" pack "$a" --overlay /nonexistent/dir/o.json
+expect_error "missing file" "no_such.json" "$EMO" pack "$out/no_such.json"
+expect_error "min pack not a number" "--min-pack-ms abc" "$EMO" pack "$a" --min-pack-ms abc
+expect_error "min pack zero" "--min-pack-ms 0" "$EMO" pack "$a" --min-pack-ms 0
+expect_error "min pack negative" "--min-pack-ms -5" "$EMO" pack "$a" --min-pack-ms=-5
+expect_error "min pack nan" "--min-pack-ms nan" "$EMO" pack "$a" --min-pack-ms nan
+expect_error "min pack huge" "--min-pack-ms 1e9" "$EMO" pack "$a" --min-pack-ms 1e9
+expect_error "unknown window" "no annotation" "$EMO" pack "$a" --window NoSuchStep
+expect_error "overlay unwritable" "/nonexistent/dir/o.json" "$EMO" pack "$a" --overlay /nonexistent/dir/o.json
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -3,16 +3,10 @@
 # (exit 2, one line on stderr). Usage: pipeline_cli_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: pipeline_cli_test.sh EMO_BINARY}
-DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DATA
 prof="$DATA/perseus/stage_profile/gpt3-175b+a100_sxm_bf16.csv"
-if [[ ! -f "$prof" ]]; then
-  if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
-  echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
-fi
+require_data "$prof"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-fails=0; passes=0
-ok() { passes=$((passes + 1)); echo "ok   $1"; }
-bad() { fails=$((fails + 1)); echo "FAIL $1"; }
 
 if "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 12 --points 20 \
      --frontier "$out/f.csv" --json "$out/p.json" --plans > "$out/out.txt" 2> "$out/err.txt"; then
@@ -35,27 +29,17 @@ assert e[0] < j["max_clock"]["energy_j"] and t[0] <= j["max_clock"]["time_s"] + 
 PY
 then ok "frontier CSV and JSON"; else bad "frontier CSV/JSON content"; fi
 
-expect_error() {  # name pattern args...
-  local name=$1 pat=$2; shift 2
-  "$EMO" pipeline "$@" > "$out/e.out" 2> "$out/e.err"
-  local rc=$?
-  if [[ $rc -eq 2 && $(wc -l < "$out/e.err") -eq 1 ]] && grep -q -- "$pat" "$out/e.err"; then
-    ok "$name"
-  else
-    bad "$name: rc=$rc stderr=$(cat "$out/e.err")"
-  fi
-}
 printf 'stage,instruction,frequency,time,energy\n0,forward,1410,1,1\n0,backward,1410,2,2\n0,recompute,1410,1,1\n' > "$out/odd.csv"
 printf 'stage,instruction,frequency,time\n0,forward,1410,1\n' > "$out/nocol.csv"
-expect_error "missing file" "emo: error: $out/none.csv" --stage-profile "$out/none.csv" --stages 8 --microbatches 4
-expect_error "too many stages" "no measurements for stage 8" --stage-profile "$prof" --stages 9 --microbatches 4
-expect_error "too few stages" "--stages is 4" --stage-profile "$prof" --stages 4 --microbatches 4
-expect_error "zero microbatches" "--microbatches" --stage-profile "$prof" --stages 8 --microbatches 0
-expect_error "unknown instruction" "recompute" --stage-profile "$out/odd.csv" --stages 1 --microbatches 2
-expect_error "bad CSV" "nocol.csv" --stage-profile "$out/nocol.csv" --stages 1 --microbatches 2
-expect_error "unknown schedule" "--schedule" --stage-profile "$prof" --stages 8 --microbatches 4 --schedule gpipe
-expect_error "negative p-blocked" "--p-blocked" --stage-profile "$prof" --stages 8 --microbatches 4 --p-blocked -5
-expect_error "too few points" "--points" --stage-profile "$prof" --stages 8 --microbatches 4 --points 1
+expect_error "missing file" "emo: error: $out/none.csv" "$EMO" pipeline --stage-profile "$out/none.csv" --stages 8 --microbatches 4
+expect_error "too many stages" "no measurements for stage 8" "$EMO" pipeline --stage-profile "$prof" --stages 9 --microbatches 4
+expect_error "too few stages" "--stages is 4" "$EMO" pipeline --stage-profile "$prof" --stages 4 --microbatches 4
+expect_error "zero microbatches" "--microbatches" "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 0
+expect_error "unknown instruction" "recompute" "$EMO" pipeline --stage-profile "$out/odd.csv" --stages 1 --microbatches 2
+expect_error "bad CSV" "nocol.csv" "$EMO" pipeline --stage-profile "$out/nocol.csv" --stages 1 --microbatches 2
+expect_error "unknown schedule" "--schedule" "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 4 --schedule gpipe
+expect_error "negative p-blocked" "--p-blocked" "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 4 --p-blocked -5
+expect_error "too few points" "--points" "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 4 --points 1
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]
