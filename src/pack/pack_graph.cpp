@@ -122,14 +122,13 @@ constexpr std::uint32_t kEnd = UINT32_MAX;  // target: the pack's end
 
 /// dist[m - lo] = L_f(m -> target) for members m in [lo, hi): the longest internal path at
 /// factor f from m to `target` (a member < hi, or kEnd: any op end in [lo, hi)), or INT64_MIN
-/// where m does not reach it. One backward pass in reverse topological order. For an exit
-/// port target the paths stop at other exit ports (pg.m_exit): their distance is set but not
-/// propagated, so dist is the longest path that meets no other exit port on the way (the
-/// target's *region*; pg.t_lo[t] is its lowest member).
+/// where m does not reach it. One backward pass in reverse topological order. With
+/// `stop_at_exits` (an exit port target's lags) the paths stop at other exit ports (pg.m_exit):
+/// their distance is set but not propagated, so dist is the longest path that meets no other
+/// exit port on the way (the target's *region*; pg.t_lo[t] is its lowest member).
 void longest_to(const PackGraph& pg, std::uint32_t lo, std::uint32_t hi, std::uint32_t target, double factor,
-                std::vector<TimeNs>& dist) {
+                bool stop_at_exits, std::vector<TimeNs>& dist) {
   dist.assign(hi - lo, INT64_MIN);
-  const bool restricted = target != kEnd;
   if (target == kEnd) {
     for (std::uint32_t m = lo; m < hi; ++m) {
       if (pg.m_start[m] >= 0) dist[m - lo] = 0;
@@ -140,7 +139,7 @@ void longest_to(const PackGraph& pg, std::uint32_t lo, std::uint32_t hi, std::ui
   for (std::uint32_t m = hi; m-- > lo;) {
     const TimeNs d = dist[m - lo];
     if (d == INT64_MIN) continue;
-    if (restricted && m != target && pg.m_exit[m]) continue;
+    if (stop_at_exits && m != target && pg.m_exit[m]) continue;
     if (pg.m_start[m] >= 0) {
       const auto sm = static_cast<std::uint32_t>(pg.m_start[m]);
       if (sm >= lo) dist[sm - lo] = std::max(dist[sm - lo], d + scale_ns(pg.m_dur[m], factor));
@@ -306,7 +305,7 @@ class Contractor {
       for (std::uint32_t m = b; m < e; ++m) {
         if (!leaves[m]) continue;
         if (DepGraph::is_end(pg_.m_tp[m]) && rec(g_, pg_.m_tp[m]) == end_rec) {
-          longest_to(pg_, b, m + 1, m, 1.0, d);
+          longest_to(pg_, b, m + 1, m, 1.0, /*stop_at_exits=*/false, d);  // every path
           std::uint32_t reach = 0;
           for (std::uint32_t j = b; j <= m; ++j) reach += pg_.m_start[j] >= 0 && d[j - b] != INT64_MIN;
           if (reach == ends) {
@@ -367,7 +366,7 @@ class Contractor {
       for (std::uint32_t m = b; m < pg_.m_begin[pk + 1]; ++m) {
         if (pg_.m_start[m] >= 0) q.rec_end[pk] = std::max(q.rec_end[pk], rec(g_, pg_.m_tp[m]));
       }
-      longest_to(pg_, b, pg_.m_begin[pk + 1], kEnd, 1.0, d);
+      longest_to(pg_, b, pg_.m_begin[pk + 1], kEnd, 1.0, false, d);
       q.dur[pk] = d[pg_.m_first[pk] - b];  // L_1(first op's start -> end)
       q.gpu[pk] = 1;
       q.release[pk] = g_.release[first];
@@ -454,7 +453,7 @@ class Contractor {
       touched.clear();
       std::uint32_t lo = b;
       if (end) {
-        longest_to(pg_, b, hi, kEnd, 1.0, d);
+        longest_to(pg_, b, hi, kEnd, 1.0, false, d);
         for (std::uint32_t m = b; m < hi; ++m) touched.push_back(m);
       } else {
         lo = region_to(pg_, b, x, d, touched);
@@ -627,7 +626,7 @@ PackTime PackGraph::pack_time(std::uint32_t pack, double factor) const {
     const bool end = t == t_begin[pack];
     if (!end && (k == pe_begin[pack + 1] || pe_target[k] != t)) continue;  // nothing enters it
     const auto [lo, hi] = target_range(*this, pack, t);
-    longest_to(*this, lo, hi, t_member[t], factor, dist);
+    longest_to(*this, lo, hi, t_member[t], factor, /*stop_at_exits=*/!end, dist);
     if (end) out.dur_ns = dist[m_first[pack] - lo];
     for (; k < pe_begin[pack + 1] && pe_target[k] == t; ++k) {
       out.port_lags_ns[k - pe_begin[pack]] = pe_base[k] + dist[pe_entry[k] - lo];

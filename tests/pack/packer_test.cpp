@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "graph/hand_trace.h"
@@ -156,6 +157,27 @@ TEST(Packer, PacksShorterThanMinPackAreCountedAsForced) {
   EXPECT_EQ(r.p.stats.forced_short, 1);
   EXPECT_TRUE(r.p.packs[0].forced_short);
   EXPECT_EQ(r.p.stats.mid_pack_exits, 2);  // k2 and k3 feed syncs before the pack ends
+  expect_partition(r);
+  expect_exact(r);
+}
+
+/// One stream, a sync after every kernel, one pack: the first two kernels' ends are exit ports
+/// (the CPU waits on them mid-pack), the last one's end is the pack's end itself (every op end
+/// reaches it through the earlier exits), so it needs no port.
+TEST(Packer, LastExitOfAStreamIsThePacksEnd) {
+  HandTrace h;
+  TimeNs t = 0;
+  for (std::int64_t c = 1; c <= 3; ++c) {
+    h.call("cudaLaunchKernel", t, 5, 2 * c - 1);
+    h.kernel("k" + std::to_string(c), t + 10, 30, 7, 2 * c - 1);
+    h.call("cudaStreamSynchronize", t + 6, 36, 2 * c);
+    h.sync(SyncKind::kStreamSync, t + 6, 36, 2 * c, 0, /*stream=*/7);
+    t += 60;
+  }
+  const trace::Trace tr = h.finish();
+  const Packed r = pack_of(tr, 1'000'000'000);
+  ASSERT_EQ(r.p.packs.size(), 1u);
+  EXPECT_EQ(std::count(r.pg.port_kind.begin(), r.pg.port_kind.end(), pack::PortKind::kExit), 2);
   expect_partition(r);
   expect_exact(r);
 }
