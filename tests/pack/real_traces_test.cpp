@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "pack/report.h"
 #include "test_data.h"
@@ -44,26 +45,25 @@ void check_trace(const std::filesystem::path& path) {
   EXPECT_LE(r.pack_graph.port_edges(), g.edges());
 }
 
-TEST(PackRealTraces, EveryKinetoTrace) {
-  EMO_REQUIRE_DATA(dir, "kineto");
+/// check_trace on every file of `dir` whose name ends with `suffix`; returns how many.
+int check_every_trace(const std::string& dir, std::string_view suffix) {
   int traces = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.path().filename().string().ends_with(".json.gz")) continue;
+    if (!entry.path().filename().string().ends_with(suffix)) continue;
     check_trace(entry.path());
     ++traces;
   }
-  EXPECT_GE(traces, 12);
+  return traces;
+}
+
+TEST(PackRealTraces, EveryKinetoTrace) {
+  EMO_REQUIRE_DATA(dir, "kineto");
+  EXPECT_GE(check_every_trace(dir, ".json.gz"), 12);
 }
 
 TEST(PackRealTraces, EveryNsysTrace) {
   EMO_REQUIRE_DATA(dir, "nsys");
-  int traces = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.path().filename().string().ends_with(".sqlite")) continue;
-    check_trace(entry.path());
-    ++traces;
-  }
-  EXPECT_GE(traces, 2);
+  EXPECT_GE(check_every_trace(dir, ".sqlite"), 2);
 }
 
 /// GPU-bound V100 training: its 6,095 GPU ops in very few packs.
