@@ -35,7 +35,7 @@
 #include "graph/dep_graph.h"
 #include "timing/analysis.h"
 #include "timing/timing.h"
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/load.h"
 #include "trace/trace.h"
 
@@ -46,7 +46,7 @@
 namespace {
 
 using emo::graph::DepGraph;
-using emo::trace::TimeNs;
+using emo::TimeNs;
 using emo::trace::Trace;
 
 struct Input {

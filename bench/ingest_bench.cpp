@@ -8,7 +8,7 @@
 //   BM_SimdjsonDomParse  simdjson::dom::parser::parse of the JSON bytes (parser reused)
 //   BM_EmoKinetoIngest   emo::trace::read_kineto_json on a fresh copy of the bytes (the copy is
 //                        made with the timer paused; the reader may modify its buffer)
-//   BM_Gunzip            emo::trace::gunzip of the file (only when it is gzip)
+//   BM_Gunzip            emo::gunzip of the file (only when it is gzip)
 //
 // Times are process CPU time (MeasureProcessCPUTime), so rates are bytes of *decompressed* JSON
 // per CPU second; Google Benchmark also prints wall time. All the usual flags work, e.g.
@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/error.h"
-#include "trace/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 #include "trace/kineto/kineto_reader.h"
 
 #ifndef EMO_DEFAULT_DATA_DIR
@@ -38,7 +38,7 @@
 
 namespace {
 
-using emo::trace::PaddedBuffer;
+using emo::PaddedBuffer;
 
 struct Input {
   std::string path;
@@ -139,7 +139,7 @@ void BM_Gunzip(benchmark::State& state) {
   const PaddedBuffer& file = g_input->file;
   std::size_t out = 0;
   for (auto _ : state) {
-    PaddedBuffer json = emo::trace::gunzip(file.view(), g_input->path);
+    PaddedBuffer json = emo::gunzip(file.view(), g_input->path);
     out = json.size();
     benchmark::DoNotOptimize(json.data());
   }
@@ -182,9 +182,9 @@ int main(int argc, char** argv) {
   Input input;
   input.path = emo::bench::bench_trace_path();
   try {
-    input.file = emo::trace::read_file(input.path);
-    input.gzip = emo::trace::is_gzip(input.file.view());
-    input.json = input.gzip ? emo::trace::gunzip(input.file.view(), input.path) : copy_of(input.file);
+    input.file = emo::read_file(input.path);
+    input.gzip = emo::is_gzip(input.file.view());
+    input.json = input.gzip ? emo::gunzip(input.file.view(), input.path) : copy_of(input.file);
     if (!input.gzip) input.file = PaddedBuffer();  // not needed: free it
   } catch (const emo::InputError& e) {
     std::fprintf(stderr, "emo-bench-ingest: error: %s\n", e.what());

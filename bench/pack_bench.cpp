@@ -24,9 +24,9 @@
 
 #include "pack/pack_graph.h"
 #include "pack/packer.h"
-#include "pack/report.h"
+#include "pack/pack_run.h"
 #include "timing/analysis.h"
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/load.h"
 
 #ifndef EMO_DEFAULT_DATA_DIR
@@ -35,7 +35,7 @@
 
 namespace {
 
-using emo::trace::TimeNs;
+using emo::TimeNs;
 
 struct Input {
   std::string path;
@@ -112,7 +112,7 @@ void BM_EvaluateFactors(benchmark::State& state) {
 
 void BM_RunPack(benchmark::State& state) {
   for (auto _ : state) {
-    emo::pack::PackRun r = emo::pack::run_pack(g_in->trace, {}, kMinPack);
+    emo::pack::PackRun r = emo::pack::run_pack(g_in->trace, {}, emo::pack::PackOptions{kMinPack, "bench"});
     benchmark::DoNotOptimize(r.contraction.contraction_error);
     untimed_free(state, r);
   }

@@ -37,15 +37,15 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.h"
-#include "trace/file_io.h"
-#include "trace/timestamp.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/timestamp.h"
 
 namespace {
 
 namespace od = simdjson::ondemand;
 using emo::InputError;
-using emo::trace::TimeNs;
+using emo::TimeNs;
 
 constexpr TimeNs kGapNs = 1'000'000;  // 1 ms between copies
 
@@ -148,11 +148,11 @@ class TemplateBuilder {
       const std::string_view text = value_text(v);
       last = text.data() + text.size();
       if (key == "ts") {
-        ts = emo::trace::parse_us_to_ns(text);
+        ts = emo::parse_us_to_ns(text);
         if (!ts) throw InputError(path_, fmt::format("traceEvents[{}]: 'ts' is not a number", t_.events));
         add_patch(Patch::kTime, text, *ts);
       } else if (key == "dur") {
-        dur = emo::trace::parse_us_to_ns(text);
+        dur = emo::parse_us_to_ns(text);
       } else if (key == "ph") {
         is_meta = text == "\"M\"";
         is_flow = text == "\"s\"" || text == "\"t\"" || text == "\"f\"";
@@ -330,7 +330,7 @@ Args parse_args(int argc, char** argv) {
       std::exit(0);
     } else if (arg == "--copies") {
       const std::string v = next();
-      auto n = emo::trace::parse_int64(v);
+      auto n = emo::parse_int64(v);
       if (!n || *n < 1) usage_error("--copies wants an integer >= 1, got '" + v + "'");
       a.copies = *n;
     } else if (arg == "--target-mb") {
@@ -356,7 +356,7 @@ Args parse_args(int argc, char** argv) {
 
 /// Validates IN with simdjson DOM: valid JSON, and either an object with an array `traceEvents`
 /// or an array (JSON Array Format).
-void validate(const emo::trace::PaddedBuffer& buf, const std::string& path) {
+void validate(const emo::PaddedBuffer& buf, const std::string& path) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto err = parser.parse(buf.data(), buf.size(), false).get(root)) {
@@ -372,12 +372,12 @@ void validate(const emo::trace::PaddedBuffer& buf, const std::string& path) {
 }
 
 int run(const Args& a) {
-  emo::trace::PaddedBuffer buf = emo::trace::read_maybe_gzip(a.in);
+  emo::PaddedBuffer buf = emo::read_maybe_gzip(a.in);
   validate(buf, a.in);
 
   od::parser parser;
   od::document doc = parser.iterate(
-      simdjson::padded_string_view(buf.data(), buf.size(), buf.size() + emo::trace::PaddedBuffer::kPadding));
+      simdjson::padded_string_view(buf.data(), buf.size(), buf.size() + emo::PaddedBuffer::kPadding));
 
   Template t;
   TemplateBuilder builder(t, a.in);

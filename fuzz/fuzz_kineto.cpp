@@ -24,15 +24,15 @@
 
 #include <simdjson.h>
 
-#include "trace/error.h"
-#include "trace/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 #include "trace/kineto/kineto_reader.h"
 #include "trace/summary.h"
 #include "trace/trace.h"
 
 namespace {
 
-using emo::trace::PaddedBuffer;
+using emo::PaddedBuffer;
 using emo::trace::Trace;
 
 const std::string kPath = "fuzz-input.json";
@@ -68,8 +68,8 @@ bool same_host(const Trace& a, std::int64_t x, const Trace& b, std::int64_t y) {
       static_cast<std::uint64_t>(sy) >= b.strings.size()) {
     return false;
   }
-  return a.strings.view(static_cast<emo::trace::StringId>(sx)) ==
-         b.strings.view(static_cast<emo::trace::StringId>(sy));
+  return a.strings.view(static_cast<emo::StringId>(sx)) ==
+         b.strings.view(static_cast<emo::StringId>(sy));
 }
 
 [[noreturn]] void differ(const char* what, std::size_t row) {

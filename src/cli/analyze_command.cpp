@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "timing/analysis.h"
 #include "timing/overlay.h"
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/load.h"
 
 namespace emo::cli {

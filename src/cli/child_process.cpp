@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 extern char** environ;
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/load.h"
 #include "trace/summary.h"
 

@@ -10,12 +10,13 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "trace/error.h"
+#include "core/error.h"
+#include "core/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"EMO: cut the energy of GPU AI workloads by running non-critical GPU work at "
                "lower SM clocks"};
-  app.set_version_flag("--version", std::string("emo ") + EMO_VERSION);
+  app.set_version_flag("--version", "emo " + std::string(emo::version()));
   app.require_subcommand(1);
   // Usage errors: one line, like every other error ("emo: error: ...").
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

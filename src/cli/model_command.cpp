@@ -17,7 +17,7 @@
 #include "model/clock_model.h"
 #include "model/ground_truth.h"
 #include "model/measurements.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::cli {
 namespace {

@@ -14,15 +14,15 @@
 
 #include "cli/commands.h"
 #include "model/gpu_catalog.h"
-#include "pack/report.h"
-#include "policy/html_report.h"
+#include "pack/pack_run.h"
+#include "driver/html_report.h"
 #include "cli/child_process.h"
-#include "policy/optimize.h"
-#include "policy/workload_backend.h"
+#include "driver/optimize.h"
+#include "driver/workload_backend.h"
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 #include "timing/analysis.h"
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/load.h"
 
 namespace emo::cli {
@@ -137,13 +137,13 @@ int run_optimize(OptimizeCliOptions o) {
     throw InputError(fmt::format("--max-slowdown {}", o.max_slowdown),
                      "a fraction is expected (0.05 = 5 %); more than 10 (1000 %) is surely a mistake");
   }
-  policy::OptimizeOptions opts;
+  driver::OptimizeOptions opts;
   opts.max_slowdown = o.max_slowdown;
   opts.profile_clocks = o.profile_clocks;
   opts.seed = o.seed;
   opts.min_pack_ns = parse_min_pack(o.min_pack_ms);
   std::shared_ptr<runtime::Nvml> nvml_lib;
-  policy::WorkloadOptions workload;
+  driver::WorkloadOptions workload;
   if (nvml) {
     nvml_lib = runtime::Nvml::open();
     workload.command = o.command;
@@ -158,22 +158,22 @@ int run_optimize(OptimizeCliOptions o) {
   for (std::size_t i = 0; i < n; ++i) {
     const trace::Trace t = trace::load_trace(o.traces[i]);
     const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
-    policy::OptimizeResult r;
+    driver::OptimizeResult r;
     if (nvml) {
       const std::int32_t device = trace_gpu(t);
       runtime::NvmlDevice dev(nvml_lib, static_cast<unsigned>(o.gpu_index >= 0 ? o.gpu_index : device));
       const model::GpuSpec& gpu = nvml_gpu_spec(dev, o.gpu);
       workload.trace_device = device;
       workload.label = fmt::format("GPU {} ({})", dev.index(), dev.name());
-      policy::WorkloadBackend backend(dev, gpu, workload);
-      r = policy::optimize(t, window, gpu, opts, backend);
+      driver::WorkloadBackend backend(dev, gpu, workload);
+      r = driver::optimize(t, window, gpu, opts, backend);
     } else {
-      r = policy::optimize(t, window, gpu_for(t, o.gpu), opts);
+      r = driver::optimize(t, window, gpu_for(t, o.gpu), opts);
     }
-    if (o.json_out != "-") fmt::print("{}", policy::to_text(r));
-    docs.push_back(policy::to_json(r));
+    if (o.json_out != "-") fmt::print("{}", driver::to_text(r));
+    docs.push_back(driver::to_json(r));
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy));
-    if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), policy::render_html_report(policy::to_report(t, r)));
+    if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), driver::render_html_report(driver::to_report(t, r)));
     if (!o.overlay_out.empty()) pack::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n));
   }
   if (!o.json_out.empty()) {

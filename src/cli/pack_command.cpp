@@ -7,9 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "pack/report.h"
+#include "model/gpu_catalog.h"
+#include "pack/pack_run.h"
 #include "timing/analysis.h"
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/load.h"
 
 namespace emo::cli {
@@ -26,10 +27,12 @@ struct PackCliOptions {
 };
 
 int run_pack_command(const PackCliOptions& o) {
-  const std::optional<trace::TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
+  const std::optional<TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
   const trace::Trace t = trace::load_trace(o.trace);
   const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
-  const pack::PackRun r = pack::run_pack(t, window, min_pack);
+  const model::MinPack catalog = model::min_pack_for(t);
+  const pack::PackRun r = pack::run_pack(
+      t, window, min_pack ? pack::PackOptions{*min_pack, "--min-pack-ms"} : pack::PackOptions{catalog.ns, catalog.source});
   if (o.json_out != "-") fmt::print("{}", pack::to_text(t, r));
   if (!o.json_out.empty()) write_output(o.json_out, pack::to_json(t, r).dump(2) + "\n");
   if (!o.overlay_out.empty()) pack::write_pack_overlay(t, r, o.overlay_out);
@@ -38,7 +41,7 @@ int run_pack_command(const PackCliOptions& o) {
 
 }  // namespace
 
-std::optional<trace::TimeNs> parse_min_pack(const std::string& text) {
+std::optional<TimeNs> parse_min_pack(const std::string& text) {
   if (text.empty()) return std::nullopt;
   double ms = 0;
   std::size_t used = 0;
@@ -53,7 +56,7 @@ std::optional<trace::TimeNs> parse_min_pack(const std::string& text) {
   if (ms <= 0 || ms > 3.6e6) {
     throw InputError("--min-pack-ms " + text, "must be > 0 and at most 3600000 (one hour)");
   }
-  const auto ns = static_cast<trace::TimeNs>(std::llround(ms * 1e6));
+  const auto ns = static_cast<TimeNs>(std::llround(ms * 1e6));
   if (ns <= 0) throw InputError("--min-pack-ms " + text, "shorter than 1 ns");
   return ns;
 }

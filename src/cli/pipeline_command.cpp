@@ -15,7 +15,7 @@
 #include "model/measurements.h"
 #include "opt/pipeline.h"
 #include "opt/solver.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::cli {
 namespace {

@@ -17,7 +17,7 @@
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 #include "runtime/policy_runtime.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::cli {
 namespace {

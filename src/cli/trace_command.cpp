@@ -13,7 +13,7 @@
 
 #include "cli/child_process.h"
 #include "cli/commands.h"
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/kineto/kineto_writer.h"
 #include "trace/load.h"
 

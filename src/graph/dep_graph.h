@@ -20,7 +20,6 @@
 
 namespace emo::graph {
 
-using trace::TimeNs;
 
 /// Why one timepoint waits for another.
 enum class EdgeType : std::uint8_t {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::model {
 
@@ -122,6 +122,21 @@ const GpuSpec& GpuCatalog::at(std::string_view name) const {
   for (const GpuSpec& g : gpus_) ids.push_back(g.id);
   throw InputError(fmt::format("--gpu {}", name),
                    fmt::format("unknown GPU; known: {}", fmt::join(ids, ", ")));
+}
+
+MinPack min_pack_for(const trace::Trace& trace) {
+  double best_ms = 0;
+  std::string from;
+  for (const trace::GpuInfo& gpu : trace.meta.gpus) {
+    const GpuSpec* spec = GpuCatalog::builtin().find(gpu.name);
+    if (spec != nullptr && spec->switch_latency_ms > best_ms) {
+      best_ms = spec->switch_latency_ms;
+      from = spec->id;
+    }
+  }
+  if (best_ms > 0)
+    return {static_cast<TimeNs>(std::llround(best_ms * 1e6)), fmt::format("GPU catalog: {} clock-switch latency", from)};
+  return {kFallbackMinPackNs, "default (the trace's GPU is not in the GPU catalog)"};
 }
 
 }  // namespace emo::model

@@ -9,6 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/timestamp.h"
+#include "trace/trace.h"
+
 namespace emo::model {
 
 /// One GPU model. Units in the names: MHz, W, ms.
@@ -46,5 +49,19 @@ class GpuCatalog {
  private:
   std::vector<GpuSpec> gpus_;
 };
+
+/// Shortest pack for a trace (DESIGN §3: packs at least as long as a clock switch takes).
+struct MinPack {
+  TimeNs ns = 0;       ///< > 0.
+  std::string source;  ///< Where the figure came from, for reports.
+};
+
+/// Used when none of the trace's GPUs is in the catalog: 20 ms, the catalog's assumed clock-switch
+/// latency (data/gpu_catalog.json, "switch_latency_ms": an assumption for every entry).
+inline constexpr TimeNs kFallbackMinPackNs = 20'000'000;
+
+/// Default min_pack for a trace: the largest clock-switch latency (GpuSpec::switch_latency_ms) of
+/// its GPUs found in the built-in catalog, or kFallbackMinPackNs when none is found. Never throws.
+MinPack min_pack_for(const trace::Trace& trace);
 
 }  // namespace emo::model

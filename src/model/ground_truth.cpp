@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::model {
 namespace {

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.h"
-#include "trace/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 
 namespace emo::model {
 namespace {
@@ -249,7 +249,7 @@ MeasurementSet parse_measurements(std::string_view content, const std::string& p
 }
 
 MeasurementSet load_measurements(const std::string& path) {
-  const auto buffer = trace::read_maybe_gzip(path);
+  const auto buffer = read_maybe_gzip(path);
   return parse_measurements(buffer.view(), path);
 }
 

@@ -11,7 +11,6 @@ namespace emo::opt {
 namespace {
 
 using graph::DepGraph;
-using trace::TimeNs;
 
 constexpr TimeNs kUnreached = INT64_MIN;
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::opt {
 namespace {

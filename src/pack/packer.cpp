@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "model/gpu_catalog.h"
 
 namespace emo::pack {
 namespace {
@@ -275,24 +274,6 @@ std::string_view cut_name(Cut c) noexcept {
     case Cut::kCriticality: return "criticality";
   }
   return "unknown";
-}
-
-TimeNs default_min_pack_ns(const trace::Trace& trace, std::string* source) {
-  double best_ms = 0;
-  std::string from;
-  for (const trace::GpuInfo& gpu : trace.meta.gpus) {
-    const model::GpuSpec* spec = model::GpuCatalog::builtin().find(gpu.name);
-    if (spec != nullptr && spec->switch_latency_ms > best_ms) {
-      best_ms = spec->switch_latency_ms;
-      from = spec->id;
-    }
-  }
-  if (best_ms > 0) {
-    if (source) *source = fmt::format("GPU catalog: {} clock-switch latency", from);
-    return static_cast<TimeNs>(std::llround(best_ms * 1e6));
-  }
-  if (source) *source = "default (the trace's GPU is not in the GPU catalog)";
-  return kFallbackMinPackNs;
 }
 
 Packing pack_timeline(const trace::Trace& trace, const DepGraph& g, const timing::Schedule& s,

@@ -30,10 +30,7 @@
 namespace emo::pack {
 
 using graph::DepGraph;
-using trace::TimeNs;
 
-/// Used when the trace's GPU is not in the catalog: 20 ms, the catalog's assumed switch latency.
-inline constexpr TimeNs kFallbackMinPackNs = 20'000'000;
 /// Pack index of a graph node that is not a GPU op (Packing::pack_of).
 inline constexpr std::uint32_t kNoPack = UINT32_MAX;
 
@@ -77,7 +74,7 @@ struct PackingStats {
 
 /// The packs of every device of a graph.
 struct Packing {
-  TimeNs min_pack_ns = kFallbackMinPackNs;
+  TimeNs min_pack_ns = 0;
   std::vector<Pack> packs;            ///< By device, then time.
   std::vector<std::uint32_t> nodes;   ///< Graph nodes of GPU ops, grouped by pack, each pack's
                                       ///< in recorded start order.
@@ -89,14 +86,12 @@ struct Packing {
   }
 };
 
+/// How to pack. The packer knows no GPU: the caller chooses min_pack (the driver and the CLI take
+/// the GPU's clock-switch latency from the catalog, model::min_pack_for).
 struct PackOptions {
-  TimeNs min_pack_ns = kFallbackMinPackNs;  ///< > 0.
+  TimeNs min_pack_ns = 0;       ///< Shortest pack, ns; > 0 (required).
+  std::string min_pack_source;  ///< Where min_pack came from, for reports ("--min-pack-ms", ...).
 };
-
-/// Default min_pack for a trace: the largest clock-switch latency (GpuSpec::switch_latency_ms)
-/// of its GPUs found in the built-in catalog, or kFallbackMinPackNs when none is found.
-/// `source`, when given, receives a short note saying where the figure came from.
-TimeNs default_min_pack_ns(const trace::Trace& trace, std::string* source = nullptr);
 
 /// Packs every GPU op of `g` (all devices, all streams). `s` is the replay of `g` with its own
 /// durations (the recorded times) and `node_slack` the per-node slack of that schedule

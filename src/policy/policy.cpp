@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.h"
-#include "trace/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 
 namespace emo::policy {
 namespace {
@@ -123,7 +123,7 @@ Policy parse_policy(std::string_view text, const std::string& origin) {
 }
 
 Policy load_policy(const std::string& path) {
-  const trace::PaddedBuffer buf = trace::read_file(path);
+  const PaddedBuffer buf = read_file(path);
   return parse_policy(buf.view(), path);
 }
 

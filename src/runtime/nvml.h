@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::runtime {
 

@@ -21,8 +21,8 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.h"
-#include "trace/json_text.h"
+#include "core/error.h"
+#include "core/json_text.h"
 
 extern char** environ;
 
@@ -280,7 +280,7 @@ std::vector<std::string> child_environment(const RunOptions& o, int progress_fd,
 
 std::string command_json(const std::vector<std::string>& cmd) {
   std::string out = "[";
-  for (std::size_t i = 0; i < cmd.size(); ++i) out += (i ? "," : "") + trace::json_quote(cmd[i]);
+  for (std::size_t i = 0; i < cmd.size(); ++i) out += (i ? "," : "") + json_quote(cmd[i]);
   return out + "]";
 }
 
@@ -365,8 +365,8 @@ class PolicyRun {
     argv.push_back(nullptr);
     log_.event("start",
                fmt::format("\"policy\":{},\"command\":{},\"dry_run\":{},\"tracer\":{},\"switch_latency_ms\":{}",
-                           trace::json_quote(o_.policy_path), command_json(o_.command), o_.dry_run,
-                           trace::json_quote(o_.tracer_library), o_.policy.switch_latency_ms),
+                           json_quote(o_.policy_path), command_json(o_.command), o_.dry_run,
+                           json_quote(o_.tracer_library), o_.policy.switch_latency_ms),
                t0_);
 
     pid_ = fork();
@@ -470,7 +470,7 @@ class PolicyRun {
       } catch (const std::exception& e) {
         std::fprintf(stderr, "emo run: %s; clocks reset, the command continues at default clocks\n",
                      one_line(e.what()).c_str());
-        log_.event("error", fmt::format("\"message\":{}", trace::json_quote(one_line(e.what()))), now);
+        log_.event("error", fmt::format("\"message\":{}", json_quote(one_line(e.what()))), now);
         stopped_ = true;
         report_.resets += guard_.reset("error");
         return;

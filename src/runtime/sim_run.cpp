@@ -15,9 +15,9 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   const std::size_t n = g.nodes();
   if (node_clock_mhz.size() != n) throw std::invalid_argument("run_on_sim: one clock per graph node needed");
   const auto& gpu = device.gpu();
-  const auto latency_ns = static_cast<trace::TimeNs>(std::llround(gpu.switch_latency_ms * 1e6));
+  const auto latency_ns = static_cast<TimeNs>(std::llround(gpu.switch_latency_ms * 1e6));
   // Requests per device, by effective time.
-  std::map<std::int32_t, std::vector<std::pair<trace::TimeNs, double>>> effective;
+  std::map<std::int32_t, std::vector<std::pair<TimeNs, double>>> effective;
   for (const auto& r : requests) effective[r.device].push_back({r.request_ns + latency_ns, r.clock_mhz});
   for (auto& [dev, v] : effective) std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first < b.first; });
 
@@ -33,14 +33,14 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
     if (options.noise) noise[i] = std::exp(sd * z(rng));
   }
   std::vector<double> clock(node_clock_mhz.begin(), node_clock_mhz.end());
-  std::vector<trace::TimeNs> dur(g.dur.begin(), g.dur.end());
+  std::vector<TimeNs> dur(g.dur.begin(), g.dur.end());
   SimRunResult result;
   timing::Schedule s;
   for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
     for (std::size_t i = 0; i < n; ++i) {
       if (!g.gpu[i] || g.dur[i] <= 0) continue;
       const double t = device.true_time_ns(work[i], clock[i]) * noise[i];
-      dur[i] = std::max<trace::TimeNs>(1, std::llround(t));
+      dur[i] = std::max<TimeNs>(1, std::llround(t));
     }
     s = timing::replay(g, dur);
     result.passes = pass + 1;
@@ -52,9 +52,9 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
       const auto dev = trace.ops.device[g.op[i]];
       double f = node_clock_mhz[i];
       if (auto it = effective.find(dev); it != effective.end()) {
-        const trace::TimeNs start = s.start(static_cast<std::uint32_t>(i)) - g.window_start_ns;
+        const TimeNs start = s.start(static_cast<std::uint32_t>(i)) - g.window_start_ns;
         auto after = std::upper_bound(it->second.begin(), it->second.end(), start,
-                                      [](trace::TimeNs t, const auto& e) { return t < e.first; });
+                                      [](TimeNs t, const auto& e) { return t < e.first; });
         if (after != it->second.begin()) {
           f = std::prev(after)->second;
         } else {

@@ -19,7 +19,7 @@ namespace emo::runtime {
 /// window start); the clock takes effect `switch_latency_ms` later (SimDevice's GPU).
 struct ClockRequest {
   std::int32_t device = 0;
-  trace::TimeNs request_ns = 0;
+  TimeNs request_ns = 0;
   double clock_mhz = 0;
 };
 
@@ -34,7 +34,7 @@ struct SimRunOptions {
 };
 
 struct SimRunResult {
-  trace::TimeNs makespan_ns = 0;
+  TimeNs makespan_ns = 0;
   double energy_j = 0;                        ///< All GPUs: idle power over the makespan + ops' power above idle.
   std::map<std::int32_t, double> gpu_energy_j;  ///< Per device.
   std::int64_t clock_changes = 0;             ///< Requests that changed a GPU's clock.

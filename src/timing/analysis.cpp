@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::timing {
 
@@ -165,7 +165,7 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
                    "dropped as contradicted by the recorded times); {} recorded edge(s) clamped",
                    g.nodes(), g.edges(), inferred, g.stats.dropped_inferred_edges,
                    g.stats.violated_edges));
-  line(fmt::format("  makespan      {} (replay error {:.4f} %)", trace::format_duration(a.schedule.makespan_ns),
+  line(fmt::format("  makespan      {} (replay error {:.4f} %)", format_duration(a.schedule.makespan_ns),
                    100.0 * a.replay_error));
   {
     std::string from;
@@ -175,11 +175,11 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
       const std::uint32_t first = a.path.steps.front().node;
       const TimeNs lead = a.schedule.start(first) - a.graph.window_start_ns;
       if (lead > 0) {
-        from = fmt::format(" (from {} after the window start; before it: {})", trace::format_duration(lead),
+        from = fmt::format(" (from {} after the window start; before it: {})", format_duration(lead),
                            a.graph.gpu[first] ? "GPU busy with earlier work or idle" : "untraced CPU work");
       }
     }
-    line(fmt::format("  critical path {} over {} ops{}", trace::format_duration(a.path.length_ns),
+    line(fmt::format("  critical path {} over {} ops{}", format_duration(a.path.length_ns),
                      a.path.steps.size(), from));
   }
   std::string bound;
@@ -190,12 +190,12 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
   line("  bound by      " + bound);
   for (const GpuSlack& gs : a.gpus) {
     line(fmt::format("  GPU {}         busy {}, critical {}, slack {} in {} windows", gs.device,
-                     trace::format_duration(gs.busy_ns), trace::format_duration(gs.critical_busy_ns), trace::format_duration(gs.slack_ns),
+                     format_duration(gs.busy_ns), format_duration(gs.critical_busy_ns), format_duration(gs.slack_ns),
                      gs.windows.size()));
   }
   for (const WhatIfResult& w : a.what_ifs) {
     line(fmt::format("  what-if       {}: makespan {} ({:+.2f} %), {} ops changed{}", w.spec,
-                     trace::format_duration(w.makespan_ns), 100.0 * w.change, w.matched_ops,
+                     format_duration(w.makespan_ns), 100.0 * w.change, w.matched_ops,
                      w.matched_ops == 0 ? " (the spec selects nothing)" : ""));
   }
   return out;

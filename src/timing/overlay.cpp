@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::timing {
 namespace {
 
-using trace::TimeNs;
 
 /// ns -> the µs text Chrome traces use, exactly ("1712195495519689.047").
 std::string us(TimeNs ns) {

@@ -24,8 +24,8 @@ void write_overlay(const trace::Trace& trace, const Analysis& a, const std::stri
 struct OverlayTrack {
   struct Slice {
     std::string name;
-    trace::TimeNs start_ns = 0;  ///< Trace time (absolute ns).
-    trace::TimeNs dur_ns = 0;
+    TimeNs start_ns = 0;  ///< Trace time (absolute ns).
+    TimeNs dur_ns = 0;
     std::string args_json = "{}";  ///< A JSON object.
   };
   std::string name;

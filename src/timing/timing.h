@@ -18,7 +18,6 @@
 namespace emo::timing {
 
 using graph::DepGraph;
-using trace::TimeNs;
 
 /// Times of every timepoint (index = timepoint id of DepGraph), and the window's end.
 struct Schedule {

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "trace/emo/emo_trace_reader.h"
-#include "trace/error.h"
-#include "trace/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 #include "trace/kineto/kineto_reader.h"
 #include "trace/nsys/nsys_reader.h"
 

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/string_table.h"
-#include "trace/timestamp.h"
+#include "core/string_table.h"
+#include "core/timestamp.h"
 
 namespace emo::trace {
 

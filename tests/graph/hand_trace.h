@@ -20,7 +20,6 @@ using graph::EdgeType;
 using trace::kNone;
 using trace::OpKind;
 using trace::SyncKind;
-using trace::TimeNs;
 
 inline constexpr std::int64_t kPid = 100;
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::model {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "model/op_class.h"
 #include "test_data.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::model {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "test_data.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::model {
 namespace {

@@ -7,7 +7,8 @@
 #include <filesystem>
 
 #include "opt/solver.h"
-#include "pack/report.h"
+#include "pack/catalog_min_pack.h"
+#include "pack/pack_run.h"
 #include "test_data.h"
 #include "trace/load.h"
 
@@ -46,7 +47,7 @@ TEST(PackProblem, ReductionKeepsTheMakespanOnEverySharedTrace) {
     if (entry.path().string().find(".json") == std::string::npos) continue;
     SCOPED_TRACE(entry.path().filename().string());
     const trace::Trace t = trace::load_trace(entry.path().string());
-    const pack::PackRun r = pack::run_pack(t, {}, std::nullopt);
+    const pack::PackRun r = pack::run_pack(t, {}, testing::catalog_min_pack(t));
     if (r.pack_graph.packs == 0) continue;
     PackProblem pp;
     const Case at1 = compare(r, 1.0, &pp);
@@ -75,7 +76,7 @@ TEST(PackProblem, ReductionKeepsTheMakespanOnEverySharedTrace) {
 TEST(PackProblem, ExpandsWhenCollapsingWouldBlowUp) {
   EMO_REQUIRE_DATA(path, "nsys/perlmutter-cloverleaf-cuda.sqlite");
   const trace::Trace t = trace::load_trace(path);
-  const pack::PackRun r = pack::run_pack(t, {}, trace::TimeNs{1});
+  const pack::PackRun r = pack::run_pack(t, {}, pack::PackOptions{1, "test"});
   ASSERT_GT(r.pack_graph.packs, 1000u);
   PackProblem pp;
   const Case at1 = compare(r, 1.0, &pp);
@@ -91,7 +92,7 @@ TEST(PackProblem, ExpandsWhenCollapsingWouldBlowUp) {
 TEST(PackProblem, EnergyIsIdleOverMakespanPlusDynamic) {
   EMO_REQUIRE_DATA(path, "kineto/hta_nccl_allreduce_rank0.json.gz");
   const trace::Trace t = trace::load_trace(path);
-  const pack::PackRun r = pack::run_pack(t, {}, std::nullopt);
+  const pack::PackRun r = pack::run_pack(t, {}, testing::catalog_min_pack(t));
   PackProblem pp;
   compare(r, 1.0, &pp);
   const Schedule s = evaluate(pp.problem, Assignment(pp.problem.node_count(), 0));

@@ -6,7 +6,7 @@
 
 #include "opt/solver.h"
 #include "test_data.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::opt {
 namespace {

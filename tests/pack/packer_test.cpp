@@ -11,7 +11,8 @@
 
 #include "graph/hand_trace.h"
 #include "pack/pack_graph.h"
-#include "pack/report.h"
+#include "model/gpu_catalog.h"
+#include "pack/pack_run.h"
 #include "timing/analysis.h"
 
 namespace emo::testing {
@@ -300,12 +301,18 @@ TEST(Packer, EmptyTrace) {
 
 TEST(Packer, DefaultMinPackComesFromTheCatalog) {
   trace::Trace t = two_streams();
-  std::string source;
-  EXPECT_EQ(pack::default_min_pack_ns(t, &source), pack::kFallbackMinPackNs);
-  EXPECT_NE(source.find("default"), std::string::npos);
+  model::MinPack m = model::min_pack_for(t);
+  EXPECT_EQ(m.ns, model::kFallbackMinPackNs);
+  EXPECT_NE(m.source.find("default"), std::string::npos);
   t.meta.gpus.push_back({0, "NVIDIA A100-SXM4-80GB"});
-  EXPECT_EQ(pack::default_min_pack_ns(t, &source), 20'000'000);  // the catalog's figure
-  EXPECT_NE(source.find("A100"), std::string::npos);
+  m = model::min_pack_for(t);
+  EXPECT_EQ(m.ns, 20'000'000);  // the catalog's figure
+  EXPECT_NE(m.source.find("A100"), std::string::npos);
+}
+
+TEST(Packer, MinPackIsRequired) {
+  const trace::Trace t = two_streams();
+  EXPECT_THROW(pack::run_pack(t, graph::Window{}, pack::PackOptions{}), std::invalid_argument);
 }
 
 TEST(PackGraph, FactorAndDurationApisCheckTheirSizes) {
@@ -319,7 +326,7 @@ TEST(PackGraph, FactorAndDurationApisCheckTheirSizes) {
 
 TEST(PackReport, JsonHasTheFiguresOfTheIssue) {
   const trace::Trace t = sync_split();
-  const pack::PackRun run = pack::run_pack(t, graph::Window{}, TimeNs{1});
+  const pack::PackRun run = pack::run_pack(t, graph::Window{}, pack::PackOptions{1, "--min-pack-ms"});
   const nlohmann::json j = pack::to_json(t, run);
   EXPECT_EQ(j["ops"], 4);
   EXPECT_EQ(j["packs"], 3);

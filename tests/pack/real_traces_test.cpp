@@ -8,7 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "pack/report.h"
+#include "pack/catalog_min_pack.h"
+#include "pack/pack_run.h"
 #include "test_data.h"
 #include "trace/load.h"
 
@@ -23,7 +24,7 @@ void check_trace(const std::filesystem::path& path) {
   const trace::Trace t = trace::load_trace(path.string());
   pack::ContractionOptions o;
   o.per_pack_cases = 16;
-  const pack::PackRun r = pack::run_pack(t, graph::Window{}, std::nullopt, o);
+  const pack::PackRun r = pack::run_pack(t, graph::Window{}, catalog_min_pack(t), o);
   const graph::DepGraph& g = r.analysis.graph;
   std::size_t gpu_ops = 0;
   for (std::uint32_t n = 0; n < g.nodes(); ++n) gpu_ops += g.gpu[n];
@@ -70,7 +71,7 @@ TEST(PackRealTraces, EveryNsysTrace) {
 TEST(PackRealTraces, V100PacksCompress) {
   EMO_REQUIRE_DATA(path, "kineto/hta_v100_ns_resolution.json.gz");
   const trace::Trace t = trace::load_trace(path);
-  const pack::PackRun r = pack::run_pack(t, graph::Window{}, std::nullopt);
+  const pack::PackRun r = pack::run_pack(t, graph::Window{}, catalog_min_pack(t));
   EXPECT_EQ(r.packing.nodes.size(), 6095u);
   EXPECT_LE(r.packing.packs.size(), 5u);
   EXPECT_EQ(r.packing.min_pack_ns, 20'000'000);  // V100's catalog figure

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "test_data.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::policy {
 namespace {

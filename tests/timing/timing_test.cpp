@@ -13,7 +13,7 @@
 
 #include "graph/hand_trace.h"
 #include "timing/analysis.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::testing {
 namespace {

@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/kineto/kineto_reader.h"
 #include "trace/kineto/kineto_writer.h"
 #include "trace/load.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "trace/error.h"
-#include "trace/file_io.h"
+#include "core/error.h"
+#include "core/file_io.h"
 #include "trace/kineto/kineto_reader.h"
 
 namespace emo::trace {

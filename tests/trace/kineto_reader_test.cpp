@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::trace {
 namespace {

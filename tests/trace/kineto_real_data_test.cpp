@@ -8,7 +8,7 @@
 #include <string>
 
 #include "test_data.h"
-#include "trace/file_io.h"
+#include "core/file_io.h"
 #include "trace/kineto/kineto_reader.h"
 #include "trace/load.h"
 #include "trace/summary.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "test_data.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::trace {
 namespace {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::trace {
 namespace {

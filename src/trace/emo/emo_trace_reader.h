@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "trace/file_io.h"
+#include "core/file_io.h"
 #include "trace/trace.h"
 
 namespace emo::trace {

@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.h"
+#include "core/error.h"
 #include "trace/kineto/json_scan.h"
 
 namespace emo::trace {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/json_text.h"
+#include "core/json_text.h"
 
 namespace emo::trace {
 namespace {

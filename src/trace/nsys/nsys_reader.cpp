@@ -50,7 +50,7 @@
 #include <utility>
 #include <vector>
 
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::trace {
 namespace {

@@ -1,10 +1,10 @@
-#include "trace/string_table.h"
+#include "core/string_table.h"
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 
-namespace emo::trace {
+namespace emo {
 namespace {
 
 constexpr std::size_t kMinBlock = 64 * 1024;
@@ -71,4 +71,4 @@ std::size_t StringTable::memory_bytes() const noexcept {
          slots_.capacity() * sizeof(std::uint32_t) + hashes_.capacity() * sizeof(std::uint64_t);
 }
 
-}  // namespace emo::trace
+}  // namespace emo

@@ -1,4 +1,4 @@
-#include "policy/optimize.h"
+#include "driver/optimize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,18 +9,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/version.h"
 #include "opt/pack_problem.h"
 #include "opt/solver.h"
 #include "pack/plan_evaluator.h"
 #include "runtime/profiler.h"
 #include "runtime/sim_run.h"
-#include "trace/error.h"
+#include "core/error.h"
 
-namespace emo::policy {
+namespace emo::driver {
 namespace {
 
 using graph::DepGraph;
-using trace::TimeNs;
 
 /// A pack's ops as a unit of work for the device: each stream's ops back to back (the gaps inside
 /// a pack are launch or dependency waits that the pack graph models; profiling measures the work).
@@ -232,7 +232,7 @@ std::vector<std::int64_t> name_ordinals(const trace::Trace& trace, const DepGrap
   for (std::uint32_t n = 0; n < g.nodes(); ++n)
     if (g.gpu[n]) gpu_nodes.push_back(n);
   std::stable_sort(gpu_nodes.begin(), gpu_nodes.end(), [&](auto a, auto b) { return g.rec_start[a] < g.rec_start[b]; });
-  std::map<std::pair<std::int32_t, trace::StringId>, std::int64_t> seen;
+  std::map<std::pair<std::int32_t, StringId>, std::int64_t> seen;
   std::vector<std::int64_t> ordinal(g.nodes(), 0);
   for (auto n : gpu_nodes) ordinal[n] = seen[{trace.ops.device[g.op[n]], trace.ops.name[g.op[n]]}]++;
   return ordinal;
@@ -246,13 +246,13 @@ struct PackPlan {
 
 /// The policy of `plan` (one entry per pack of r.packs); `ids`, when given, receives per GPU the
 /// pack id of each policy pack (policy index order).
-Policy policy_of(const trace::Trace& trace, const OptimizeResult& r, const std::vector<PackPlan>& plan,
+policy::Policy policy_of(const trace::Trace& trace, const OptimizeResult& r, const std::vector<PackPlan>& plan,
                  const model::GpuSpec& gpu, double max_slowdown,
                  std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr) {
   const DepGraph& g = r.packs.analysis.graph;
   const pack::Packing& packing = r.packs.packing;
-  Policy pol;
-  pol.emo_version = EMO_VERSION;
+  policy::Policy pol;
+  pol.emo_version = std::string(emo::version());
   pol.gpu = gpu.id;
   pol.trace = trace.meta.path;
   pol.iteration_marker = g.window.label == "whole trace" ? "" : g.window.label;
@@ -265,17 +265,17 @@ Policy policy_of(const trace::Trace& trace, const OptimizeResult& r, const std::
   pol.switch_latency_ms = gpu.switch_latency_ms;
   pol.simulated = r.simulated;
   const std::vector<std::int64_t> ordinal = name_ordinals(trace, g);
-  std::map<std::int32_t, GpuPolicy> per_device;
+  std::map<std::int32_t, policy::GpuPolicy> per_device;
   std::map<std::int32_t, std::vector<std::uint32_t>> id_of;
   for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {
     const std::int32_t d = packing.packs[p].device;
-    GpuPolicy& gp = per_device[d];
+    policy::GpuPolicy& gp = per_device[d];
     gp.device = d;
     gp.rank = trace.meta.rank;
     gp.default_clock_mhz = gpu.max_sm_clock_mhz();
     const auto first = packing.ops_of(p)[0];
     const auto row = g.op[first];
-    PackClock k;
+    policy::PackClock k;
     k.start = {std::string(trace.strings.view(trace.ops.name[row])), trace.ops.stream[row], ordinal[first]};
     k.start_offset_ns = plan[p].start_ns - g.window_start_ns;
     k.duration_ns = plan[p].end_ns - plan[p].start_ns;
@@ -291,7 +291,7 @@ Policy policy_of(const trace::Trace& trace, const OptimizeResult& r, const std::
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return gp.packs[a].start_offset_ns < gp.packs[b].start_offset_ns;
     });
-    std::vector<PackClock> sorted;
+    std::vector<policy::PackClock> sorted;
     for (const std::size_t i : order) sorted.push_back(std::move(gp.packs[i]));
     gp.packs = std::move(sorted);
     for (std::size_t i = 0; i < gp.packs.size(); ++i) gp.packs[i].index = static_cast<std::int32_t>(i);
@@ -306,7 +306,7 @@ Policy policy_of(const trace::Trace& trace, const OptimizeResult& r, const std::
 }
 
 /// The policy of `choice` (schedule = its exact pack-graph schedule).
-Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const PackChoices& pc,
+policy::Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const PackChoices& pc,
                     const std::vector<int>& choice, const timing::Schedule& schedule, const model::GpuSpec& gpu,
                     double max_slowdown) {
   std::vector<PackPlan> plan(pc.options.size());
@@ -322,7 +322,7 @@ Policy build_policy(const trace::Trace& trace, const OptimizeResult& r, const Pa
 /// The runtime's clock requests for one iteration of `pol`: a switch one switch latency before each
 /// pack whose clock differs from the previous one; the iteration starts at its last pack's clock
 /// (steady state), recorded in `initial`.
-std::vector<runtime::ClockRequest> switch_requests(const Policy& pol, TimeNs latency_ns,
+std::vector<runtime::ClockRequest> switch_requests(const policy::Policy& pol, TimeNs latency_ns,
                                                    std::map<std::int32_t, double>& initial) {
   std::vector<runtime::ClockRequest> requests;
   initial.clear();
@@ -419,7 +419,10 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   OptimizeResult r;
   r.trace_path = trace.meta.path;
   r.gpu = gpu.id;
-  r.packs = pack::run_pack(trace, window, options.min_pack_ns);
+  const model::MinPack catalog = model::min_pack_for(trace);
+  r.packs = pack::run_pack(trace, window,
+                           options.min_pack_ns ? pack::PackOptions{*options.min_pack_ns, "--min-pack-ms"}
+                                               : pack::PackOptions{catalog.ns, catalog.source});
   const DepGraph& g = r.packs.analysis.graph;
   const pack::Packing& packing = r.packs.packing;
   const std::uint32_t P = r.packs.pack_graph.packs;
@@ -641,7 +644,7 @@ nlohmann::json to_json(const OptimizeResult& r) {
 std::string to_text(const OptimizeResult& r) {
   const std::string sim = r.simulated ? " [SIMULATED]" : "";
   std::string out = fmt::format("{}: {} ({}), GPU {}{}\n", r.trace_path, r.packs.analysis.graph.window.label,
-                                trace::format_duration(r.baseline.time_ns), r.gpu,
+                                format_duration(r.baseline.time_ns), r.gpu,
                                 r.simulated ? " — simulated device: every time and energy below is simulated"
                                             : fmt::format(" — measured on {} by running the workload ({} runs)",
                                                           r.device_label, r.workload_runs));
@@ -657,7 +660,7 @@ std::string to_text(const OptimizeResult& r) {
   auto row = [&](const std::string& name, const Evaluated& e) {
     const double sav = r.baseline.energy_j > 0 ? 1 - e.energy_j / r.baseline.energy_j : 0;
     const double slow = r.baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / r.baseline.time_ns - 1 : 0;
-    return fmt::format("  {:<26} {:>12} {:>12.3f} {:>8.2f}% {:>8.2f}%{}\n", name, trace::format_duration(e.time_ns),
+    return fmt::format("  {:<26} {:>12} {:>12.3f} {:>8.2f}% {:>8.2f}%{}\n", name, format_duration(e.time_ns),
                        e.energy_j, 100 * sav, 100 * slow, sim);
   };
   out += row(fmt::format("baseline ({:.0f} MHz)", r.baseline.clock_mhz), r.baseline);
@@ -666,10 +669,10 @@ std::string to_text(const OptimizeResult& r) {
   out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
                      "predicted {} and {:.3f} J; {} clock switches per iteration\n",
                      100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1),
-                     trace::format_duration(static_cast<TimeNs>(std::floor(
+                     format_duration(static_cast<TimeNs>(std::floor(
                          static_cast<double>(r.baseline.time_ns) * static_cast<double>(r.target_ns) /
                          static_cast<double>(r.predicted_baseline.time_ns)))),
-                     trace::format_duration(r.target_ns), trace::format_duration(r.predicted_emo.time_ns),
+                     format_duration(r.target_ns), format_duration(r.predicted_emo.time_ns),
                      r.predicted_emo.energy_j, r.clock_switches);
   return out;
 }
@@ -719,9 +722,9 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
              fmt::format("{} packs; profiled at {} MHz ({} pack-clock profiles; every clock: {}).", r.packs.pack_graph.packs,
                          fmt::join(r.profiled_clocks_mhz, ", "), r.pack_clock_profiles, r.every_clock_profiles),
              fmt::format("Latency target {} (+{:.1f} %); {} clock switches per iteration.",
-                         trace::format_duration(r.target_ns),
+                         format_duration(r.target_ns),
                          100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1), r.clock_switches)};
   return h;
 }
 
-}  // namespace emo::policy
+}  // namespace emo::driver

@@ -1,4 +1,4 @@
-#include "trace/timestamp.h"
+#include "core/timestamp.h"
 
 #include <gtest/gtest.h>
 

@@ -24,25 +24,25 @@
 #include "graph/dep_graph.h"
 #include "model/clock_model.h"
 #include "model/gpu_catalog.h"
-#include "pack/report.h"
-#include "policy/html_report.h"
+#include "pack/pack_run.h"
+#include "driver/html_report.h"
 #include "policy/policy.h"
 #include "runtime/sim_device.h"
 #include "trace/trace.h"
 
-namespace emo::policy {
+namespace emo::driver {
 
 struct OptimizeOptions {
   double max_slowdown = 0.05;          ///< Latency target: baseline makespan × (1 + this). ≥ 0.
   int profile_clocks = 3;              ///< K clocks per pack (runtime::profiling_clocks).
-  std::optional<trace::TimeNs> min_pack_ns;  ///< Default: the catalog's switch latency.
+  std::optional<TimeNs> min_pack_ns;  ///< Default: the catalog's switch latency.
   std::uint64_t seed = 1;              ///< Simulated device and evaluation noise.
   int frontier_points = 24;            ///< Points of the predicted frontier (≥ 2).
 };
 
 /// One evaluated schedule (time and energy of one iteration window).
 struct Evaluated {
-  trace::TimeNs time_ns = 0;
+  TimeNs time_ns = 0;
   double energy_j = 0;
   double clock_mhz = 0;  ///< For the static schedules.
 };
@@ -61,7 +61,7 @@ struct OptimizeResult {
   double profiling_device_s = 0;            ///< Device time spent profiling.
   double profiling_iterations = 0;          ///< profiling_device_s / baseline iteration time.
   std::vector<double> pack_clock_mhz;       ///< Chosen clock per pack.
-  trace::TimeNs target_ns = 0;              ///< Latency target (predicted baseline × (1 + max_slowdown)).
+  TimeNs target_ns = 0;              ///< Latency target (predicted baseline × (1 + max_slowdown)).
   Evaluated predicted_baseline, predicted_emo;  ///< From the models and the pack graph.
   std::vector<ReportPoint> frontier;        ///< Predicted (time s, energy J), ascending time.
   int deadline_repairs = 0;                 ///< Re-solves after an exact re-evaluation overshot.
@@ -80,7 +80,7 @@ struct OptimizeResult {
   std::int64_t workload_runs = 0;           ///< Runs of the workload: profiling and evaluation.
   std::vector<std::vector<model::ClockPoint>> pack_points;  ///< Measured (clock, time, energy) per pack.
   std::int64_t packs_at_run_power = 0;      ///< Packs whose energy fell back to the run's mean power.
-  Policy policy;
+  policy::Policy policy;
   double savings() const { return baseline.energy_j > 0 ? 1 - emo.energy_j / baseline.energy_j : 0; }
   double slowdown() const {
     return baseline.time_ns > 0 ? static_cast<double>(emo.time_ns) / static_cast<double>(baseline.time_ns) - 1 : 0;
@@ -129,7 +129,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
 /// A policy with every pack of `r.packs` at one clock, and the pack id (index into
 /// r.packs.packing.packs) of each policy pack, per GPU in policy index order.
 struct StaticPolicy {
-  Policy policy;
+  policy::Policy policy;
   std::map<std::int32_t, std::vector<std::uint32_t>> pack_ids;
 };
 
@@ -151,4 +151,4 @@ std::string to_text(const OptimizeResult& r);
 /// The HTML report's content for `r`.
 HtmlReport to_report(const trace::Trace& trace, const OptimizeResult& r);
 
-}  // namespace emo::policy
+}  // namespace emo::driver

@@ -1,4 +1,4 @@
-#include "pack/report.h"
+#include "pack/pack_run.h"
 
 #include <algorithm>
 #include <set>
@@ -34,17 +34,11 @@ std::int64_t ports_of_kind(const PackGraph& pg, PortKind k) {
 
 }  // namespace
 
-PackRun run_pack(const trace::Trace& trace, const graph::Window& window,
-                 std::optional<TimeNs> min_pack_ns, const ContractionOptions& check) {
+PackRun run_pack(const trace::Trace& trace, const graph::Window& window, const PackOptions& o,
+                 const ContractionOptions& check) {
   PackRun r;
   r.analysis = timing::analyze(trace, window, {});
-  PackOptions o;
-  if (min_pack_ns) {
-    o.min_pack_ns = *min_pack_ns;
-    r.min_pack_source = "--min-pack-ms";
-  } else {
-    o.min_pack_ns = default_min_pack_ns(trace, &r.min_pack_source);
-  }
+  r.min_pack_source = o.min_pack_source;
   const timing::Analysis& a = r.analysis;
   r.packing = pack_timeline(trace, a.graph, a.schedule, a.node_slack, o);
   r.pack_graph = contract(a.graph, r.packing);
@@ -145,7 +139,7 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
   auto line = [&out](const std::string& s) { out += s + '\n'; };
   line(t.meta.path);
   line(fmt::format("  window        {}", g.window.label));
-  line(fmt::format("  min pack      {} ({})", trace::format_duration(p.min_pack_ns), r.min_pack_source));
+  line(fmt::format("  min pack      {} ({})", format_duration(p.min_pack_ns), r.min_pack_source));
   const std::size_t ops = p.nodes.size();
   line(fmt::format("  packs         {} GPU ops in {} pack{} (compression {:.1f}x), {} with a span (start to the "
                    "next pack's start) shorter than min pack{}",
@@ -160,8 +154,8 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
   line("  starts        " + (cuts.empty() ? std::string("-") : cuts));
   line(fmt::format("  pack graph    {} nodes, {} edges (op graph {} nodes, {} edges)",
                    r.pack_graph.nodes(), r.pack_graph.g.edges(), g.nodes(), g.edges()));
-  line(fmt::format("  makespan      {} (pack graph {})", trace::format_duration(r.analysis.schedule.makespan_ns),
-                   trace::format_duration(r.pack_schedule.makespan_ns)));
+  line(fmt::format("  makespan      {} (pack graph {})", format_duration(r.analysis.schedule.makespan_ns),
+                   format_duration(r.pack_schedule.makespan_ns)));
   line(fmt::format("  contraction   error {:.4f} % (uniform factors {:.4f} %, per-pack factors {:.4f} %)",
                    100 * r.contraction.contraction_error, 100 * r.contraction.uniform_error,
                    100 * r.contraction.per_pack_error));
@@ -178,8 +172,8 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
         break;
       }
       line(fmt::format("    #{:<5} {:>6} ops  dur {:>12}  span {:>12}  slack {:>12}  {}{}{}", i, pk.count,
-                       trace::format_duration(pk.dur_ns()), trace::format_duration(pk.span_ns),
-                       trace::format_duration(r.pack_slack[i]), cut_name(pk.starts_at),
+                       format_duration(pk.dur_ns()), format_duration(pk.span_ns),
+                       format_duration(r.pack_slack[i]), cut_name(pk.starts_at),
                        pk.critical ? ", critical" : "", pk.forced_short ? ", short" : ""));
     }
   }

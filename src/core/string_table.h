@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace emo::trace {
+namespace emo {
 
 using StringId = std::uint32_t;
 
@@ -46,4 +46,4 @@ class StringTable {
   std::vector<std::uint64_t> hashes_;
 };
 
-}  // namespace emo::trace
+}  // namespace emo

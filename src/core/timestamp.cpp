@@ -1,10 +1,10 @@
-#include "trace/timestamp.h"
+#include "core/timestamp.h"
 
 #include <charconv>
 
 #include <fmt/format.h>
 
-namespace emo::trace {
+namespace emo {
 namespace {
 
 __extension__ typedef unsigned __int128 u128;  // GCC/Clang extension; exact 10^k arithmetic
@@ -108,4 +108,4 @@ std::optional<std::int64_t> parse_int64(std::string_view text) noexcept {
   return value;
 }
 
-}  // namespace emo::trace
+}  // namespace emo

@@ -1,11 +1,11 @@
-#include "policy/html_report.h"
+#include "driver/html_report.h"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
-namespace emo::policy {
+namespace emo::driver {
 namespace {
 
 using nlohmann::json;
@@ -167,4 +167,4 @@ std::string render_html_report(const HtmlReport& r) {
   return html;
 }
 
-}  // namespace emo::policy
+}  // namespace emo::driver

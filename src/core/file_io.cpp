@@ -1,4 +1,4 @@
-#include "trace/file_io.h"
+#include "core/file_io.h"
 
 #include <libdeflate.h>
 #include <sys/stat.h>
@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.h"
+#include "core/error.h"
 
-namespace emo::trace {
+namespace emo {
 
 PaddedBuffer::PaddedBuffer(std::size_t size)
     : data_(new char[size + kPadding]), size_(size) {
@@ -116,4 +116,4 @@ PaddedBuffer read_maybe_gzip(const std::string& path) {
   return raw;
 }
 
-}  // namespace emo::trace
+}  // namespace emo

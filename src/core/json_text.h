@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace emo::trace {
+namespace emo {
 
 /// `s` as a JSON string literal: quotes added, `"` and `\` escaped, control characters as \uXXXX.
 /// Example: json_quote("a\"b") == "\"a\\\"b\"". Bytes >= 0x80 pass through (UTF-8 stays UTF-8).
@@ -29,4 +29,4 @@ inline std::string json_quote(std::string_view s) {
   return out;
 }
 
-}  // namespace emo::trace
+}  // namespace emo

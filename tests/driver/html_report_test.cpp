@@ -1,4 +1,4 @@
-#include "policy/html_report.h"
+#include "driver/html_report.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "test_data.h"
 
-namespace emo::policy {
+namespace emo::driver {
 namespace {
 
 HtmlReport sample() {
@@ -91,4 +91,4 @@ TEST(HtmlReport, DrawsInHeadlessChromium) {
 }
 
 }  // namespace
-}  // namespace emo::policy
+}  // namespace emo::driver

@@ -1,4 +1,4 @@
-#include "policy/workload_backend.h"
+#include "driver/workload_backend.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.h"
+#include "core/error.h"
 
-namespace emo::policy {
+namespace emo::driver {
 namespace {
 
 std::int64_t now_ns() {
@@ -100,7 +100,7 @@ WorkloadBackend::WorkloadBackend(runtime::Device& device, const model::GpuSpec& 
   if (options_.command.empty()) throw std::invalid_argument("WorkloadBackend: no command");
 }
 
-WorkloadRun WorkloadBackend::run(const Policy& policy, double static_clock_mhz, const std::string& what,
+WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clock_mhz, const std::string& what,
                                  OptimizeResult& r) {
   runtime::RunOptions ro;
   ro.policy = policy;
@@ -211,4 +211,4 @@ void WorkloadBackend::run_policy(const trace::Trace&, OptimizeResult& r) {
   r.ops_at_other_clock = 0;  // not observable on a real GPU
 }
 
-}  // namespace emo::policy
+}  // namespace emo::driver

@@ -1,4 +1,4 @@
-#include "trace/error.h"
+#include "core/error.h"
 
 #include <algorithm>
 

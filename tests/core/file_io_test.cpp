@@ -1,4 +1,4 @@
-#include "trace/file_io.h"
+#include "core/file_io.h"
 
 #include <gtest/gtest.h>
 #include <libdeflate.h>
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "test_data.h"
-#include "trace/error.h"
+#include "core/error.h"
 
 namespace emo::trace {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace emo::trace {
+namespace emo {
 
 using TimeNs = std::int64_t;
 
@@ -40,4 +40,4 @@ std::string format_duration(TimeNs ns);
 /// Parses a decimal integer ("-12", "4294967295"); nullopt when not an integer or out of range.
 std::optional<std::int64_t> parse_int64(std::string_view text) noexcept;
 
-}  // namespace emo::trace
+}  // namespace emo

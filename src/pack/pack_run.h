@@ -27,10 +27,11 @@ struct PackRun {
   ContractionReport contraction;
 };
 
-/// Runs the analysis of `trace` in `window`, packs it with `min_pack_ns` (nullopt: the
-/// catalog's switch latency, default_min_pack_ns), contracts it and checks the contraction.
-PackRun run_pack(const trace::Trace& trace, const graph::Window& window,
-                 std::optional<TimeNs> min_pack_ns, const ContractionOptions& check = {});
+/// Runs the analysis of `trace` in `window`, packs it with `options` (min_pack_ns > 0: the
+/// caller's choice, e.g. model::min_pack_for), contracts it and checks the contraction.
+/// Throws std::invalid_argument when options.min_pack_ns <= 0.
+PackRun run_pack(const trace::Trace& trace, const graph::Window& window, const PackOptions& options,
+                 const ContractionOptions& check = {});
 
 /// The `emo pack --json` object: path, window, min_pack_ns, min_pack_source, ops (GPU ops),
 /// packs, compression_ratio (ops / packs), forced_short, cuts {reason: packs}, makespan_ns,

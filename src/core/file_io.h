@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-namespace emo::trace {
+namespace emo {
 
 /// Bytes that stay readable `kPadding` bytes past size() (simdjson reads up to 64 bytes beyond
 /// the end of a document). The padding is zero-filled. Move-only.
@@ -52,4 +52,4 @@ PaddedBuffer gunzip(std::string_view compressed, const std::string& path);
 /// read_file, then gunzip when the content (not the name) is gzip.
 PaddedBuffer read_maybe_gzip(const std::string& path);
 
-}  // namespace emo::trace
+}  // namespace emo

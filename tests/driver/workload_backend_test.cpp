@@ -1,10 +1,10 @@
 // The measurements of `emo optimize --device nvml` from a workload run's pack starts and energy
 // counter readings (policy/workload_backend.h), on synthetic runs.
-#include "policy/workload_backend.h"
+#include "driver/workload_backend.h"
 
 #include <gtest/gtest.h>
 
-namespace emo::policy {
+namespace emo::driver {
 namespace {
 
 constexpr std::int64_t kMs = 1'000'000;
@@ -81,4 +81,4 @@ TEST(MeasureIteration, MedianPeriodAndMedianEnergy) {
 }
 
 }  // namespace
-}  // namespace emo::policy
+}  // namespace emo::driver

@@ -1,4 +1,4 @@
-#include "trace/string_table.h"
+#include "core/string_table.h"
 
 #include <gtest/gtest.h>
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "model/gpu_catalog.h"
-#include "policy/optimize.h"
+#include "driver/optimize.h"
 #include "runtime/device.h"
 #include "runtime/policy_runtime.h"
 
-namespace emo::policy {
+namespace emo::driver {
 
 /// One pack start seen in a workload run, with the GPU's energy counter read when it arrived.
 struct ProgressSample {
@@ -103,11 +103,11 @@ class WorkloadBackend final : public OptimizeBackend {
  private:
   /// Runs the workload under `policy`; with `static_clock_mhz` > 0 the clock is locked at it
   /// from the start. `what` names the run in errors.
-  WorkloadRun run(const Policy& policy, double static_clock_mhz, const std::string& what, OptimizeResult& r);
+  WorkloadRun run(const policy::Policy& policy, double static_clock_mhz, const std::string& what, OptimizeResult& r);
 
   runtime::Device& device_;
   const model::GpuSpec& gpu_;
   WorkloadOptions options_;
 };
 
-}  // namespace emo::policy
+}  // namespace emo::driver

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Writes `emo optimize --json` of every shared trace into one folder, one file per trace, so that
+# two builds (before and after a change) can be compared figure by figure:
+#   scripts/optimize-figures.sh BUILD_DIR OUT_DIR        run every shared trace (A100 simulated)
+#   scripts/optimize-figures.sh --diff DIR_A DIR_B       compare two such folders (exit 1 on a change)
+# Data: ../shared/data (override EMO_DATA_DIR). Kineto traces run with --gpu A100-SXM4-80GB, nsys
+# traces on their own GPU; target +5 %, seed 1 — the table of docs/optimize.md.
+set -euo pipefail
+if [[ "${1:-}" == "--diff" ]]; then
+  a=$2 b=$3 status=0
+  for f in "$a"/*.json; do
+    n=$(basename "$f")
+    if [[ ! -f "$b/$n" ]]; then echo "missing in $b: $n"; status=1; continue; fi
+    if python3 - "$f" "$b/$n" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+diffs = []
+def walk(x, y, path):
+    if isinstance(x, dict) and isinstance(y, dict):
+        for k in sorted(set(x) | set(y)):
+            if k not in x or k not in y: diffs.append(f"{path}.{k}: only in {'A' if k in x else 'B'}")
+            else: walk(x[k], y[k], f"{path}.{k}")
+    elif isinstance(x, list) and isinstance(y, list):
+        if len(x) != len(y): diffs.append(f"{path}: {len(x)} vs {len(y)} items")
+        for i, (u, v) in enumerate(zip(x, y)): walk(u, v, f"{path}[{i}]")
+    elif x != y: diffs.append(f"{path}: {x} vs {y}")
+for d in diffs[:20]: print("   ", d)
+sys.exit(1 if diffs else 0)
+PY
+    then echo "same: $n"; else echo "DIFFERENT: $n"; status=1; fi
+  done
+  exit $status
+fi
+build=${1:?usage: optimize-figures.sh BUILD_DIR OUT_DIR}
+out=${2:?usage: optimize-figures.sh BUILD_DIR OUT_DIR}
+data=${EMO_DATA_DIR:-$(dirname "$0")/../../shared/data}
+mkdir -p "$out"
+for t in "$data"/kineto/*.json.gz "$data"/nsys/*.sqlite; do
+  n=$(basename "$t"); n=${n%%.*}
+  gpu=(--gpu A100-SXM4-80GB); [[ $t == *.sqlite ]] && gpu=()
+  if "$build/emo" optimize "$t" "${gpu[@]}" --max-slowdown 0.05 --seed 1 --json "$out/$n.json" >/dev/null 2>"$out/$n.err"; then
+    rm -f "$out/$n.err"; echo "ok: $n"
+  else
+    echo "failed (exit $?): $n: $(head -1 "$out/$n.err")"
+  fi
+done
