@@ -11,6 +11,7 @@
 
 #include "core/version.h"
 #include "opt/pack_problem.h"
+#include "opt/pareto.h"
 #include "opt/solver.h"
 #include "pack/plan_evaluator.h"
 #include "runtime/profiler.h"
@@ -162,16 +163,9 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
   return choice;
 }
 
-/// Sorts `points` by time and keeps those whose energy strictly falls with time.
+/// Sorts `points` by time and keeps those whose energy strictly falls with time (opt::pareto_filter).
 void pareto_frontier(std::vector<ReportPoint>& points) {
-  std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) {
-    return a.time_s != b.time_s ? a.time_s < b.time_s : a.energy_j < b.energy_j;
-  });
-  std::size_t kept = 0;
-  for (const auto& pt : points) {
-    if (kept == 0 || pt.energy_j < points[kept - 1].energy_j - 1e-9) points[kept++] = pt;
-  }
-  points.resize(kept);
+  opt::pareto_filter(points, [](const ReportPoint& p) { return p.time_s; }, [](const ReportPoint& p) { return p.energy_j; });
 }
 
 /// The cheapest choice whose exact pack-graph makespan is within `target_ns`: the fast solver at a

@@ -10,6 +10,7 @@
 #include <coin/ClpSimplex.hpp>
 
 #include "opt/formulation.h"
+#include "opt/pareto.h"
 
 namespace emo::opt {
 namespace {
@@ -339,15 +340,8 @@ std::vector<Solution> FastSolver::frontier(int points) {
 }
 
 std::vector<Solution> pareto_filter(std::vector<Solution> points) {
-  std::sort(points.begin(), points.end(), [](const Solution& a, const Solution& b) {
-    if (a.makespan_s != b.makespan_s) return a.makespan_s < b.makespan_s;
-    return a.energy_j < b.energy_j;
-  });
-  std::vector<Solution> out;
-  for (auto& s : points) {
-    if (out.empty() || s.energy_j < out.back().energy_j - 1e-9) out.push_back(std::move(s));
-  }
-  return out;
+  pareto_filter(points, [](const Solution& s) { return s.makespan_s; }, [](const Solution& s) { return s.energy_j; });
+  return points;
 }
 
 }  // namespace emo::opt

@@ -1,0 +1,27 @@
+// Unit conversions by name: timestamps and durations are integer nanoseconds (TimeNs); models,
+// energies and reports use seconds, joules and watts. Use these instead of bare 1e-9 / 1e9.
+#pragma once
+
+#include <cmath>
+
+#include "core/timestamp.h"
+
+namespace emo {
+
+inline constexpr double kNsPerS = 1e9;
+inline constexpr double kNsPerMs = 1e6;
+
+/// ns → s (double). Exact for |ns| < 2^53 ns (104 days).
+constexpr double ns_to_s(TimeNs ns) noexcept { return static_cast<double>(ns) / kNsPerS; }
+/// ns → ms (double).
+constexpr double ns_to_ms(TimeNs ns) noexcept { return static_cast<double>(ns) / kNsPerMs; }
+/// s → ns, rounded to the nearest ns. `s` must be finite and within ±kMaxAbsTimeNs ns.
+inline TimeNs s_to_ns(double s) noexcept { return static_cast<TimeNs>(std::llround(s * kNsPerS)); }
+/// s → ns, rounded down (a deadline that must not be exceeded).
+inline TimeNs s_to_ns_floor(double s) noexcept { return static_cast<TimeNs>(std::floor(s * kNsPerS)); }
+/// ms → ns, rounded to the nearest ns.
+inline TimeNs ms_to_ns(double ms) noexcept { return static_cast<TimeNs>(std::llround(ms * kNsPerMs)); }
+/// Energy (J) of `watts` held for `ns`.
+constexpr double energy_j(double watts, TimeNs ns) noexcept { return watts * ns_to_s(ns); }
+
+}  // namespace emo
