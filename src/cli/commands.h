@@ -53,6 +53,11 @@ Action add_run_command(CLI::App& app);
 /// `emo optimize`.
 std::optional<std::int64_t> parse_min_pack(const std::string& text);
 
+/// The command-line option that carries a library parameter: "max_slowdown" → "--max-slowdown"
+/// (every parameter a library ArgumentError can name; any other field is returned as "--field"
+/// with '_' as '-').
+std::string option_of(const std::string& field);
+
 /// Records the arguments after the first "--" of emo's command line (main() calls this before
 /// parsing): `emo optimize --device nvml -- CMD ARGS...` needs them apart from its traces.
 void set_command_after_separator(int argc, char** argv);

@@ -51,6 +51,11 @@ int main(int argc, char** argv) {
   } catch (const emo::InputError& e) {
     std::fprintf(stderr, "emo: error: %s\n", e.what());
     return 2;
+  } catch (const emo::ArgumentError& e) {
+    // The library names its parameter; the user gave an option.
+    std::fprintf(stderr, "emo: error: %s %s: %s (see emo --help)\n", emo::cli::option_of(e.field()).c_str(),
+                 e.value().c_str(), e.problem().c_str());
+    return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "emo: error: out of memory\n");
     return 3;

@@ -12,17 +12,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "model/gpu_catalog.h"
-#include "pack/pack_run.h"
-#include "driver/html_report.h"
 #include "cli/child_process.h"
+#include "cli/commands.h"
+#include "core/error.h"
 #include "driver/optimize.h"
 #include "driver/workload_backend.h"
+#include "model/gpu_catalog.h"
+#include "output/html_report.h"
+#include "output/optimize_output.h"
+#include "output/pack_output.h"
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 #include "timing/analysis.h"
-#include "core/error.h"
 #include "trace/load.h"
 
 namespace emo::cli {
@@ -170,11 +171,11 @@ int run_optimize(OptimizeCliOptions o) {
     } else {
       r = driver::optimize(t, window, gpu_for(t, o.gpu), opts);
     }
-    if (o.json_out != "-") fmt::print("{}", driver::to_text(r));
-    docs.push_back(driver::to_json(r));
-    if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy));
-    if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), driver::render_html_report(driver::to_report(t, r)));
-    if (!o.overlay_out.empty()) pack::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n));
+    if (o.json_out != "-") fmt::print("{}", output::to_text(r));
+    docs.push_back(output::to_json(r));
+    if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));
+    if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), output::render_html_report(output::to_report(t, r)));
+    if (!o.overlay_out.empty()) output::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n));
   }
   if (!o.json_out.empty()) {
     nlohmann::json out = docs.size() == 1 ? docs[0] : nlohmann::json{{"traces", docs}, {"simulated", true}};

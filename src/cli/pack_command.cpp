@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "model/gpu_catalog.h"
+#include "output/pack_output.h"
 #include "pack/pack_run.h"
 #include "timing/analysis.h"
 #include "core/error.h"
@@ -33,13 +35,19 @@ int run_pack_command(const PackCliOptions& o) {
   const model::MinPack catalog = model::min_pack_for(t);
   const pack::PackRun r = pack::run_pack(
       t, window, min_pack ? pack::PackOptions{*min_pack, "--min-pack-ms"} : pack::PackOptions{catalog.ns, catalog.source});
-  if (o.json_out != "-") fmt::print("{}", pack::to_text(t, r));
-  if (!o.json_out.empty()) write_output(o.json_out, pack::to_json(t, r).dump(2) + "\n");
-  if (!o.overlay_out.empty()) pack::write_pack_overlay(t, r, o.overlay_out);
+  if (o.json_out != "-") fmt::print("{}", output::to_text(t, r));
+  if (!o.json_out.empty()) write_output(o.json_out, output::to_json(t, r).dump(2) + "\n");
+  if (!o.overlay_out.empty()) output::write_pack_overlay(t, r, o.overlay_out);
   return 0;
 }
 
 }  // namespace
+
+std::string option_of(const std::string& field) {
+  std::string opt = "--" + field;
+  std::replace(opt.begin(), opt.end(), '_', '-');
+  return opt;
+}
 
 std::optional<TimeNs> parse_min_pack(const std::string& text) {
   if (text.empty()) return std::nullopt;

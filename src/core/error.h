@@ -25,6 +25,24 @@ class InputError : public std::runtime_error {
   std::string problem_;
 };
 
+/// A bad argument to a library call: `field()` names the parameter (e.g. "max_slowdown"),
+/// `value()` the value given, `problem()` what is wrong with it. Library code throws it in the
+/// library's own words; the CLI names the option that carried the value (cli/commands.h,
+/// option_error).
+class ArgumentError : public std::invalid_argument {
+ public:
+  ArgumentError(std::string field, std::string value, std::string problem);
+
+  const std::string& field() const noexcept { return field_; }
+  const std::string& value() const noexcept { return value_; }
+  const std::string& problem() const noexcept { return problem_; }
+
+ private:
+  std::string field_;
+  std::string value_;
+  std::string problem_;
+};
+
 /// Flattens a message to one line (newlines and tabs become spaces) and clips it to `max_chars`,
 /// so that a hostile input cannot make an error message span screens.
 std::string one_line(std::string_view text, std::size_t max_chars = 300);

@@ -1,43 +1,44 @@
-// `emo optimize`: a trace in, a clock policy and its savings out (DESIGN §1–§6 end to end).
+// `emo optimize`: a trace in, a clock policy and its savings out (docs/design.md §1–§6 end to end),
+// as six stages, each a function that returns a value (docs/optimize.md):
 //
-//   graph + slack (timing::analyze) → packs and pack graph (pack::run_pack)
-//   → profile each pack on the device at K clocks (runtime::profile_work) → fit pack models
-//   → options per pack at every trusted clock → opt::build_pack_problem → FastSolver at the
-//   deadline (1 + max_slowdown) × the all-max-clock makespan, and the frontier
-//   → exact re-evaluation on the pack graph (deadline tightened while it overshoots)
-//   → policy (policy.h) → evaluation on the device: baseline (max clock), best static clock,
-//   EMO's policy with its clock switches issued `switch_latency` early.
-// On the simulated device every time and energy of the evaluation is simulated (ground truth +
-// noise + switch latency), and says so. Profiling and evaluation go through an OptimizeBackend:
-// the simulated device (the default) or a real GPU running the workload itself
-// (policy/workload_backend.h, `emo optimize --device nvml`).
+//   packs = pack::run_pack(trace)            graph, slack, packs, pack graph (stage 0: docs/packing.md)
+//   1. profile(trace, packs, backend)        each pack measured at K clocks      → ProfileStage
+//   2. fit(profile, ...)                     a clock model and options per pack  → FitStage
+//   3. build_problem(packs, fit, ...)        choices, pack problem, target       → ProblemStage
+//   4. plan(problem, solver, target)         cheapest plan within the target     → PlanStage
+//   5. plan_policy(trace, packs, plan, ...)  the clock policy of a plan          → policy::Policy
+//   6. evaluate(...)                         baseline, best static clock and the policy run on
+//                                            the device; re-plans (4–5) with a tighter model
+//                                            target while a run misses        → Evaluation
+//
+// optimize() runs them in order and returns every stage's value (OptimizeResult). Profiling and
+// evaluation go through a runtime::OptimizeBackend: the simulated device (runtime/sim_backend.h,
+// the default, every figure simulated) or a real GPU running the workload itself
+// (driver/workload_backend.h, `emo optimize --device nvml`).
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "graph/dep_graph.h"
 #include "model/clock_model.h"
 #include "model/gpu_catalog.h"
+#include "opt/pack_search.h"
 #include "pack/pack_run.h"
-#include "driver/html_report.h"
 #include "policy/policy.h"
-#include "runtime/sim_device.h"
+#include "runtime/backend.h"
 #include "trace/trace.h"
 
 namespace emo::driver {
 
 struct OptimizeOptions {
-  double max_slowdown = 0.05;          ///< Latency target: baseline makespan × (1 + this). ≥ 0.
-  int profile_clocks = 3;              ///< K clocks per pack (runtime::profiling_clocks).
-  std::optional<TimeNs> min_pack_ns;  ///< Default: the catalog's switch latency.
-  std::uint64_t seed = 1;              ///< Simulated device and evaluation noise.
-  int frontier_points = 24;            ///< Points of the predicted frontier (≥ 2).
+  double max_slowdown = 0.05;               ///< Latency target: baseline makespan × (1 + this); ≥ 0, finite.
+  int profile_clocks = 3;                   ///< K clocks per pack (runtime::profiling_clocks); ≥ 2.
+  std::optional<TimeNs> min_pack_ns;        ///< Default: the catalog's switch latency (model::min_pack_for).
+  std::uint64_t seed = 1;                   ///< Simulated device and evaluation noise.
+  int frontier_points = 24;                 ///< Points of the predicted frontier (≥ 2).
 };
 
 /// One evaluated schedule (time and energy of one iteration window).
@@ -47,76 +48,123 @@ struct Evaluated {
   double clock_mhz = 0;  ///< For the static schedules.
 };
 
-/// Everything `emo optimize` computes for one trace.
-struct OptimizeResult {
-  std::string trace_path;
-  std::string gpu;                          ///< Catalog id.
-  bool simulated = true;
-  pack::PackRun packs;                      ///< Analysis, packing, pack graph, exactness.
-  std::vector<double> profiled_clocks_mhz;  ///< The K clocks.
-  std::vector<double> option_clocks_mhz;    ///< Clocks offered to the optimiser (trusted range).
-  std::int64_t profiled_runs = 0;           ///< Pack-clock runs including repetitions.
+/// One point of the predicted time–energy frontier.
+struct FrontierPoint {
+  double time_s = 0;    ///< s.
+  double energy_j = 0;  ///< J.
+};
+
+/// Stage 1: what was profiled and what it cost.
+struct ProfileStage {
+  std::vector<double> profiled_clocks_mhz;  ///< The K clocks, descending.
+  std::vector<double> option_clocks_mhz;    ///< Clocks offered to the optimiser (the trusted range), descending.
+  runtime::PackProfiles measured;           ///< Per pack, one (clock, time, energy) point per profiled clock.
   std::int64_t pack_clock_profiles = 0;     ///< packs × K.
   std::int64_t every_clock_profiles = 0;    ///< packs × supported clocks (what profiling every clock costs).
-  double profiling_device_s = 0;            ///< Device time spent profiling.
-  double profiling_iterations = 0;          ///< profiling_device_s / baseline iteration time.
-  std::vector<double> pack_clock_mhz;       ///< Chosen clock per pack.
-  TimeNs target_ns = 0;              ///< Latency target (predicted baseline × (1 + max_slowdown)).
-  Evaluated predicted_baseline, predicted_emo;  ///< From the models and the pack graph.
-  std::vector<ReportPoint> frontier;        ///< Predicted (time s, energy J), ascending time.
-  int deadline_repairs = 0;                 ///< Re-solves after an exact re-evaluation overshot.
-  int polish_moves = 0;                     ///< Exact local-search moves after the fast solver.
-  int greedy_wins = 0;                      ///< Solves where the exact local search from f_max beat the solver's plan.
-  int probe_runs = 0;                       ///< Lowest-clock probe runs (0 or 1; counted in validation_runs).
-  bool probe_kept = false;                  ///< The probe's plan measured cheaper within the target and was kept.
-  int validation_runs = 0;                  ///< Policy runs on the device (re-optimised while one missed the target).
-  std::int64_t negative_lags = 0;           ///< From the problem reduction.
-  Evaluated baseline, static_best, emo;     ///< Evaluated on the device (simulated: ground truth).
-  std::int64_t clock_switches = 0;          ///< Clock changes per iteration in EMO's evaluation.
-  std::int64_t ops_at_other_clock = 0;      ///< GPU ops that ran before their pack's clock took effect.
-  std::vector<model::ClockModel> pack_models;  ///< Fitted model per pack.
-  // On a real GPU (--device nvml) only:
-  std::string device_label;                 ///< e.g. "GPU 0 (NVIDIA H200)"; "" on the simulated device.
-  std::int64_t workload_runs = 0;           ///< Runs of the workload: profiling and evaluation.
-  std::vector<std::vector<model::ClockPoint>> pack_points;  ///< Measured (clock, time, energy) per pack.
-  std::int64_t packs_at_run_power = 0;      ///< Packs whose energy fell back to the run's mean power.
-  policy::Policy policy;
-  double savings() const { return baseline.energy_j > 0 ? 1 - emo.energy_j / baseline.energy_j : 0; }
-  double slowdown() const {
-    return baseline.time_ns > 0 ? static_cast<double>(emo.time_ns) / static_cast<double>(baseline.time_ns) - 1 : 0;
-  }
 };
 
-/// Where optimize() profiles the packs and evaluates schedules: the simulated device (built in,
-/// the default) or a real GPU on which the workload itself runs (policy/workload_backend.h).
-/// The pipeline between the two steps (models, problem, solver, policy) is the same.
-class OptimizeBackend {
- public:
-  virtual ~OptimizeBackend() = default;
-  /// The device: supported clocks, idle power, switch latency; simulated() labels every figure.
-  virtual runtime::Device& device() = 0;
-  /// Measures every pack of `r.packs` at `r.profiled_clocks_mhz` and returns one fitted model
-  /// per pack. Adds its cost to r.profiled_runs and r.profiling_device_s (s of device time);
-  /// a real GPU also fills r.workload_runs, r.pack_points and r.packs_at_run_power. Throws
-  /// emo::InputError when a pack cannot be measured.
-  virtual std::vector<model::ClockModel> profile_packs(const trace::Trace& trace, OptimizeResult& r) = 0;
-  /// One evaluated schedule with every pack at `clock_mhz` (one of the device's clocks).
-  virtual Evaluated run_static(const trace::Trace& trace, OptimizeResult& r, double clock_mhz) = 0;
-  /// Runs `r.policy` (per pack `r.pack_clock_mhz`) with its switches; fills r.emo,
-  /// r.clock_switches and r.ops_at_other_clock.
-  virtual void run_policy(const trace::Trace& trace, OptimizeResult& r) = 0;
-  /// True: the best static clock is searched on the device over every option clock (an oracle,
-  /// affordable when simulated). False: only the static clock the models predict best within
-  /// the target is run.
-  virtual bool static_oracle() const = 0;
-  /// Policy runs at most: optimize() re-optimises with a tighter model target while a run misses
-  /// the target, up to this many runs (≥ 1).
-  virtual int max_validation_runs() const = 0;
+/// Stage 2: the fitted model of each pack and its options at every option clock.
+struct FitStage {
+  std::vector<model::ClockModel> models;               ///< Per pack.
+  std::vector<std::vector<opt::PackOption>> options;   ///< Per pack, descending clock (0 = f_max).
 };
+
+/// Stage 3: the problem over the packs. `choices` refers to the pack graph it was built on.
+struct ProblemStage {
+  opt::PackChoices choices;
+  opt::PackProblem problem;
+  Evaluated predicted_baseline;   ///< Every pack at f_max, from the models and the pack graph.
+  TimeNs target_ns = 0;           ///< predicted_baseline × (1 + max_slowdown), floored.
+};
+
+/// Stage 4: a plan, evaluated exactly on the pack graph.
+struct PlanStage {
+  std::vector<int> choice;             ///< Option index per pack.
+  std::vector<double> pack_clock_mhz;  ///< Clock per pack.
+  timing::Schedule schedule;           ///< The pack graph at the plan.
+  Evaluated predicted;                 ///< Predicted time and energy.
+};
+
+/// Stage 6: what the device measured, and how the kept plan was found.
+struct Evaluation {
+  Evaluated baseline, static_best, emo;    ///< Measured on the device (simulated: ground truth + noise).
+  TimeNs target_ns = 0;                    ///< The measured baseline × (1 + max_slowdown), floored.
+  std::int64_t clock_switches = 0;         ///< Clock changes per iteration in EMO's run.
+  std::int64_t ops_at_other_clock = 0;     ///< GPU ops that ran before their pack's clock took effect.
+  PlanStage plan;                          ///< The kept plan.
+  policy::Policy policy;                   ///< Its policy.
+  opt::SearchStats search;                 ///< Summed over every plan() call.
+  int validation_runs = 0;                 ///< Policy runs (re-planned while one missed the target).
+  int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1; within validation_runs).
+  bool probe_kept = false;                 ///< The probe's plan measured cheaper within the target.
+};
+
+/// Everything `emo optimize` computes for one trace: each stage's value.
+struct OptimizeResult {
+  std::string trace_path;
+  std::string gpu;                  ///< Catalog id.
+  bool simulated = true;
+  std::string device_label;         ///< e.g. "GPU 0 (NVIDIA H200)"; "" on the simulated device.
+  std::int64_t workload_runs = 0;   ///< Runs of the workload (a real GPU): profiling and evaluation.
+  pack::PackRun packs;              ///< Stage 0: analysis, packing, pack graph, exactness.
+  ProfileStage profile;
+  FitStage fit;
+  Evaluated predicted_baseline;     ///< From stage 3.
+  TimeNs target_ns = 0;             ///< From stage 3: the models' latency target.
+  std::int64_t negative_lags = 0;   ///< From stage 3's problem reduction.
+  std::vector<FrontierPoint> frontier;  ///< Predicted, Pareto-filtered, ascending time (the kept plan included).
+  Evaluation evaluation;            ///< Stage 6, with the kept plan (stage 4) and policy (stage 5).
+  double profiling_iterations = 0;  ///< Profiling device time / the predicted baseline iteration.
+
+  const PlanStage& plan() const { return evaluation.plan; }
+  const policy::Policy& policy() const { return evaluation.policy; }
+  double savings() const;   ///< 1 − EMO's energy / the baseline's (measured), 0 without a baseline.
+  double slowdown() const;  ///< EMO's time / the baseline's − 1 (measured), 0 without a baseline.
+};
+
+/// Stage 1: the K profiling clocks of the device, the option clocks (interpolation range only) and
+/// every pack measured at the K clocks by `backend`. Throws std::invalid_argument naming
+/// `profile_clocks` when K < 2 or the device has fewer clocks, and what the backend throws.
+ProfileStage profile(const trace::Trace& trace, const pack::PackRun& packs, runtime::OptimizeBackend& backend,
+                     int profile_clocks);
+
+/// Stage 2: per pack, model::fit_clock_model on its measured points, and its options at every
+/// option clock: factor = time(f) / time(f_max), dynamic energy = energy(f) − idle_w × time(f).
+/// Throws emo::InputError (the trace's path) when a pack's points cannot be fitted.
+FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_max, double idle_w);
+
+/// Stage 3: the choices over `packs.pack_graph` (the result refers to it), the predicted
+/// baseline, the models' target and the linearised pack problem (opt::build_pack_problem).
+ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown);
+
+/// Stage 4: the cheapest plan whose exact pack-graph makespan is within `model_target_ns`
+/// (opt::solve_within), its schedule and prediction. Adds its counters to `stats`.
+PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs model_target_ns, opt::SearchStats& stats);
+
+/// Stage 5: the policy of `plan`: each pack at its clock, with its exact predicted start and end
+/// and its predicted energy (dynamic energy + idle power over its span).
+policy::Policy plan_policy(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
+                           const PlanStage& plan, const model::GpuSpec& gpu, double max_slowdown, bool simulated);
+
+/// The predicted frontier: `points` deadlines of the fast solver, each plan evaluated exactly on the
+/// pack graph; when the problem's fastest point lands well above the baseline, 4 points of the
+/// exact search fill the stretch; Pareto-filtered (opt::pareto_filter).
+std::vector<FrontierPoint> predicted_frontier(const ProblemStage& problem, opt::FastSolver& solver, int points);
+
+/// Stage 6: on the device, the baseline (every pack at f_max), the best static clock (an oracle
+/// over every option clock when the backend affords it, else the clock the models predict best
+/// within the target) and `first` (a plan and its policy). While a run misses the measured
+/// target, re-plans (stages 4–5) with the model's target tightened by the miss, up to
+/// backend.max_validation_runs() runs; then, when a run is left, the lowest-clock probe
+/// (docs/optimize.md). Keeps the cheapest measured plan within the target.
+Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
+                    opt::FastSolver& solver, const ProfileStage& profile, PlanStage first, const model::GpuSpec& gpu,
+                    const OptimizeOptions& options, runtime::OptimizeBackend& backend);
 
 /// Runs the whole pipeline for `trace` in `window` on `gpu`, with a simulated device. Throws
-/// emo::InputError for an impossible request (no GPU ops in the window, max_slowdown < 0 or
-/// not finite, profile_clocks < 2 or more than the GPU's clocks).
+/// emo::ArgumentError for an impossible request (max_slowdown < 0 or not finite, profile_clocks < 2
+/// or more than the GPU's clocks, frontier_points < 2) and emo::InputError when the window has no
+/// GPU ops.
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
                         const OptimizeOptions& options);
 
@@ -124,31 +172,6 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
 /// the simulated backend's business). Throws what optimize() above throws, and what the
 /// backend throws.
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
-                        const OptimizeOptions& options, OptimizeBackend& backend);
-
-/// A policy with every pack of `r.packs` at one clock, and the pack id (index into
-/// r.packs.packing.packs) of each policy pack, per GPU in policy index order.
-struct StaticPolicy {
-  policy::Policy policy;
-  std::map<std::int32_t, std::vector<std::uint32_t>> pack_ids;
-};
-
-/// Every pack of `r.packs` (analysed, packed) and the default clock at `clock_mhz`; starts and
-/// durations as recorded. Run through the policy runtime with the clock locked from the start,
-/// it switches nothing: what `--device nvml` profiles and evaluates static clocks with.
-StaticPolicy static_policy(const trace::Trace& trace, const OptimizeResult& r, const model::GpuSpec& gpu,
-                           double clock_mhz);
-
-/// The `emo optimize --json` object of one trace: baseline {time_ns, energy_j}, static_best
-/// {clock_mhz, time_ns, energy_j}, emo {time_ns, energy_j, predicted_time_ns,
-/// predicted_energy_j}, savings, slowdown (fractions vs the baseline), static_savings, packs,
-/// profiled_runs, simulated, plus profiling, target and frontier details.
-nlohmann::json to_json(const OptimizeResult& r);
-
-/// The text table (baseline, best static clock, EMO), labelled simulated where it is.
-std::string to_text(const OptimizeResult& r);
-
-/// The HTML report's content for `r`.
-HtmlReport to_report(const trace::Trace& trace, const OptimizeResult& r);
+                        const OptimizeOptions& options, runtime::OptimizeBackend& backend);
 
 }  // namespace emo::driver

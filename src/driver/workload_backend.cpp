@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/units.h"
+#include "driver/policy_builder.h"
 
 namespace emo::driver {
 namespace {
@@ -23,14 +25,14 @@ std::vector<ProgressSample> by_time(std::vector<ProgressSample> s) {
 }
 
 double run_power_w(const WorkloadRun& run) {
-  const double t = static_cast<double>(run.end_ns - run.start_ns) * 1e-9;
+  const double t = ns_to_s(run.end_ns - run.start_ns);
   return t > 0 ? (run.end_energy_j - run.start_energy_j) / t : 0.0;
 }
 
-/// The one GPU of r's packs; throws InputError when they span several.
-std::int32_t single_device(const trace::Trace& trace, const OptimizeResult& r) {
+/// The one GPU of the packs; throws InputError when they span several.
+std::int32_t single_device(const trace::Trace& trace, const pack::PackRun& packs) {
   std::map<std::int32_t, int> devices;
-  for (const auto& p : r.packs.packing.packs) devices[p.device]++;
+  for (const auto& p : packs.packing.packs) devices[p.device]++;
   if (devices.size() != 1) {
     throw InputError(trace.meta.path, fmt::format("the window has packs on {} GPUs; --device nvml profiles one GPU "
                                                   "(optimise one rank's trace, or use --device sim)",
@@ -56,7 +58,7 @@ std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs
     const std::int64_t dt = end_ns - s[i].start.t_ns;
     if (dt <= 0) continue;
     spans[k].push_back(dt);
-    sum_t[k] += static_cast<double>(dt) * 1e-9;
+    sum_t[k] += ns_to_s(dt);
     sum_e[k] += end_e - s[i].energy_j;
   }
   for (std::size_t k = 0; k < packs; ++k) {
@@ -66,7 +68,7 @@ std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
     out[k].time_ns = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    const double t = static_cast<double>(out[k].time_ns) * 1e-9;
+    const double t = ns_to_s(out[k].time_ns);
     if (sum_e[k] > 0 && sum_t[k] > 0) {
       out[k].energy_j = t * sum_e[k] / sum_t[k];
     } else {
@@ -100,15 +102,14 @@ WorkloadBackend::WorkloadBackend(runtime::Device& device, const model::GpuSpec& 
   if (options_.command.empty()) throw std::invalid_argument("WorkloadBackend: no command");
 }
 
-WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clock_mhz, const std::string& what,
-                                 OptimizeResult& r) {
+WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clock_mhz, const std::string& what) {
   runtime::RunOptions ro;
   ro.policy = policy;
   ro.policy_path = fmt::format("emo optimize ({})", what);
   ro.command = options_.command;
   ro.tracer_library = options_.tracer_library;
   ro.cupti_library = options_.cupti_library;
-  if (!options_.log_prefix.empty()) ro.log_path = fmt::format("{}.{}.jsonl", options_.log_prefix, r.workload_runs);
+  if (!options_.log_prefix.empty()) ro.log_path = fmt::format("{}.{}.jsonl", options_.log_prefix, workload_runs_);
   if (static_clock_mhz > 0) ro.start_clock_mhz[options_.trace_device] = static_clock_mhz;
   WorkloadRun out;
   ro.on_pack_start = [&](const runtime::PackStarted& p) {
@@ -123,7 +124,7 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
   out.exit_code = rep.exit_code;
   out.progress_lines = rep.progress_lines;
   out.switches = rep.switches;
-  ++r.workload_runs;
+  ++workload_runs_;
   if (rep.exit_code != 0) {
     const std::string how = rep.received_signal != 0 ? fmt::format("was stopped (emo got signal {})", rep.received_signal)
                             : rep.child_signal != 0  ? fmt::format("was killed by signal {}", rep.child_signal)
@@ -133,23 +134,23 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
   return out;
 }
 
-std::vector<model::ClockModel> WorkloadBackend::profile_packs(const trace::Trace& trace, OptimizeResult& r) {
-  const std::int32_t packs_device = single_device(trace, r);
+runtime::PackProfiles WorkloadBackend::profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
+                                                     const std::vector<double>& clocks_mhz) {
+  const std::int32_t packs_device = single_device(trace, packs);
   if (options_.trace_device < 0) options_.trace_device = packs_device;
   if (options_.trace_device != packs_device) {
     throw InputError(trace.meta.path, fmt::format("the packs are on GPU {} of the trace, not GPU {}", packs_device,
                                                   options_.trace_device));
   }
-  r.device_label = options_.label;
-  const std::size_t P = r.packs.packing.packs.size();
-  r.pack_points.assign(P, {});
-  for (const double f : r.profiled_clocks_mhz) {
-    const StaticPolicy sp = static_policy(trace, r, gpu_, f);
+  runtime::PackProfiles out;
+  out.points.assign(packs.packing.packs.size(), {});
+  for (const double f : clocks_mhz) {
+    const StaticPolicy sp = static_policy(trace, packs, gpu_, f);
     const std::vector<std::uint32_t>& ids = sp.pack_ids.at(options_.trace_device);
     const std::string what = fmt::format("profiling at {:.0f} MHz", f);
-    const WorkloadRun run = this->run(sp.policy, f, what, r);
-    r.profiled_runs += 1;
-    r.profiling_device_s += static_cast<double>(run.end_ns - run.start_ns) * 1e-9;
+    const WorkloadRun run = this->run(sp.policy, f, what);
+    out.runs += 1;
+    out.device_s += ns_to_s(run.end_ns - run.start_ns);
     if (run.samples.empty()) {
       throw InputError(trace.meta.path,
                        fmt::format("the packs of the trace were not seen in the workload: no pack start of GPU {} "
@@ -170,45 +171,36 @@ std::vector<model::ClockModel> WorkloadBackend::profile_packs(const trace::Trace
                                    one_line(fmt::format("{}", fmt::join(missing, ", ")), 200)));
     }
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      r.pack_points[ids[i]].push_back({f, static_cast<double>(m[i].time_ns) * 1e-9, m[i].energy_j});
-      if (m[i].run_power) ++r.packs_at_run_power;
+      out.points[ids[i]].push_back({f, ns_to_s(m[i].time_ns), m[i].energy_j});
+      if (m[i].run_power) ++out.packs_at_run_power;
     }
   }
-  std::vector<model::ClockModel> models;
-  for (std::size_t p = 0; p < P; ++p) {
-    try {
-      models.push_back(model::fit_clock_model(r.pack_points[p]));
-    } catch (const std::invalid_argument& e) {
-      throw InputError(trace.meta.path, fmt::format("pack {}: its measured times and energies cannot be fitted: {}", p,
-                                                    one_line(e.what())));
-    }
-  }
-  return models;
+  return out;
 }
 
-Evaluated WorkloadBackend::run_static(const trace::Trace& trace, OptimizeResult& r, double clock_mhz) {
-  const StaticPolicy sp = static_policy(trace, r, gpu_, clock_mhz);
-  const WorkloadRun run = this->run(sp.policy, clock_mhz, fmt::format("the static run at {:.0f} MHz", clock_mhz), r);
+runtime::RunMeasurement WorkloadBackend::run_static(const trace::Trace& trace, const pack::PackRun& packs,
+                                                    double clock_mhz) {
+  const StaticPolicy sp = static_policy(trace, packs, gpu_, clock_mhz);
+  const WorkloadRun run = this->run(sp.policy, clock_mhz, fmt::format("the static run at {:.0f} MHz", clock_mhz));
   const IterationMeasure m = measure_iteration(run);
-  return {m.time_ns, m.energy_j, clock_mhz};
+  runtime::RunMeasurement out;
+  out.time_ns = m.time_ns;
+  out.energy_j = m.energy_j;
+  out.clock_mhz = clock_mhz;
+  return out;
 }
 
-void WorkloadBackend::run_policy(const trace::Trace&, OptimizeResult& r) {
-  const WorkloadRun run = this->run(r.policy, 0, "the EMO policy run", r);
+runtime::RunMeasurement WorkloadBackend::run_policy(const trace::Trace&, const pack::PackRun&,
+                                                    const policy::Policy& policy, const std::vector<double>&) {
+  const WorkloadRun run = this->run(policy, 0, "the EMO policy run");
   const IterationMeasure m = measure_iteration(run);
-  r.emo = {m.time_ns, m.energy_j, 0};
-  // Switches per iteration as planned (the sim backend's count): one per change of clock
-  // between consecutive packs, the iteration starting at its last pack's clock.
-  r.clock_switches = 0;
-  for (const auto& gp : r.policy.gpus) {
-    if (gp.packs.empty()) continue;
-    double prev = gp.packs.back().clock_mhz;
-    for (const auto& k : gp.packs) {
-      if (k.clock_mhz != prev) ++r.clock_switches;
-      prev = k.clock_mhz;
-    }
-  }
-  r.ops_at_other_clock = 0;  // not observable on a real GPU
+  runtime::RunMeasurement out;
+  out.time_ns = m.time_ns;
+  out.energy_j = m.energy_j;
+  // Switches per iteration as planned (the simulated backend's count); which ops ran before
+  // their pack's clock took effect is not observable on a real GPU.
+  out.clock_switches = runtime::switches_per_iteration(policy);
+  return out;
 }
 
 }  // namespace emo::driver

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "model/gpu_catalog.h"
-#include "driver/optimize.h"
+#include "runtime/backend.h"
 #include "runtime/device.h"
 #include "runtime/policy_runtime.h"
 
@@ -84,7 +84,7 @@ struct WorkloadOptions {
 /// A real GPU running the workload (see the file comment). `device` is the GPU whose clocks are
 /// set and whose energy counter is read (runtime::NvmlDevice; any Device works). Every time and
 /// energy it reports is measured (simulated() is the device's).
-class WorkloadBackend final : public OptimizeBackend {
+class WorkloadBackend final : public runtime::OptimizeBackend {
  public:
   /// Throws std::invalid_argument when options.command is empty.
   WorkloadBackend(runtime::Device& device, const model::GpuSpec& gpu, WorkloadOptions options);
@@ -92,22 +92,28 @@ class WorkloadBackend final : public OptimizeBackend {
   runtime::Device& device() override { return device_; }
   bool static_oracle() const override { return false; }
   int max_validation_runs() const override { return 1; }
-  /// One run per profiling clock. Throws emo::InputError when the workload exits non-zero, when
-  /// no pack start (or not every pack's) was seen, and what the device throws.
-  std::vector<model::ClockModel> profile_packs(const trace::Trace& trace, OptimizeResult& r) override;
+  std::int64_t workload_runs() const override { return workload_runs_; }
+  std::string label() const override { return options_.label; }
+  /// One run per profiling clock. Throws emo::InputError when the packs span several GPUs, when
+  /// the workload exits non-zero, when no pack start (or not every pack's) was seen, and what the
+  /// device throws.
+  runtime::PackProfiles profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
+                                      const std::vector<double>& clocks_mhz) override;
   /// One run at `clock_mhz`. Throws emo::InputError when the workload exits non-zero.
-  Evaluated run_static(const trace::Trace& trace, OptimizeResult& r, double clock_mhz) override;
-  /// One run with r.policy. Throws emo::InputError when the workload exits non-zero.
-  void run_policy(const trace::Trace& trace, OptimizeResult& r) override;
+  runtime::RunMeasurement run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) override;
+  /// One run with `policy`. Throws emo::InputError when the workload exits non-zero.
+  runtime::RunMeasurement run_policy(const trace::Trace& trace, const pack::PackRun& packs,
+                                     const policy::Policy& policy, const std::vector<double>& pack_clock_mhz) override;
 
  private:
   /// Runs the workload under `policy`; with `static_clock_mhz` > 0 the clock is locked at it
   /// from the start. `what` names the run in errors.
-  WorkloadRun run(const policy::Policy& policy, double static_clock_mhz, const std::string& what, OptimizeResult& r);
+  WorkloadRun run(const policy::Policy& policy, double static_clock_mhz, const std::string& what);
 
   runtime::Device& device_;
   const model::GpuSpec& gpu_;
   WorkloadOptions options_;
+  std::int64_t workload_runs_ = 0;
 };
 
 }  // namespace emo::driver

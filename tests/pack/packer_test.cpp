@@ -12,6 +12,7 @@
 #include "graph/hand_trace.h"
 #include "pack/pack_graph.h"
 #include "model/gpu_catalog.h"
+#include "output/pack_output.h"
 #include "pack/pack_run.h"
 #include "timing/analysis.h"
 
@@ -327,7 +328,7 @@ TEST(PackGraph, FactorAndDurationApisCheckTheirSizes) {
 TEST(PackReport, JsonHasTheFiguresOfTheIssue) {
   const trace::Trace t = sync_split();
   const pack::PackRun run = pack::run_pack(t, graph::Window{}, pack::PackOptions{1, "--min-pack-ms"});
-  const nlohmann::json j = pack::to_json(t, run);
+  const nlohmann::json j = output::to_json(t, run);
   EXPECT_EQ(j["ops"], 4);
   EXPECT_EQ(j["packs"], 3);
   EXPECT_DOUBLE_EQ(j["compression_ratio"].get<double>(), 4.0 / 3.0);

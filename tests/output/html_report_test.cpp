@@ -1,4 +1,4 @@
-#include "driver/html_report.h"
+#include "output/html_report.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "test_data.h"
 
-namespace emo::driver {
+namespace emo::output {
 namespace {
 
 HtmlReport sample() {
@@ -91,4 +91,4 @@ TEST(HtmlReport, DrawsInHeadlessChromium) {
 }
 
 }  // namespace
-}  // namespace emo::driver
+}  // namespace emo::output

@@ -1,11 +1,11 @@
-#include "driver/html_report.h"
+#include "output/html_report.h"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
-namespace emo::driver {
+namespace emo::output {
 namespace {
 
 using nlohmann::json;
@@ -167,4 +167,4 @@ std::string render_html_report(const HtmlReport& r) {
   return html;
 }
 
-}  // namespace emo::driver
+}  // namespace emo::output

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace emo::driver {
+namespace emo::output {
 
 /// One row of the timeline: a GPU stream or a CPU thread.
 struct ReportLane {
@@ -64,4 +64,4 @@ struct HtmlReport {
 /// makespan / 4000 resolution. Throws std::invalid_argument when makespan_ns ≤ 0.
 std::string render_html_report(const HtmlReport& r);
 
-}  // namespace emo::driver
+}  // namespace emo::output

@@ -1,0 +1,56 @@
+// Stage 5 of `emo optimize`: a clock policy (policy/policy.h, docs/policy.md) from a plan — per
+// pack its predicted start, end, clock and energy — and the packs of a trace.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "model/gpu_catalog.h"
+#include "pack/pack_run.h"
+#include "policy/policy.h"
+#include "trace/trace.h"
+
+namespace emo::driver {
+
+/// One pack's part of a plan: predicted start and end (ns, the window's time base), clock (MHz)
+/// and energy (J).
+struct PackPlan {
+  TimeNs start_ns = 0, end_ns = 0;
+  double clock_mhz = 0, energy_j = 0;
+};
+
+/// What the policy header says about the plan (all predicted by the pack models).
+struct PolicyHeader {
+  double max_slowdown = 0;              ///< Fraction over the baseline.
+  TimeNs latency_target_ns = 0;
+  TimeNs baseline_time_ns = 0;          ///< Every GPU at its max clock.
+  double baseline_energy_j = 0;
+  TimeNs predicted_time_ns = 0;         ///< With this policy.
+  double predicted_energy_j = 0;
+  bool simulated = false;
+};
+
+/// The policy of `plan` (one entry per pack of `packs`, in pack id order) on `gpu`. Each pack is
+/// recognised by its first op's name, stream and ordinal among the window's ops of that name on
+/// its GPU (start order); per GPU the packs are sorted by predicted start. `ids`, when given,
+/// receives per GPU the pack id of each policy pack (policy index order). Throws
+/// std::invalid_argument when plan.size() != the number of packs.
+policy::Policy make_policy(const trace::Trace& trace, const pack::PackRun& packs, const std::vector<PackPlan>& plan,
+                           const model::GpuSpec& gpu, const PolicyHeader& header,
+                           std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr);
+
+/// A policy with every pack at one clock, and the pack id (index into packs.packing.packs) of
+/// each policy pack, per GPU in policy index order.
+struct StaticPolicy {
+  policy::Policy policy;
+  std::map<std::int32_t, std::vector<std::uint32_t>> pack_ids;
+};
+
+/// Every pack of `packs` and the default clock at `clock_mhz`; starts and durations as recorded.
+/// Run through the policy runtime with the clock locked from the start, it switches nothing: what
+/// `--device nvml` profiles and evaluates static clocks with.
+StaticPolicy static_policy(const trace::Trace& trace, const pack::PackRun& packs, const model::GpuSpec& gpu,
+                           double clock_mhz);
+
+}  // namespace emo::driver

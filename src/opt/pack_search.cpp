@@ -1,0 +1,160 @@
+#include "opt/pack_search.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "core/units.h"
+#include "pack/plan_evaluator.h"
+
+namespace emo::opt {
+
+PackChoices::PackChoices(const pack::PackGraph& pg, std::vector<std::vector<PackOption>> options, double idle_w,
+                         double gpus)
+    : pg_(&pg), options_(std::move(options)), idle_w_(idle_w), gpus_(gpus) {
+  if (options_.size() != pg.packs) throw std::invalid_argument("PackChoices: one option list per pack expected");
+  for (const auto& o : options_)
+    if (o.empty()) throw std::invalid_argument("PackChoices: a pack has no option");
+  cache_.resize(options_.size());
+}
+
+double PackChoices::predicted_energy(const std::vector<int>& choice, TimeNs makespan_ns) const {
+  // Kept in this order of operations: the figures of earlier runs are reproduced to the bit.
+  double e = idle_w_ * gpus_ * static_cast<double>(makespan_ns) * kSPerNs;
+  for (std::size_t p = 0; p < options_.size(); ++p) e += std::max(0.0, options_[p][choice[p]].dynamic_energy_j);
+  return e;
+}
+
+const pack::PackTime& PackChoices::time(std::size_t p, int k) const {
+  if (cache_[p].empty()) cache_[p].resize(options_[p].size());
+  auto& slot = cache_[p][static_cast<std::size_t>(k)];
+  if (!slot) slot = pg_->pack_time(static_cast<std::uint32_t>(p), options_[p][static_cast<std::size_t>(k)].factor);
+  return *slot;
+}
+
+std::vector<pack::PackTime> PackChoices::times(const std::vector<int>& choice) const {
+  std::vector<pack::PackTime> t;
+  t.reserve(options_.size());
+  for (std::size_t p = 0; p < options_.size(); ++p) t.push_back(time(p, choice[p]));
+  return t;
+}
+
+timing::Schedule PackChoices::schedule(const std::vector<int>& choice) const { return pg_->evaluate(times(choice)); }
+
+std::vector<double> PackChoices::clocks(const std::vector<int>& choice) const {
+  std::vector<double> c(options_.size());
+  for (std::size_t p = 0; p < options_.size(); ++p) c[p] = options_[p][choice[p]].clock_mhz;
+  return c;
+}
+
+std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns) {
+  const pack::PackGraph& pg = pc.graph();
+  for (std::size_t round = 0; round <= pc.packs(); ++round) {
+    const timing::Schedule s = pc.schedule(choice);
+    if (s.makespan_ns <= limit_ns) return choice;
+    const graph::DepGraph at = pg.graph_at(pc.times(choice));
+    const std::vector<TimeNs> slack = timing::slack(at, s, at.dur);
+    bool raised = false;
+    for (std::uint32_t p = 0; p < pg.packs; ++p) {
+      if (choice[p] != 0 && slack[p] <= 0) choice[p] = 0, raised = true;
+    }
+    if (!raised) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves, int& moves) {
+  const std::size_t P = pc.packs();
+  pack::PlanEvaluator ev(pc.graph(), pc.times(choice));
+  double energy = pc.predicted_energy(choice, ev.makespan_ns());
+  for (int round = 0; round < max_moves; ++round) {
+    int best_p = -1, best_k = 0;
+    double best_e = energy - 1e-9;
+    for (std::size_t p = 0; p < P; ++p) {
+      const int k0 = choice[p];
+      for (const int step : {1, 2, 4, 8}) {
+        const int k = k0 + step;
+        if (k >= static_cast<int>(pc.options()[p].size())) break;
+        const pack::PackTime& t = pc.time(p, k);
+        if (!ev.is_slower(static_cast<std::uint32_t>(p), t)) continue;  // a non-monotone model
+        const TimeNs m = ev.try_slower(static_cast<std::uint32_t>(p), t, limit_ns);
+        if (m > limit_ns) break;  // slower steps only lengthen it further
+        choice[p] = k;
+        const double e = pc.predicted_energy(choice, m);
+        choice[p] = k0;
+        if (e < best_e) best_e = e, best_p = static_cast<int>(p), best_k = k;
+      }
+    }
+    if (best_p < 0) break;
+    choice[best_p] = best_k;
+    ev.apply_slower(static_cast<std::uint32_t>(best_p), pc.time(static_cast<std::size_t>(best_p), best_k));
+    energy = best_e;
+    ++moves;
+  }
+  return choice;
+}
+
+std::vector<int> choice_of(const PackProblem& pp, const Solution& s) {
+  std::vector<int> choice(pp.work_node.size());
+  for (std::size_t p = 0; p < choice.size(); ++p) choice[p] = s.choice[pp.work_node[p]];
+  return choice;
+}
+
+namespace {
+
+/// The fast solver's cheapest plan within `target_ns` on the exact pack graph: the deadline is
+/// tightened by each overshoot (at most 8 tries), raise_critical repairs a plan at the fastest
+/// deadline; every pack at option 0 when nothing fits.
+std::vector<int> solver_plan(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
+                             SearchStats& stats) {
+  std::vector<int> best(pc.packs(), 0);
+  double best_energy = pc.predicted_energy(best, pc.schedule(best).makespan_ns);
+  double deadline_s = ns_to_s(target_ns);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const bool at_fastest = deadline_s <= solver.fastest_makespan_s();
+    const auto sol = solver.solve(std::max(deadline_s, solver.fastest_makespan_s()));
+    if (!sol) break;
+    const std::vector<int> choice = choice_of(pp, *sol);
+    const TimeNs m = pc.schedule(choice).makespan_ns;
+    if (m <= target_ns + kRoundingNs) {
+      const double e = pc.predicted_energy(choice, m);
+      if (e < best_energy) best = choice, best_energy = e;
+      break;
+    }
+    ++stats.deadline_repairs;
+    if (at_fastest) {
+      // No tighter deadline exists: raise the packs that are critical in the exact schedule to
+      // option 0 until the plan fits (all packs at option 0 always does).
+      if (auto fixed = raise_critical(pc, choice, target_ns + kRoundingNs)) {
+        const double e = pc.predicted_energy(*fixed, pc.schedule(*fixed).makespan_ns);
+        if (e < best_energy) best = *fixed, best_energy = e;
+      }
+      break;
+    }
+    deadline_s -= ns_to_s(m - target_ns);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
+                              SearchStats& stats) {
+  const std::size_t P = pc.packs();
+  const int max_moves = static_cast<int>(P) * 16;
+  // The solver's plan, polished; and the exact local search alone from every pack at option 0
+  // (it sees port-edge growth the problem does not): the cheaper prediction wins.
+  std::vector<int> polished =
+      polish(pc, solver_plan(pc, pp, solver, target_ns, stats), target_ns + kRoundingNs, max_moves, stats.polish_moves);
+  int scratch_moves = 0;
+  std::vector<int> greedy = polish(pc, std::vector<int>(P, 0), target_ns + kRoundingNs, max_moves, scratch_moves);
+  const double e_polished = pc.predicted_energy(polished, pc.schedule(polished).makespan_ns);
+  const double e_greedy = pc.predicted_energy(greedy, pc.schedule(greedy).makespan_ns);
+  if (e_greedy < e_polished - 1e-9) {
+    ++stats.greedy_wins;
+    return greedy;
+  }
+  return polished;
+}
+
+}  // namespace emo::opt

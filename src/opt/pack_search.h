@@ -1,0 +1,91 @@
+// The pack-plan search: the cheapest choice of one option (clock) per pack whose makespan on the
+// EXACT pack graph stays within a target. The fast solver works on the linearised pack problem
+// (opt/pack_problem.h: port-edge lags fixed at the recording), so its plans are re-evaluated on the
+// pack graph, repaired when they overshoot, and polished there by an exact local search.
+//
+// A choice is one option index per pack; options descend in clock (index 0 = f_max). Predicted
+// energy of a choice = idle power × makespan × GPUs + Σ the packs' dynamic energies (the energy
+// accounting of opt/problem.h and DESIGN §4, docs/design.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "opt/pack_problem.h"
+#include "opt/solver.h"
+#include "pack/pack_graph.h"
+#include "timing/timing.h"
+
+namespace emo::opt {
+
+/// The packs' options and the two ways of scoring a choice (predicted energy, exact schedule).
+/// Pack timings (PackGraph::pack_time at an option's factor) are computed once and cached.
+class PackChoices {
+ public:
+  /// `options[p]`: pack p's options, descending clock, non-empty; `idle_w` each GPU's idle power
+  /// (W); `gpus` the number of GPUs that draw it over the makespan. Throws std::invalid_argument
+  /// when options.size() != pg.packs or a pack has no option.
+  PackChoices(const pack::PackGraph& pg, std::vector<std::vector<PackOption>> options, double idle_w, double gpus);
+
+  const pack::PackGraph& graph() const noexcept { return *pg_; }
+  const std::vector<std::vector<PackOption>>& options() const noexcept { return options_; }
+  std::size_t packs() const noexcept { return options_.size(); }
+  double idle_w() const noexcept { return idle_w_; }
+  double gpus() const noexcept { return gpus_; }
+
+  /// Idle power over the makespan on every GPU plus the packs' dynamic energy (negative dynamic
+  /// energies count as 0), J. `makespan_ns` ≥ 0.
+  double predicted_energy(const std::vector<int>& choice, TimeNs makespan_ns) const;
+  /// Pack p's timing at option k, computed once.
+  const pack::PackTime& time(std::size_t p, int k) const;
+  /// Every pack's timing at the choice.
+  std::vector<pack::PackTime> times(const std::vector<int>& choice) const;
+  /// The pack graph evaluated exactly at the choice. O(V + E) of the pack graph.
+  timing::Schedule schedule(const std::vector<int>& choice) const;
+  /// The clock (MHz) of each pack at the choice.
+  std::vector<double> clocks(const std::vector<int>& choice) const;
+
+ private:
+  const pack::PackGraph* pg_;
+  std::vector<std::vector<PackOption>> options_;
+  double idle_w_ = 0, gpus_ = 1;
+  mutable std::vector<std::vector<std::optional<pack::PackTime>>> cache_;
+};
+
+/// Counters of one search (reported by `emo optimize --json`).
+struct SearchStats {
+  int deadline_repairs = 0;  ///< Re-solves after the exact re-evaluation overshot.
+  int polish_moves = 0;      ///< Exact local-search moves applied to the solver's plan.
+  int greedy_wins = 0;       ///< Searches where the local search from f_max beat the solver's plan.
+};
+
+/// Pack durations are rounded to whole ns per op (pack::scale_ns), so an exact makespan may exceed
+/// the solver's by a few ns: 1 µs of tolerance on the model's target (the device run checks the
+/// real one).
+inline constexpr TimeNs kRoundingNs = 1000;
+
+/// Repairs `choice` whose exact makespan exceeds `limit_ns`: repeatedly sets every pack with zero
+/// slack in the exact schedule (and not already at option 0) to option 0. nullopt when it still
+/// does not fit and no critical pack is left to raise. O(P · (V + E)) of the pack graph at most.
+std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns);
+
+/// Exact local search on the pack graph: repeatedly makes the move — one pack 1, 2, 4 or 8 options
+/// slower — that saves the most predicted energy while the exact makespan stays within `limit_ns`,
+/// until none does or `max_moves` were made. Candidates are timed incrementally by
+/// pack::PlanEvaluator. Adds the moves made to `moves`. The result never exceeds `limit_ns` when
+/// `choice` does not.
+std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves, int& moves);
+
+/// The cheapest choice whose exact pack-graph makespan is within `target_ns` (+ kRoundingNs): the
+/// fast solver on `pp` at a deadline tightened by each overshoot of the exact re-evaluation (at
+/// most 8 tries; every pack at option 0 when none fits; at the fastest deadline, raise_critical
+/// repairs the plan), then polish(); the same polish from every pack at option 0 competes, and the
+/// cheaper prediction wins. Counts into `stats`.
+std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
+                              SearchStats& stats);
+
+/// Per pack, the option of `s` (a solution of the pack problem `pp`).
+std::vector<int> choice_of(const PackProblem& pp, const Solution& s);
+
+}  // namespace emo::opt

@@ -1,0 +1,209 @@
+#include "output/optimize_output.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/units.h"
+
+namespace emo::output {
+namespace {
+
+using driver::Evaluated;
+using driver::OptimizeResult;
+
+double savings_of(const Evaluated& e, const Evaluated& baseline) {
+  return baseline.energy_j > 0 ? 1 - e.energy_j / baseline.energy_j : 0;
+}
+
+double slowdown_of(const Evaluated& e, const Evaluated& baseline) {
+  return baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / baseline.time_ns - 1 : 0;
+}
+
+/// Profiling every clock, in equivalent iterations (scaled from what K clocks cost).
+double every_clock_iterations(const OptimizeResult& r) {
+  const driver::ProfileStage& p = r.profile;
+  return p.pack_clock_profiles > 0 ? r.profiling_iterations * static_cast<double>(p.every_clock_profiles) /
+                                         static_cast<double>(p.pack_clock_profiles)
+                                   : 0.0;
+}
+
+/// Measured and fitted points per pack (a real GPU only).
+nlohmann::json pack_profiles(const OptimizeResult& r) {
+  nlohmann::json profiles = nlohmann::json::array();
+  const auto& measured = r.profile.measured.points;
+  for (std::size_t p = 0; p < measured.size(); ++p) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& pt : measured[p]) {
+      nlohmann::json j = {{"clock_mhz", pt.clock_mhz}, {"time_s", pt.time_s}, {"energy_j", pt.energy_j}};
+      if (p < r.fit.models.size()) {
+        j["fitted_time_s"] = r.fit.models[p].time_s(pt.clock_mhz);
+        j["fitted_energy_j"] = r.fit.models[p].energy_j(pt.clock_mhz);
+      }
+      points.push_back(std::move(j));
+    }
+    profiles.push_back({{"pack", p}, {"device", r.packs.packing.packs[p].device}, {"points", points}});
+  }
+  return profiles;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const OptimizeResult& r) {
+  const driver::Evaluation& ev = r.evaluation;
+  nlohmann::json frontier = nlohmann::json::array();
+  for (const auto& p : r.frontier) frontier.push_back({{"time_s", p.time_s}, {"energy_j", p.energy_j}});
+  std::map<double, int> clocks;
+  for (double f : ev.plan.pack_clock_mhz) clocks[f]++;
+  nlohmann::json clock_hist = nlohmann::json::object();
+  for (auto [f, n] : clocks) clock_hist[fmt::format("{:.0f}", f)] = n;
+  const driver::ProfileStage& prof = r.profile;
+  nlohmann::json out = {
+      {"trace", r.trace_path},
+      {"gpu", r.gpu},
+      {"simulated", r.simulated},
+      {"window", r.packs.analysis.graph.window.label},
+      {"baseline", {{"time_ns", ev.baseline.time_ns}, {"energy_j", ev.baseline.energy_j}, {"clock_mhz", ev.baseline.clock_mhz}}},
+      {"static_best",
+       {{"clock_mhz", ev.static_best.clock_mhz}, {"time_ns", ev.static_best.time_ns}, {"energy_j", ev.static_best.energy_j}}},
+      {"emo",
+       {{"time_ns", ev.emo.time_ns},
+        {"energy_j", ev.emo.energy_j},
+        {"predicted_time_ns", ev.plan.predicted.time_ns},
+        {"predicted_energy_j", ev.plan.predicted.energy_j}}},
+      {"savings", r.savings()},
+      {"slowdown", r.slowdown()},
+      {"static_savings", savings_of(ev.static_best, ev.baseline)},
+      {"static_slowdown", slowdown_of(ev.static_best, ev.baseline)},
+      {"target_ns", r.target_ns},
+      {"predicted_baseline", {{"time_ns", r.predicted_baseline.time_ns}, {"energy_j", r.predicted_baseline.energy_j}}},
+      {"packs", r.packs.pack_graph.packs},
+      {"ops", r.packs.packing.nodes.size()},
+      {"pack_clocks_mhz", clock_hist},
+      {"contraction_error", r.packs.contraction.contraction_error},
+      {"profiled_clocks_mhz", prof.profiled_clocks_mhz},
+      {"profiled_runs", prof.measured.runs},
+      {"profiling",
+       {{"pack_clock_profiles", prof.pack_clock_profiles},
+        {"every_clock_profiles", prof.every_clock_profiles},
+        {"device_s", prof.measured.device_s},
+        {"equivalent_iterations", r.profiling_iterations},
+        {"every_clock_equivalent_iterations", every_clock_iterations(r)}}},
+      {"clock_switches", ev.clock_switches},
+      {"ops_at_other_clock", ev.ops_at_other_clock},
+      {"deadline_repairs", ev.search.deadline_repairs},
+      {"polish_moves", ev.search.polish_moves},
+      {"greedy_wins", ev.search.greedy_wins},
+      {"probe_runs", ev.probe_runs},
+      {"probe_kept", ev.probe_kept},
+      {"validation_runs", ev.validation_runs},
+      {"negative_lags", r.negative_lags},
+      {"frontier", frontier}};
+  if (!r.simulated) {  // measured on a real GPU by running the workload (driver/workload_backend.h)
+    out["device"] = r.device_label;
+    out["workload_runs"] = r.workload_runs;
+    out["packs_at_run_power"] = prof.measured.packs_at_run_power;
+    out["pack_profiles"] = pack_profiles(r);
+  }
+  return out;
+}
+
+std::string to_text(const OptimizeResult& r) {
+  const driver::Evaluation& ev = r.evaluation;
+  const driver::ProfileStage& prof = r.profile;
+  const std::string sim = r.simulated ? " [SIMULATED]" : "";
+  std::string out = fmt::format("{}: {} ({}), GPU {}{}\n", r.trace_path, r.packs.analysis.graph.window.label,
+                                format_duration(ev.baseline.time_ns), r.gpu,
+                                r.simulated ? " — simulated device: every time and energy below is simulated"
+                                            : fmt::format(" — measured on {} by running the workload ({} runs)",
+                                                          r.device_label, r.workload_runs));
+  out += fmt::format("  {} packs of {} GPU ops; profiled at {} MHz: {} pack-clock profiles ({} runs, {:.2f} s of device "
+                     "time, {:.1f} iterations); every clock would be {} profiles (~{:.0f} iterations)\n",
+                     r.packs.pack_graph.packs, r.packs.packing.nodes.size(), fmt::join(prof.profiled_clocks_mhz, ","),
+                     prof.pack_clock_profiles, prof.measured.runs, prof.measured.device_s, r.profiling_iterations,
+                     prof.every_clock_profiles, every_clock_iterations(r));
+  out += fmt::format("  {:<26} {:>12} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
+  auto row = [&](const std::string& name, const Evaluated& e) {
+    return fmt::format("  {:<26} {:>12} {:>12.3f} {:>8.2f}% {:>8.2f}%{}\n", name, format_duration(e.time_ns),
+                       e.energy_j, 100 * savings_of(e, ev.baseline), 100 * slowdown_of(e, ev.baseline), sim);
+  };
+  out += row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline);
+  out += row(fmt::format("best static ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best);
+  out += row("EMO policy", ev.emo);
+  out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
+                     "predicted {} and {:.3f} J; {} clock switches per iteration\n",
+                     100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1),
+                     format_duration(static_cast<TimeNs>(std::floor(static_cast<double>(ev.baseline.time_ns) *
+                                                                    static_cast<double>(r.target_ns) /
+                                                                    static_cast<double>(r.predicted_baseline.time_ns)))),
+                     format_duration(r.target_ns), format_duration(ev.plan.predicted.time_ns),
+                     ev.plan.predicted.energy_j, ev.clock_switches);
+  return out;
+}
+
+namespace {
+
+/// The timeline's lanes: one per GPU stream and CPU thread of the window, GPU lanes first.
+std::vector<ReportLane> lanes_of(const trace::Trace& t, const OptimizeResult& r) {
+  const graph::DepGraph& g = r.packs.analysis.graph;
+  std::map<std::pair<int, std::int64_t>, ReportLane> lanes;  // (device or -1, stream or thread)
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+    const auto row = g.op[n];
+    const bool gpu = g.gpu[n] != 0;
+    const int dev = gpu ? t.ops.device[row] : -1;
+    const std::int64_t key = gpu ? t.ops.stream[row] : t.ops.thread[row];
+    ReportLane& lane = lanes[{dev, key}];
+    if (lane.label.empty()) {
+      lane.label = gpu ? fmt::format("GPU {} · stream {}", dev, key) : fmt::format("CPU thread {}", key);
+      lane.gpu = dev;
+    }
+    lane.intervals.push_back({g.rec_start[n] - g.window_start_ns, g.rec_end[n] - g.window_start_ns,
+                              r.packs.analysis.node_slack[n] == 0, std::string(t.strings.view(t.ops.name[row]))});
+  }
+  std::vector<ReportLane> out;
+  for (auto& [k, lane] : lanes) out.push_back(std::move(lane));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return (a.gpu < 0) < (b.gpu < 0); });
+  return out;
+}
+
+}  // namespace
+
+HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
+  const driver::Evaluation& ev = r.evaluation;
+  HtmlReport h;
+  const graph::DepGraph& g = r.packs.analysis.graph;
+  h.title = r.trace_path + " (" + g.window.label + ")";
+  h.gpu = r.gpu;
+  h.simulated = r.simulated;
+  h.makespan_ns = std::max<TimeNs>(1, r.packs.analysis.schedule.makespan_ns);
+  h.lanes = lanes_of(t, r);
+  const auto& packs = r.packs.packing.packs;
+  for (std::size_t p = 0; p < packs.size(); ++p)
+    h.packs.push_back({packs[p].device, packs[p].start_ns - g.window_start_ns, packs[p].end_ns - g.window_start_ns,
+                       ev.plan.pack_clock_mhz[p], packs[p].count});
+  const auto& options = r.profile.option_clocks_mhz;
+  h.min_clock_mhz = options.empty() ? 0 : options.back();
+  h.max_clock_mhz = options.empty() ? 0 : options.front();
+  for (const auto& p : r.frontier) h.frontier.push_back({p.time_s, p.energy_j, ""});
+  h.markers = {{ns_to_s(r.predicted_baseline.time_ns), r.predicted_baseline.energy_j, "baseline"},
+               {ns_to_s(ev.plan.predicted.time_ns), ev.plan.predicted.energy_j, "EMO"}};
+  auto row = [&](const std::string& name, const Evaluated& e) {
+    return ReportRow{name, ns_to_s(e.time_ns), e.energy_j, savings_of(e, ev.baseline), slowdown_of(e, ev.baseline)};
+  };
+  h.rows = {row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline),
+            row(fmt::format("best static clock ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best),
+            row("EMO policy", ev.emo)};
+  h.notes = {fmt::format("Table: evaluated on the {} device. Frontier and markers: predicted by the pack models.",
+                         r.simulated ? "simulated" : "real"),
+             fmt::format("{} packs; profiled at {} MHz ({} pack-clock profiles; every clock: {}).", r.packs.pack_graph.packs,
+                         fmt::join(r.profile.profiled_clocks_mhz, ", "), r.profile.pack_clock_profiles,
+                         r.profile.every_clock_profiles),
+             fmt::format("Latency target {} (+{:.1f} %); {} clock switches per iteration.", format_duration(r.target_ns),
+                         100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1), ev.clock_switches)};
+  return h;
+}
+
+}  // namespace emo::output

@@ -1,0 +1,29 @@
+// What `emo optimize` writes: the JSON result, the text table and the HTML report's content.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "driver/optimize.h"
+#include "output/html_report.h"
+#include "trace/trace.h"
+
+namespace emo::output {
+
+/// The `emo optimize --json` object of one trace: baseline {time_ns, energy_j, clock_mhz},
+/// static_best {clock_mhz, time_ns, energy_j}, emo {time_ns, energy_j, predicted_time_ns,
+/// predicted_energy_j}, savings, slowdown (fractions vs the baseline), static_savings,
+/// static_slowdown, target_ns, predicted_baseline, packs, ops, pack_clocks_mhz, contraction_error,
+/// profiled_clocks_mhz, profiled_runs, profiling {...}, clock_switches, ops_at_other_clock, the
+/// search counters, frontier [{time_s, energy_j}], simulated; on a real GPU also device,
+/// workload_runs, packs_at_run_power and pack_profiles (docs/optimize.md).
+nlohmann::json to_json(const driver::OptimizeResult& r);
+
+/// The text table (baseline, best static clock, EMO), labelled simulated where it is.
+std::string to_text(const driver::OptimizeResult& r);
+
+/// The HTML report's content for `r` (render it with render_html_report).
+HtmlReport to_report(const trace::Trace& trace, const driver::OptimizeResult& r);
+
+}  // namespace emo::output

@@ -1,0 +1,68 @@
+// Where `emo optimize` measures: an OptimizeBackend profiles the packs of a trace at a few clocks
+// and evaluates whole schedules. Two exist: the simulated device (runtime/sim_backend.h, built in)
+// and a real GPU running the workload itself (driver/workload_backend.h, `--device nvml`).
+// Backends return measurements; what to profile, which schedules to run and what the results
+// mean is the driver's business (driver/optimize.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/clock_model.h"
+#include "pack/pack_run.h"
+#include "policy/policy.h"
+#include "runtime/device.h"
+#include "trace/trace.h"
+
+namespace emo::runtime {
+
+/// Measured (clock MHz, time s, energy J) points of every pack, and what measuring cost.
+struct PackProfiles {
+  std::vector<std::vector<model::ClockPoint>> points;  ///< Per pack: one point per profiled clock.
+  std::int64_t runs = 0;            ///< Device runs, repetitions included (a real GPU: workload runs).
+  double device_s = 0;              ///< Device time spent measuring, s.
+  std::int64_t packs_at_run_power = 0;  ///< Pack points whose energy fell back to the run's mean power.
+};
+
+/// One evaluated schedule: one iteration (the trace's window) on the device.
+struct RunMeasurement {
+  TimeNs time_ns = 0;                    ///< Makespan, ns.
+  double energy_j = 0;                   ///< Energy of every GPU over the makespan, J.
+  double clock_mhz = 0;                  ///< The clock of a static run; 0 for a policy run.
+  std::int64_t clock_switches = 0;       ///< Clock changes per iteration (policy runs).
+  std::int64_t ops_at_other_clock = 0;   ///< GPU ops that ran before their pack's clock took effect
+                                         ///< (simulated device only; 0 on a real GPU).
+};
+
+class OptimizeBackend {
+ public:
+  virtual ~OptimizeBackend() = default;
+  /// The device: supported clocks, idle power, switch latency; simulated() labels every figure.
+  virtual Device& device() = 0;
+  /// Measures every pack of `packs` at each of `clocks_mhz`. Throws emo::InputError when a pack
+  /// cannot be measured, and what the device throws.
+  virtual PackProfiles profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
+                                     const std::vector<double>& clocks_mhz) = 0;
+  /// One iteration with every pack at `clock_mhz` (one of the device's clocks).
+  virtual RunMeasurement run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) = 0;
+  /// One iteration under `policy`, whose packs run at `pack_clock_mhz` (per pack of `packs`), with
+  /// its clock switches issued one switch latency early.
+  virtual RunMeasurement run_policy(const trace::Trace& trace, const pack::PackRun& packs,
+                                    const policy::Policy& policy, const std::vector<double>& pack_clock_mhz) = 0;
+  /// True: the best static clock is searched on the device over every option clock (an oracle,
+  /// affordable when simulated). False: only the static clock the models predict best is run.
+  virtual bool static_oracle() const = 0;
+  /// Policy runs at most (≥ 1): the driver re-plans with a tighter model target while a run
+  /// misses the target, up to this many runs.
+  virtual int max_validation_runs() const = 0;
+  /// Runs of the workload so far (a real GPU); 0 for the simulated device.
+  virtual std::int64_t workload_runs() const { return 0; }
+  /// The GPU in outputs, e.g. "GPU 0 (NVIDIA H200)"; "" for the simulated device.
+  virtual std::string label() const { return ""; }
+};
+
+/// Clock changes per iteration of `policy`: one per change of clock between consecutive packs of
+/// a GPU, the iteration starting at its last pack's clock (steady state).
+std::int64_t switches_per_iteration(const policy::Policy& policy);
+
+}  // namespace emo::runtime

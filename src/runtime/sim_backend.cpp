@@ -1,0 +1,119 @@
+#include "runtime/sim_backend.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "runtime/profiler.h"
+
+namespace emo::runtime {
+
+std::int64_t switches_per_iteration(const policy::Policy& policy) {
+  std::int64_t n = 0;
+  for (const auto& gp : policy.gpus) {
+    if (gp.packs.empty()) continue;
+    double prev = gp.packs.back().clock_mhz;
+    for (const auto& k : gp.packs) {
+      if (k.clock_mhz != prev) ++n;
+      prev = k.clock_mhz;
+    }
+  }
+  return n;
+}
+
+Work pack_work(const trace::Trace& t, const graph::DepGraph& g, const pack::Packing& packing, std::uint32_t p) {
+  Work w;
+  w.label = fmt::format("pack {}", p);
+  std::map<std::int64_t, TimeNs> stream_end;
+  for (const std::uint32_t n : packing.ops_of(p)) {
+    const auto row = g.op[n];
+    const std::int64_t stream = t.ops.stream[row];
+    TimeNs& end = stream_end[stream];
+    const TimeNs dur = std::max<TimeNs>(1, g.dur[n]);
+    w.ops.push_back({std::string(t.strings.view(t.ops.name[row])), t.ops.kind[row], static_cast<std::int32_t>(stream),
+                     end, dur});
+    end += dur;
+  }
+  return w;
+}
+
+std::vector<double> node_clocks(const graph::DepGraph& g, const pack::Packing& packing,
+                                const std::vector<double>& pack_clock_mhz) {
+  std::vector<double> c(g.nodes(), 0.0);
+  for (std::size_t n = 0; n < g.nodes(); ++n)
+    if (g.gpu[n] && packing.pack_of[n] != pack::kNoPack) c[n] = pack_clock_mhz[packing.pack_of[n]];
+  return c;
+}
+
+std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs latency_ns,
+                                          std::map<std::int32_t, double>& initial_clock_mhz) {
+  std::vector<ClockRequest> requests;
+  initial_clock_mhz.clear();
+  for (const auto& gp : policy.gpus) {
+    if (gp.packs.empty()) continue;
+    double prev = gp.packs.back().clock_mhz;
+    initial_clock_mhz[gp.device] = prev;
+    for (const auto& k : gp.packs) {
+      if (k.clock_mhz != prev) requests.push_back({gp.device, k.start_offset_ns - latency_ns, k.clock_mhz});
+      prev = k.clock_mhz;
+    }
+  }
+  return requests;
+}
+
+namespace {
+
+SimDeviceOptions device_options(std::uint64_t seed) {
+  SimDeviceOptions o;
+  o.seed = seed;
+  return o;
+}
+
+}  // namespace
+
+SimBackend::SimBackend(const model::GpuSpec& gpu, std::uint64_t seed) : device_(gpu, device_options(seed)) {
+  run_opts_.seed = seed + 1;
+}
+
+PackProfiles SimBackend::profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
+                                       const std::vector<double>& clocks_mhz) {
+  const graph::DepGraph& g = packs.analysis.graph;
+  PackProfiles out;
+  for (std::uint32_t p = 0; p < packs.packing.packs.size(); ++p) {
+    ProfileResult prof = profile_work(device_, pack_work(trace, g, packs.packing, p), clocks_mhz);
+    out.runs += prof.runs;
+    out.device_s += prof.device_time_s;
+    out.points.push_back(std::move(prof.points));
+  }
+  return out;
+}
+
+RunMeasurement SimBackend::run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) {
+  const graph::DepGraph& g = packs.analysis.graph;
+  const std::vector<double> clocks(packs.pack_graph.packs, clock_mhz);
+  const SimRunResult res = run_on_sim(trace, g, device_, node_clocks(g, packs.packing, clocks), {}, run_opts_);
+  RunMeasurement m;
+  m.time_ns = res.makespan_ns;
+  m.energy_j = res.energy_j;
+  m.clock_mhz = clock_mhz;
+  return m;
+}
+
+RunMeasurement SimBackend::run_policy(const trace::Trace& trace, const pack::PackRun& packs,
+                                      const policy::Policy& policy, const std::vector<double>& pack_clock_mhz) {
+  const graph::DepGraph& g = packs.analysis.graph;
+  const TimeNs latency_ns = ms_to_ns(device_.switch_latency_ms());
+  const std::vector<ClockRequest> requests = switch_requests(policy, latency_ns, run_opts_.initial_clock_mhz);
+  const SimRunResult run =
+      run_on_sim(trace, g, device_, node_clocks(g, packs.packing, pack_clock_mhz), requests, run_opts_);
+  RunMeasurement m;
+  m.time_ns = run.makespan_ns;
+  m.energy_j = run.energy_j;
+  m.clock_switches = static_cast<std::int64_t>(requests.size());
+  m.ops_at_other_clock = run.ops_at_other_clock;
+  return m;
+}
+
+}  // namespace emo::runtime

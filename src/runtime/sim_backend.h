@@ -1,0 +1,49 @@
+// The simulated device as an OptimizeBackend (runtime/backend.h): each pack replayed alone at each
+// profiled clock (runtime::profile_work), the whole op graph replayed for an evaluation
+// (runtime::run_on_sim). Every figure it returns is simulated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/sim_device.h"
+#include "runtime/sim_run.h"
+
+namespace emo::runtime {
+
+/// Pack `p` of `packing` as a unit of work for a device: each stream's ops back to back (the gaps
+/// inside a pack are launch or dependency waits that the pack graph models; profiling measures
+/// the work). Durations of at least 1 ns.
+Work pack_work(const trace::Trace& t, const graph::DepGraph& g, const pack::Packing& packing, std::uint32_t p);
+
+/// Pack clocks → per-node clocks of the op graph (0 for host nodes and ops in no pack).
+std::vector<double> node_clocks(const graph::DepGraph& g, const pack::Packing& packing,
+                                const std::vector<double>& pack_clock_mhz);
+
+/// The clock requests of one iteration of `policy`: a switch `latency_ns` before each pack whose
+/// clock differs from the previous one's; the iteration starts at its last pack's clock (steady
+/// state), returned per device in `initial_clock_mhz`.
+std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs latency_ns,
+                                          std::map<std::int32_t, double>& initial_clock_mhz);
+
+class SimBackend final : public OptimizeBackend {
+ public:
+  /// A simulated `gpu`; `seed` draws the per-op variation, seed + 1 the evaluation noise.
+  SimBackend(const model::GpuSpec& gpu, std::uint64_t seed);
+  Device& device() override { return device_; }
+  bool static_oracle() const override { return true; }
+  int max_validation_runs() const override { return 4; }
+  PackProfiles profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
+                             const std::vector<double>& clocks_mhz) override;
+  RunMeasurement run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) override;
+  RunMeasurement run_policy(const trace::Trace& trace, const pack::PackRun& packs, const policy::Policy& policy,
+                            const std::vector<double>& pack_clock_mhz) override;
+
+ private:
+  SimDevice device_;
+  SimRunOptions run_opts_;
+};
+
+}  // namespace emo::runtime
