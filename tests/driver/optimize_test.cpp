@@ -1,0 +1,245 @@
+// `emo optimize`'s driver on hand-built traces (no shared data): the six stages' contracts.
+#include "driver/optimize.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "graph/hand_trace.h"
+#include "model/gpu_catalog.h"
+#include "pack/pack_graph.h"
+#include "runtime/sim_backend.h"
+#include "timing/timing.h"
+
+namespace emo::testing {
+namespace {
+
+constexpr TimeNs kUs = 1000, kMs = 1'000'000;
+
+/// One GPU, three phases separated by cudaStreamSynchronize, so three packs at min_pack 1 ms. In each
+/// phase the CPU launches a long GEMM on stream 7 and short elementwise kernels on stream 8; between
+/// phases the CPU thinks for `cpu_gap` (the GPU idles: launch-bound when the gap is long).
+trace::Trace phased_trace(TimeNs gemm, TimeNs cpu_gap) {
+  HandTrace h;
+  TimeNs t = 0;
+  std::int64_t corr = 1;
+  for (int phase = 0; phase < 3; ++phase) {
+    const TimeNs launch = t;
+    h.call("cudaLaunchKernel", launch, 5 * kUs, corr);
+    h.kernel("sgemm_phase" + std::to_string(phase), launch + 10 * kUs, gemm, 7, corr++);
+    TimeNs end = launch + 10 * kUs + gemm;
+    for (int k = 0; k < 3; ++k) {
+      h.call("cudaLaunchKernel", launch + (10 + 10 * k) * kUs, 5 * kUs, corr);
+      h.kernel("elementwise_kernel", launch + (20 + 10 * k) * kUs + k * gemm / 4, gemm / 8, 8, corr++);
+    }
+    const TimeNs sync_start = launch + 50 * kUs;
+    h.call("cudaStreamSynchronize", sync_start, end - sync_start + 5 * kUs, corr);
+    h.sync(trace::SyncKind::kStreamSync, sync_start, end - sync_start + 5 * kUs, corr++, 0, 7);
+    t = end + 5 * kUs + cpu_gap;
+  }
+  trace::Trace tr = h.finish();
+  tr.meta.gpus.push_back({0, "NVIDIA A100-SXM4-80GB"});
+  return tr;
+}
+
+const model::GpuSpec& a100() { return model::GpuCatalog::builtin().at("A100-SXM4-80GB"); }
+
+driver::OptimizeOptions options(double max_slowdown) {
+  driver::OptimizeOptions o;
+  o.max_slowdown = max_slowdown;
+  o.min_pack_ns = 1 * kMs;
+  return o;
+}
+
+/// The op graph replayed with each GPU op scaled by its pack's factor at `choice` — the exact
+/// makespan of a plan by a second method (not the pack graph the search uses).
+TimeNs op_graph_makespan(const driver::OptimizeResult& r, const opt::PackChoices& pc, const std::vector<int>& choice) {
+  std::vector<double> factors(choice.size());
+  for (std::size_t p = 0; p < choice.size(); ++p) factors[p] = pc.options()[p][choice[p]].factor;
+  const auto dur = pack::scaled_op_durations(r.packs.analysis.graph, r.packs.packing, factors);
+  return timing::replay(r.packs.analysis.graph, dur).makespan_ns;
+}
+
+TEST(Optimize, MeetsTheTargetOnTheDevice) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  for (const double slowdown : {0.0, 0.02, 0.05, 0.2}) {
+    SCOPED_TRACE(slowdown);
+    const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(slowdown));
+    const driver::Evaluation& ev = r.evaluation;
+    ASSERT_EQ(r.packs.pack_graph.packs, 3u);
+    // The measured target, derived here from the measured baseline.
+    EXPECT_EQ(ev.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(ev.baseline.time_ns) * (1 + slowdown))));
+    EXPECT_LE(ev.emo.time_ns, ev.target_ns);
+    EXPECT_LE(ev.plan.predicted.time_ns, r.target_ns + opt::kRoundingNs);
+    EXPECT_TRUE(r.simulated);
+    EXPECT_GE(ev.validation_runs, 1);
+  }
+}
+
+TEST(Optimize, StagesComposeAndTheSearchNeverExceedsItsLimit) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(0.05));
+  runtime::SimBackend backend(a100(), 1);
+  const double idle_w = backend.device().idle_power_w();
+  const driver::ProfileStage prof = driver::profile(t, r.packs, backend, 3);
+  EXPECT_EQ(prof.profiled_clocks_mhz, (std::vector<double>{1410, 1065, 705}));  // f_max × {1, 0.75, 0.5}, nearest
+  ASSERT_EQ(prof.measured.points.size(), 3u);
+  const driver::FitStage fit = driver::fit(t, prof, 1410, idle_w);
+  for (const auto& o : fit.options) {
+    ASSERT_EQ(o.size(), prof.option_clocks_mhz.size());
+    EXPECT_DOUBLE_EQ(o.front().factor, 1.0);                   // f_max over itself
+    for (std::size_t k = 1; k < o.size(); ++k) EXPECT_GE(o[k].factor, o[k - 1].factor - 1e-12);  // slower clocks
+  }
+  const driver::ProblemStage problem = driver::build_problem(r.packs, fit, idle_w, 0.05);
+  EXPECT_EQ(problem.target_ns,
+            static_cast<TimeNs>(std::floor(static_cast<double>(problem.predicted_baseline.time_ns) * 1.05)));
+  opt::FastSolver solver(problem.problem.problem);
+  const std::size_t P = problem.choices.packs();
+  for (const double frac : {0.0, 0.01, 0.05, 0.2, 1.0}) {
+    SCOPED_TRACE(frac);
+    const auto limit = static_cast<TimeNs>(static_cast<double>(problem.predicted_baseline.time_ns) * (1 + frac));
+    opt::SearchStats stats;
+    const driver::PlanStage plan = driver::plan(problem, solver, limit, stats);
+    EXPECT_LE(op_graph_makespan(r, problem.choices, plan.choice), limit + opt::kRoundingNs);
+    EXPECT_EQ(plan.schedule.makespan_ns, plan.predicted.time_ns);
+    int moves = 0;
+    const std::vector<int> polished = opt::polish(problem.choices, std::vector<int>(P, 0), limit, 1000, moves);
+    EXPECT_LE(op_graph_makespan(r, problem.choices, polished), limit);
+  }
+}
+
+TEST(Optimize, PolicyMatchesThePlan) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(0.1));
+  const driver::PlanStage& plan = r.plan();
+  const policy::Policy& pol = r.policy();
+  ASSERT_EQ(pol.gpus.size(), 1u);
+  const auto& packs = pol.gpus[0].packs;
+  ASSERT_EQ(packs.size(), 3u);
+  EXPECT_EQ(pol.predicted_time_ns, plan.predicted.time_ns);
+  EXPECT_DOUBLE_EQ(pol.predicted_energy_j, plan.predicted.energy_j);
+  EXPECT_EQ(pol.latency_target_ns, r.target_ns);
+  EXPECT_TRUE(pol.simulated);
+  const TimeNs origin = r.packs.analysis.graph.window_start_ns;
+  for (std::uint32_t p = 0; p < 3; ++p) {  // one GPU: policy order = pack id order (phases in time order)
+    EXPECT_EQ(packs[p].index, static_cast<std::int32_t>(p));
+    EXPECT_DOUBLE_EQ(packs[p].clock_mhz, plan.pack_clock_mhz[p]);
+    EXPECT_EQ(packs[p].start_offset_ns, plan.schedule.start(p) - origin);
+    EXPECT_EQ(packs[p].duration_ns, plan.schedule.end(p) - plan.schedule.start(p));
+    EXPECT_EQ(packs[p].start.op_name, "sgemm_phase" + std::to_string(p));
+    EXPECT_EQ(packs[p].start.stream, 7);
+    EXPECT_EQ(packs[p].start.ordinal, 0);  // each phase's GEMM has its own name
+  }
+  // Switch requests: one switch latency (20 ms on A100) before each change of clock, starting at the
+  // last pack's clock — worked out here from the policy's own list.
+  std::map<std::int32_t, double> initial;
+  const auto requests = runtime::switch_requests(pol, 20 * kMs, initial);
+  EXPECT_DOUBLE_EQ(initial.at(0), packs.back().clock_mhz);
+  std::size_t expected = 0;
+  double prev = packs.back().clock_mhz;
+  for (const auto& k : packs) {
+    if (k.clock_mhz != prev) {
+      ASSERT_LT(expected, requests.size());
+      EXPECT_EQ(requests[expected].request_ns, k.start_offset_ns - 20 * kMs);
+      EXPECT_DOUBLE_EQ(requests[expected].clock_mhz, k.clock_mhz);
+      ++expected;
+    }
+    prev = k.clock_mhz;
+  }
+  EXPECT_EQ(requests.size(), expected);
+  EXPECT_EQ(r.evaluation.clock_switches, static_cast<std::int64_t>(expected));
+}
+
+/// The simulated device, with the energy of policy runs that put a pack at the lowest profiled
+/// clock (the probe's plans) shifted by `probe_shift_j`, and at most `max_runs` policy runs.
+class ScriptedBackend final : public runtime::OptimizeBackend {
+ public:
+  ScriptedBackend(double probe_shift_j, int max_runs) : sim_(a100(), 1), shift_(probe_shift_j), max_runs_(max_runs) {}
+  runtime::Device& device() override { return sim_.device(); }
+  bool static_oracle() const override { return true; }
+  int max_validation_runs() const override { return max_runs_; }
+  runtime::PackProfiles profile_packs(const trace::Trace& t, const pack::PackRun& p,
+                                      const std::vector<double>& clocks) override {
+    return sim_.profile_packs(t, p, clocks);
+  }
+  runtime::RunMeasurement run_static(const trace::Trace& t, const pack::PackRun& p, double f) override {
+    return sim_.run_static(t, p, f);
+  }
+  runtime::RunMeasurement run_policy(const trace::Trace& t, const pack::PackRun& p, const policy::Policy& pol,
+                                     const std::vector<double>& clocks) override {
+    runtime::RunMeasurement m = sim_.run_policy(t, p, pol, clocks);
+    if (std::find(clocks.begin(), clocks.end(), 705.0) != clocks.end()) m.energy_j += shift_;
+    ++policy_runs;
+    return m;
+  }
+  int policy_runs = 0;
+
+ private:
+  runtime::SimBackend sim_;
+  double shift_;
+  int max_runs_;
+};
+
+TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
+  // Launch-bound: the GPU waits on the CPU most of the time, so the models put the packs' energy
+  // minimum inside the lowest profiled interval and the probe runs.
+  const trace::Trace t = phased_trace(2 * kMs, 30 * kMs);
+  const driver::OptimizeOptions o = options(0.3);
+  ScriptedBackend rejected(+1e6, 4);  // the probe measures far worse: not kept
+  const driver::OptimizeResult a = driver::optimize(t, {}, a100(), o, rejected);
+  ASSERT_EQ(a.evaluation.probe_runs, 1) << "the trace must trigger the probe";
+  EXPECT_FALSE(a.evaluation.probe_kept);
+  EXPECT_EQ(rejected.policy_runs, a.evaluation.validation_runs);
+  // The same optimisation with no run left for the probe: what the result was before the probe.
+  ScriptedBackend no_probe(+1e6, a.evaluation.validation_runs - 1);
+  const driver::OptimizeResult b = driver::optimize(t, {}, a100(), o, no_probe);
+  EXPECT_EQ(b.evaluation.probe_runs, 0);
+  EXPECT_EQ(a.plan().choice, b.plan().choice);
+  EXPECT_EQ(a.plan().pack_clock_mhz, b.plan().pack_clock_mhz);
+  EXPECT_EQ(policy::to_json(a.policy()), policy::to_json(b.policy()));
+  EXPECT_EQ(a.evaluation.emo.time_ns, b.evaluation.emo.time_ns);
+  EXPECT_DOUBLE_EQ(a.evaluation.emo.energy_j, b.evaluation.emo.energy_j);
+  EXPECT_EQ(a.evaluation.clock_switches, b.evaluation.clock_switches);
+  EXPECT_EQ(a.evaluation.validation_runs, b.evaluation.validation_runs + 1);
+  // And when the probe measures cheaper, it is kept: its plan has a pack at the lowest clock.
+  ScriptedBackend accepted(-1e3, 4);
+  const driver::OptimizeResult c = driver::optimize(t, {}, a100(), o, accepted);
+  ASSERT_EQ(c.evaluation.probe_runs, 1);
+  EXPECT_TRUE(c.evaluation.probe_kept);
+  const auto& clocks = c.plan().pack_clock_mhz;
+  EXPECT_NE(std::find(clocks.begin(), clocks.end(), 705.0), clocks.end());
+}
+
+TEST(Optimize, ImpossibleRequestsNameTheParameter) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  auto field_of = [&](driver::OptimizeOptions o) -> std::string {
+    try {
+      driver::optimize(t, {}, a100(), o);
+    } catch (const ArgumentError& e) {
+      return e.field();
+    }
+    return "";
+  };
+  driver::OptimizeOptions o = options(-0.1);
+  EXPECT_EQ(field_of(o), "max_slowdown");
+  o = options(NAN);
+  EXPECT_EQ(field_of(o), "max_slowdown");
+  o = options(0.05);
+  o.profile_clocks = 1;
+  EXPECT_EQ(field_of(o), "profile_clocks");
+  o.profile_clocks = 1000;  // more than the GPU's clocks
+  EXPECT_EQ(field_of(o), "profile_clocks");
+  o = options(0.05);
+  o.frontier_points = 1;
+  EXPECT_EQ(field_of(o), "frontier_points");
+  // No GPU op in the window: a bad input, named by the trace.
+  HandTrace h;
+  h.call("cudaMalloc", 0, 10 * kUs, 1);
+  EXPECT_THROW(driver::optimize(h.finish(), {}, a100(), options(0.05)), InputError);
+}
+
+}  // namespace
+}  // namespace emo::testing
