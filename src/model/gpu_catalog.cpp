@@ -120,8 +120,7 @@ const GpuSpec& GpuCatalog::at(std::string_view name) const {
   if (const GpuSpec* g = find(name)) return *g;
   std::vector<std::string> ids;
   for (const GpuSpec& g : gpus_) ids.push_back(g.id);
-  throw InputError(fmt::format("--gpu {}", name),
-                   fmt::format("unknown GPU; known: {}", fmt::join(ids, ", ")));
+  throw ArgumentError("gpu", std::string(name), fmt::format("unknown GPU; known: {}", fmt::join(ids, ", ")));
 }
 
 MinPack min_pack_for(const trace::Trace& trace) {

@@ -42,7 +42,7 @@ class GpuCatalog {
   /// Finds a GPU by id or NVML name, case-insensitively; "NVIDIA " and "Tesla " prefixes and
   /// spaces/dashes are ignored ("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB" -> A100-SXM4-80GB).
   const GpuSpec* find(std::string_view name) const;
-  /// As find(); throws emo::InputError("--gpu NAME", "unknown GPU; known: ...") when absent.
+  /// As find(); throws emo::ArgumentError("gpu", NAME, "unknown GPU; known: ...") when absent.
   const GpuSpec& at(std::string_view name) const;
   const std::vector<GpuSpec>& gpus() const noexcept { return gpus_; }
 

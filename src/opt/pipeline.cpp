@@ -39,12 +39,12 @@ std::vector<Pass> one_f_one_b_order(int stages, int microbatches, int stage) {
 }
 
 PipelineProblem build_pipeline(const model::MeasurementSet& profile, const PipelineSpec& spec) {
-  if (spec.stages < 1) throw InputError("--stages", fmt::format("{} is not a positive stage count", spec.stages));
+  if (spec.stages < 1) throw ArgumentError("stages", fmt::format("{}", spec.stages), "not a positive stage count");
   if (spec.microbatches < 1) {
-    throw InputError("--microbatches", fmt::format("{} is not a positive microbatch count", spec.microbatches));
+    throw ArgumentError("microbatches", fmt::format("{}", spec.microbatches), "not a positive microbatch count");
   }
   if (!(spec.blocked_power_w >= 0) || !std::isfinite(spec.blocked_power_w)) {
-    throw InputError("--p-blocked", fmt::format("{} W is not a finite power >= 0", spec.blocked_power_w));
+    throw ArgumentError("p_blocked", fmt::format("{}", spec.blocked_power_w), "not a finite power >= 0 (W)");
   }
   // op name -> measurements; every op must be "stage S forward|backward" with S < stages.
   std::map<std::pair<int, PassKind>, const model::OpMeasurements*> ops;
@@ -61,7 +61,7 @@ PipelineProblem build_pipeline(const model::MeasurementSet& profile, const Pipel
     ops[{s, std::string(kind) == "forward" ? PassKind::kForward : PassKind::kBackward}] = &op;
   }
   if (max_stage >= spec.stages) {
-    throw InputError(profile.path, fmt::format("the profile has stages 0-{} but --stages is {}", max_stage,
+    throw InputError(profile.path, fmt::format("the profile has stages 0-{} but the pipeline has {} stages", max_stage,
                                                spec.stages));
   }
   PipelineProblem out;
@@ -71,7 +71,7 @@ PipelineProblem build_pipeline(const model::MeasurementSet& profile, const Pipel
     const int gpu = p.add_gpu(fmt::format("stage {}", s), spec.blocked_power_w);
     for (PassKind kind : {PassKind::kForward, PassKind::kBackward}) {
       if (!ops.count({s, kind})) {
-        throw InputError(profile.path, fmt::format("no measurements for stage {} {} (--stages {})", s,
+        throw InputError(profile.path, fmt::format("no measurements for stage {} {} (stages {})", s,
                                                    kind == PassKind::kForward ? "forward" : "backward", spec.stages));
       }
     }

@@ -46,8 +46,8 @@ struct PipelineProblem {
 
 /// Builds the 1F1B DAG from a Perseus stage profile (ops "stage S forward" / "stage S backward").
 /// Throws emo::InputError naming the profile when a stage's forward or backward is missing, when
-/// the profile has stages beyond spec.stages or other instructions, and naming the option
-/// ("--stages", "--microbatches", "--p-blocked") when a figure is out of range.
+/// the profile has stages beyond spec.stages or other instructions, and emo::ArgumentError naming
+/// the parameter ("stages", "microbatches", "p_blocked") when a figure is out of range.
 PipelineProblem build_pipeline(const model::MeasurementSet& profile, const PipelineSpec& spec);
 
 /// Every pass at its highest measured clock.

@@ -252,7 +252,7 @@ WhatIf& WhatIf::operator=(WhatIf&&) noexcept = default;
 namespace {
 
 [[noreturn]] void bad_spec(const std::string& spec, const std::string& why) {
-  throw InputError("--what-if " + spec, why);
+  throw ArgumentError("what_if", spec, why);
 }
 
 std::int64_t parse_integer(const std::string& spec, const std::string& s) {

@@ -114,7 +114,7 @@ struct WhatIf {
   WhatIf& operator=(WhatIf&&) noexcept;
 };
 
-/// Parses a what-if spec. Throws emo::InputError("--what-if SPEC", reason) when malformed.
+/// Parses a what-if spec. Throws emo::ArgumentError("what_if", SPEC, reason) when malformed.
 WhatIf parse_what_if(const std::string& spec);
 
 /// The node durations of `g` with the spec's changes applied. `matched`, when given, receives

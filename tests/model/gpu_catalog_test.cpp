@@ -63,7 +63,8 @@ TEST(GpuCatalog, LookupByIdOrNvmlNameCaseInsensitively) {
   try {
     c.at("GTX 1080");
     FAIL();
-  } catch (const InputError& e) {
+  } catch (const ArgumentError& e) {
+    EXPECT_EQ(e.field(), "gpu");
     EXPECT_THAT(e.what(), HasSubstr("unknown GPU"));
     EXPECT_THAT(e.what(), HasSubstr("A100-SXM4-80GB"));
   }

@@ -51,9 +51,9 @@ TEST(Pipeline, BadSpecsAndProfiles) {
   const auto prof = tiny_profile();
   EXPECT_THROW(build_pipeline(prof, {3, 2, 100}), InputError);   // stage 2 missing
   EXPECT_THROW(build_pipeline(prof, {1, 2, 100}), InputError);   // profile has stage 1 too
-  EXPECT_THROW(build_pipeline(prof, {2, 0, 100}), InputError);
-  EXPECT_THROW(build_pipeline(prof, {0, 2, 100}), InputError);
-  EXPECT_THROW(build_pipeline(prof, {2, 2, -1}), InputError);
+  EXPECT_THROW(build_pipeline(prof, {2, 0, 100}), ArgumentError);
+  EXPECT_THROW(build_pipeline(prof, {0, 2, 100}), ArgumentError);
+  EXPECT_THROW(build_pipeline(prof, {2, 2, -1}), ArgumentError);
   const auto odd = model::parse_measurements(
       "stage,instruction,frequency,time,energy\n0,recompute,1410,1,1\n", "odd.csv");
   try {
