@@ -154,7 +154,11 @@ double ClockModel::power_w(double clock_mhz) const {
   return power_.at(clock_mhz);
 }
 
-ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptions& options) {
+namespace {
+
+/// The mean point per distinct clock, ascending clock. Throws std::invalid_argument on a point that
+/// is not positive and finite, and when fewer than 2 distinct clocks are left.
+std::vector<ClockPoint> mean_per_clock(const std::vector<ClockPoint>& points) {
   std::map<double, std::pair<ClockPoint, int>> by_clock;
   for (const auto& p : points) {
     if (!(p.clock_mhz > 0) || !(p.time_s > 0) || !(p.energy_j > 0) || !std::isfinite(p.clock_mhz) ||
@@ -173,15 +177,16 @@ ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptio
     acc.first.energy_j /= acc.second;
     pts.push_back(acc.first);
   }
-  ClockModel m;
-  for (const auto& p : pts) m.clocks_.push_back(p.clock_mhz);
-  const double f_ref = pts.back().clock_mhz;
+  return pts;
+}
 
-  // Time, for p = 1 and p = kSmoothMaxExponent: t^p = t_mem^p + t_comp^p·(f_ref/f)^p is linear in
-  // (t_mem^p, t_comp^p); rows scaled by 1/t^p so that the residuals are relative. The form with the
-  // smaller rms relative time residual wins (the sum on ties).
+/// Time, for p = 1 and p = kSmoothMaxExponent: t^p = t_mem^p + t_comp^p·(f_ref/f)^p is linear in
+/// (t_mem^p, t_comp^p); rows scaled by 1/t^p so that the residuals are relative. The form with the
+/// smaller rms relative time residual wins (the sum on ties).
+TimeModel fit_time(const std::vector<ClockPoint>& pts, double f_ref) {
   std::vector<double> a, y;
   double best_time_rss = std::numeric_limits<double>::infinity();
+  TimeModel best;
   for (const double p_exp : {1.0, kSmoothMaxExponent}) {
     a.clear();
     y.clear();
@@ -197,12 +202,17 @@ ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptio
     for (const auto& p : pts) rss += std::pow(candidate.at(p.clock_mhz) / p.time_s - 1, 2);
     if (rss < best_time_rss - 1e-12) {
       best_time_rss = rss;
-      m.time_ = candidate;
+      best = candidate;
     }
   }
+  return best;
+}
 
-  // Power, same weighting, for each γ of the grid; γ = 3 with 2 clocks.
+/// Power P_static + b·(f/f_ref)^γ, relative residuals, for each γ of the grid (γ = 3 with 2 clocks).
+PowerModel fit_power(const std::vector<ClockPoint>& pts, double f_ref) {
+  std::vector<double> a, y;
   double best_rss = std::numeric_limits<double>::infinity();
+  PowerModel best;
   const int g_lo = pts.size() <= 2 ? 60 : 20, g_hi = pts.size() <= 2 ? 60 : 200;  // γ = g / 20
   for (int g = g_lo; g <= g_hi; ++g) {
     const double gamma = g / 20.0;
@@ -222,28 +232,40 @@ ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptio
     }
     if (rss < best_rss * (1 - 1e-12)) {
       best_rss = rss;
-      m.power_ = {xp[0], xp[1], gamma, f_ref};
+      best = {xp[0], xp[1], gamma, f_ref};
     }
   }
+  return best;
+}
 
-  auto residuals = [&](const ClockModel& model) {
-    FitResiduals r;
-    for (const auto& p : pts) {
-      const double et = model.time_s(p.clock_mhz) / p.time_s - 1;
-      const double ep = model.power_w(p.clock_mhz) / p.power_w() - 1;
-      const double ee = model.energy_j(p.clock_mhz) / p.energy_j - 1;
-      r.time_rms += et * et, r.power_rms += ep * ep, r.energy_rms += ee * ee;
-      r.time_max = std::max(r.time_max, std::abs(et));
-      r.power_max = std::max(r.power_max, std::abs(ep));
-      r.energy_max = std::max(r.energy_max, std::abs(ee));
-    }
-    const double n = static_cast<double>(pts.size());
-    r.time_rms = std::sqrt(r.time_rms / n), r.power_rms = std::sqrt(r.power_rms / n),
-    r.energy_rms = std::sqrt(r.energy_rms / n);
-    return r;
-  };
-  m.parametric_residuals_ = m.residuals_ = residuals(m);
+/// Relative residuals of `model` on `pts` (rms and max of time, power and energy).
+FitResiduals residuals_of(const ClockModel& model, const std::vector<ClockPoint>& pts) {
+  FitResiduals r;
+  for (const auto& p : pts) {
+    const double et = model.time_s(p.clock_mhz) / p.time_s - 1;
+    const double ep = model.power_w(p.clock_mhz) / p.power_w() - 1;
+    const double ee = model.energy_j(p.clock_mhz) / p.energy_j - 1;
+    r.time_rms += et * et, r.power_rms += ep * ep, r.energy_rms += ee * ee;
+    r.time_max = std::max(r.time_max, std::abs(et));
+    r.power_max = std::max(r.power_max, std::abs(ep));
+    r.energy_max = std::max(r.energy_max, std::abs(ee));
+  }
+  const double n = static_cast<double>(pts.size());
+  r.time_rms = std::sqrt(r.time_rms / n), r.power_rms = std::sqrt(r.power_rms / n),
+  r.energy_rms = std::sqrt(r.energy_rms / n);
+  return r;
+}
 
+}  // namespace
+
+ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptions& options) {
+  const std::vector<ClockPoint> pts = mean_per_clock(points);
+  ClockModel m;
+  for (const auto& p : pts) m.clocks_.push_back(p.clock_mhz);
+  const double f_ref = pts.back().clock_mhz;
+  m.time_ = fit_time(pts, f_ref);
+  m.power_ = fit_power(pts, f_ref);
+  m.parametric_residuals_ = m.residuals_ = residuals_of(m, pts);
   if (pts.size() >= options.table_min_points &&
       std::max(m.residuals_.time_max, m.residuals_.power_max) > options.table_max_residual) {
     std::vector<double> neg_t, pw;
@@ -255,7 +277,7 @@ ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptio
     for (double& v : m.table_time_) v = -v;
     m.table_power_ = isotonic_increasing(pw);
     m.kind_ = ClockModel::Kind::kTable;
-    m.residuals_ = residuals(m);
+    m.residuals_ = residuals_of(m, pts);
   }
   return m;
 }
