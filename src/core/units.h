@@ -10,11 +10,16 @@ namespace emo {
 
 inline constexpr double kNsPerS = 1e9;
 inline constexpr double kNsPerMs = 1e6;
+inline constexpr double kSPerNs = 1e-9;
+inline constexpr double kMsPerNs = 1e-6;
 
-/// ns → s (double). Exact for |ns| < 2^53 ns (104 days).
-constexpr double ns_to_s(TimeNs ns) noexcept { return static_cast<double>(ns) / kNsPerS; }
+// Conversions to coarser units multiply by the reciprocal (1e-9, 1e-6), as EMO always has: the
+// figures of every earlier run are reproduced to the last bit.
+
+/// ns → s (double).
+constexpr double ns_to_s(TimeNs ns) noexcept { return static_cast<double>(ns) * kSPerNs; }
 /// ns → ms (double).
-constexpr double ns_to_ms(TimeNs ns) noexcept { return static_cast<double>(ns) / kNsPerMs; }
+constexpr double ns_to_ms(TimeNs ns) noexcept { return static_cast<double>(ns) * kMsPerNs; }
 /// s → ns, rounded to the nearest ns. `s` must be finite and within ±kMaxAbsTimeNs ns.
 inline TimeNs s_to_ns(double s) noexcept { return static_cast<TimeNs>(std::llround(s * kNsPerS)); }
 /// s → ns, rounded down (a deadline that must not be exceeded).
