@@ -1,5 +1,5 @@
 // The `Device` interface: what EMO needs from a GPU to profile work at a few SM clocks, apply a
-// clock policy and measure energy (DESIGN §6). Implemented by the simulated device
+// clock policy and measure energy (docs/design.md §6). Implemented by the simulated device
 // (runtime/sim_device.h) and by the NVML device of a real GPU, so profiling and policy evaluation
 // run the same code on both.
 #pragma once

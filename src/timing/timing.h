@@ -1,4 +1,4 @@
-// What-if timing, slack and the critical path over a dependency graph (DESIGN §2).
+// What-if timing, slack and the critical path over a dependency graph (docs/design.md §2).
 //
 // replay(): every timepoint's time is the max over its constraints, in topological order,
 // O(V + E). slack(): the latest finish of each node that keeps the same end of the window
