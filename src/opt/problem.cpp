@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/algorithms.h"
+
 namespace emo::opt {
 
 int Problem::add_gpu(std::string name, double idle_power_w) {
@@ -74,21 +76,16 @@ void Problem::index() const {
   };
   csr(edge_to_, edge_from_, pred_begin_, pred_list_);
   csr(edge_from_, edge_to_, succ_begin_, succ_list_);
-  // Kahn's algorithm; a leftover node means a cycle.
+  // graph/algorithms.h; first-in first-out. A cycle throws graph::CycleError (an
+  // std::invalid_argument): the caller built a graph that is not a DAG.
   std::vector<int> indeg(n, 0);
   for (int t : edge_to_) ++indeg[t];
-  topo_.clear();
-  topo_.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (indeg[i] == 0) topo_.push_back(static_cast<int>(i));
-  }
-  for (std::size_t k = 0; k < topo_.size(); ++k) {
-    const int u = topo_[k];
-    for (int e = succ_begin_[u]; e < succ_begin_[u + 1]; ++e) {
-      if (--indeg[succ_list_[e]] == 0) topo_.push_back(succ_list_[e]);
-    }
-  }
-  if (topo_.size() != n) throw std::invalid_argument("the graph has a cycle");
+  topo_ = graph::topological_order<int>(
+      std::move(indeg), graph::ReadyOrder::kFirstInFirstOut,
+      [&](int u, auto&& visit) {
+        for (int e = succ_begin_[u]; e < succ_begin_[u + 1]; ++e) visit(succ_list_[e]);
+      },
+      graph::ThrowOnCycle{});
   indexed_ = true;
 }
 

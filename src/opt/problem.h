@@ -50,7 +50,8 @@ struct Node {
 using Assignment = std::vector<int>;
 
 /// A DAG of nodes with options. Build with add_gpu / add_node / add_edge; every query
-/// checks the graph is acyclic on first use (throws std::invalid_argument otherwise).
+/// checks the graph is acyclic on first use (throws graph::CycleError, an
+/// std::invalid_argument, otherwise).
 /// Nodes are independent of resources: two nodes on the same GPU may overlap in time unless an
 /// edge orders them (callers add the per-GPU program order as edges, as the pipeline builder does).
 class Problem {

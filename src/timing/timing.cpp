@@ -21,30 +21,7 @@ using trace::OpKind;
 }  // namespace
 
 Schedule replay(const DepGraph& g, std::span<const TimeNs> dur) {
-  Schedule s;
-  s.time.assign(2 * g.nodes(), 0);
-  s.end_ns = g.window_start_ns;
-  for (const std::uint32_t tp : g.topo) {
-    const std::uint32_t n = DepGraph::node_of(tp);
-    TimeNs v;
-    if (DepGraph::is_end(tp)) {
-      v = s.time[DepGraph::start_tp(n)] + dur[n];
-    } else {
-      v = g.release[n];  // INT64_MIN unless a pinned source
-    }
-    for (std::uint32_t k = g.in_begin[tp]; k < g.in_begin[tp + 1]; ++k) {
-      if (g.in_lag[k] == kDroppedLag) continue;
-      v = std::max(v, s.time[g.in_from[k]] + g.in_lag[k]);
-    }
-    if (v == INT64_MIN) v = g.rec_start[n];  // every constraint dropped: keep the recording
-    s.time[tp] = v;
-    if (DepGraph::is_end(tp) && v >= s.end_ns) {
-      s.end_ns = v;
-      s.last_node = n;
-    }
-  }
-  s.makespan_ns = g.nodes() == 0 ? 0 : s.end_ns - g.window_start_ns;
-  return s;
+  return replay_with(g, [dur](std::uint32_t n) { return dur[n]; }, [&g](std::uint32_t k) { return g.in_lag[k]; });
 }
 
 double replay_error(const DepGraph& g, const Schedule& s) {
