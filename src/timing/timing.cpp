@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace emo::timing {
 namespace {
@@ -247,9 +248,9 @@ TimeNs parse_duration(const std::string& spec, const std::string& s) {
   const std::string u = s.substr(unit);
   double scale;
   if (u == "ns") scale = 1;
-  else if (u == "us") scale = 1e3;
-  else if (u == "ms") scale = 1e6;
-  else if (u == "s") scale = 1e9;
+  else if (u == "us") scale = kNsPerUs;
+  else if (u == "ms") scale = kNsPerMs;
+  else if (u == "s") scale = kNsPerS;
   else bad_spec(spec, fmt::format("unknown unit '{}' (ns, us, ms, s)", u));
   char* end = nullptr;
   const double v = std::strtod(num.c_str(), &end);
