@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "graph/algorithms.h"
+#include "opt/pareto.h"
 
 namespace emo::opt {
 
@@ -170,21 +171,12 @@ std::vector<std::vector<int>> pareto_options(const Problem& p) {
   std::vector<std::vector<int>> out(p.node_count());
   for (std::size_t i = 0; i < p.node_count(); ++i) {
     const auto& opts = p.nodes()[i].options;
-    std::vector<int> idx(opts.size());
-    for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int>(k);
     const int ii = static_cast<int>(i);
-    std::sort(idx.begin(), idx.end(), [&](int a, int b) {
-      if (opts[a].time_s != opts[b].time_s) return opts[a].time_s < opts[b].time_s;
-      return p.effective_cost_j(ii, a) < p.effective_cost_j(ii, b);
-    });
-    double best = std::numeric_limits<double>::infinity();
-    for (int k : idx) {
-      const double c = p.effective_cost_j(ii, k);
-      if (c < best) {
-        out[i].push_back(k);
-        best = c;
-      }
-    }
+    out[i].resize(opts.size());
+    std::iota(out[i].begin(), out[i].end(), 0);
+    // Strictly falling cost (eps 0); among identical (time, cost) options the lowest index stays.
+    pareto_filter(
+        out[i], [&](int k) { return opts[k].time_s; }, [&](int k) { return p.effective_cost_j(ii, k); }, 0.0);
   }
   return out;
 }

@@ -120,6 +120,7 @@ Assignment fastest_assignment(const Problem& p);
 /// Per node, the options that are Pareto-optimal in (time, effective cost): no other option of
 /// the node is at most as slow and at most as costly. Sorted by ascending time (so descending
 /// cost); indices into Node::options. Options slower than the cheapest one are never useful.
+/// The one Pareto filter (opt/pareto.h) with eps 0; among identical options the lowest index.
 std::vector<std::vector<int>> pareto_options(const Problem& p);
 
 }  // namespace emo::opt
