@@ -1,5 +1,5 @@
 // emo-bench-graph: how fast EMO builds the dependency graph of a trace and times it (replay,
-// slack, critical path, per-GPU slack windows) — DESIGN §2, docs/graph.md.
+// slack, critical path, per-GPU slack windows) — docs/design.md §2, docs/graph.md.
 //
 // Input: $EMO_BENCH_TRACE (any format load_trace reads), else hta_v100_ns_resolution.json.gz
 // from the data directory ($EMO_DATA_DIR, else ../shared/data beside the checkout). The trace is

@@ -1,4 +1,4 @@
-// emo-bench-pack: how fast EMO packs a trace and contracts it (DESIGN §3, docs/packing.md).
+// emo-bench-pack: how fast EMO packs a trace and contracts it (docs/design.md §3, docs/packing.md).
 //
 // Input: $EMO_BENCH_TRACE (any format load_trace reads), else hta_v100_ns_resolution.json.gz
 // from the data directory. The trace is loaded and analysed (graph, replay, slack) once,

@@ -13,6 +13,7 @@
 #include "pack/pack_run.h"
 #include "timing/analysis.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "trace/load.h"
 
 namespace emo::cli {
@@ -64,7 +65,7 @@ std::optional<TimeNs> parse_min_pack(const std::string& text) {
   if (ms <= 0 || ms > 3.6e6) {
     throw InputError("--min-pack-ms " + text, "must be > 0 and at most 3600000 (one hour)");
   }
-  const auto ns = static_cast<TimeNs>(std::llround(ms * 1e6));
+  const auto ns = ms_to_ns(ms);
   if (ns <= 0) throw InputError("--min-pack-ms " + text, "shorter than 1 ns");
   return ns;
 }

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/units.h"
+
 namespace emo {
 namespace {
 
@@ -95,9 +97,9 @@ std::optional<TimeNs> parse_us_to_ns(std::string_view text) noexcept {
 
 std::string format_duration(TimeNs ns) {
   const double v = static_cast<double>(ns);
-  if (ns >= 1'000'000'000 || ns <= -1'000'000'000) return fmt::format("{:.3f} s", v / 1e9);
-  if (ns >= 1'000'000 || ns <= -1'000'000) return fmt::format("{:.3f} ms", v / 1e6);
-  return fmt::format("{:.3f} us", v / 1e3);
+  if (ns >= 1'000'000'000 || ns <= -1'000'000'000) return fmt::format("{:.3f} s", v / kNsPerS);
+  if (ns >= 1'000'000 || ns <= -1'000'000) return fmt::format("{:.3f} ms", v / kNsPerMs);
+  return fmt::format("{:.3f} us", v / kNsPerUs);
 }
 
 std::optional<std::int64_t> parse_int64(std::string_view text) noexcept {

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/algorithms.h"
+
 namespace emo::graph {
 namespace {
 
@@ -550,67 +552,32 @@ class Builder {
     }
   }
 
-  /// Kahn's algorithm over timepoints (with the S -> E edge of each node). Equal-time cycles,
-  /// if any, are broken by dropping the edges that still block (counted).
+  /// g_.topo (graph/algorithms.h, timepoint_order). Cycle policy: equal-time cycles, if any, are
+  /// broken by forcing the earliest (recorded time) blocked timepoint, dropping its still-blocking
+  /// incoming edges (lag kDroppedLag, counted in stats.cycle_edges).
   void topological_order() {
-    const std::size_t tps = 2 * g_.nodes();
-    std::vector<std::uint32_t> indeg(tps, 0);
-    std::vector<std::uint32_t> out_begin(tps + 1, 0);
-    for (std::uint32_t t = 0; t < tps; ++t) {
-      indeg[t] = g_.in_begin[t + 1] - g_.in_begin[t] + (DepGraph::is_end(t) ? 1 : 0);
-      for (std::uint32_t k = g_.in_begin[t]; k < g_.in_begin[t + 1]; ++k) ++out_begin[g_.in_from[k] + 1];
-    }
-    for (std::size_t t = 0; t < tps; ++t) out_begin[t + 1] += out_begin[t];
-    std::vector<std::uint32_t> out_to(g_.edges());
-    std::vector<std::uint32_t> fill(out_begin.begin(), out_begin.end() - 1);
-    for (std::uint32_t t = 0; t < tps; ++t) {
-      for (std::uint32_t k = g_.in_begin[t]; k < g_.in_begin[t + 1]; ++k) out_to[fill[g_.in_from[k]]++] = t;
-    }
-    g_.topo.clear();
-    g_.topo.reserve(tps);
-    std::vector<std::uint32_t> ready;
-    for (std::uint32_t t = 0; t < tps; ++t) {
-      if (indeg[t] == 0) ready.push_back(t);
-    }
-    std::vector<std::uint8_t> done(tps, 0);
-    auto release = [&](std::uint32_t t) {
-      g_.topo.push_back(t);
-      done[t] = 1;
-      if (!DepGraph::is_end(t) && --indeg[t + 1] == 0) ready.push_back(t + 1);
-      for (std::uint32_t k = out_begin[t]; k < out_begin[t + 1]; ++k) {
-        if (--indeg[out_to[k]] == 0) ready.push_back(out_to[k]);
-      }
-    };
-    std::size_t next_forced = 0;
     std::vector<std::uint32_t> by_time;  // built only if a cycle shows up
-    while (g_.topo.size() < tps) {
-      while (!ready.empty()) {
-        const std::uint32_t t = ready.back();
-        ready.pop_back();
-        release(t);
-      }
-      if (g_.topo.size() == tps) break;
-      // A cycle: force the earliest (recorded time) unfinished start timepoint and drop its
-      // unfinished incoming edges.
+    std::size_t next_forced = 0;
+    g_.topo = timepoint_order(g_, [&](TimepointCycle& c) {
+      const std::size_t tps = 2 * g_.nodes();
       if (by_time.empty()) {
         by_time.resize(tps);
         std::iota(by_time.begin(), by_time.end(), 0u);
         std::stable_sort(by_time.begin(), by_time.end(),
                          [&](std::uint32_t a, std::uint32_t b) { return rec(a) < rec(b); });
       }
-      while (next_forced < tps && (done[by_time[next_forced]] || indeg[by_time[next_forced]] == 0)) {
+      while (next_forced < tps && (c.done(by_time[next_forced]) || c.pending(by_time[next_forced]) == 0)) {
         ++next_forced;
       }
       const std::uint32_t t = by_time[next_forced];
       for (std::uint32_t k = g_.in_begin[t]; k < g_.in_begin[t + 1]; ++k) {
-        if (!done[g_.in_from[k]]) {
+        if (!c.done(g_.in_from[k])) {
           g_.in_lag[k] = kDroppedLag;
           ++g_.stats.cycle_edges;
+          c.cut(k, t);
         }
       }
-      indeg[t] = 0;
-      ready.push_back(t);
-    }
+    });
   }
 
   const Trace& t_;

@@ -1,4 +1,4 @@
-// The dependency graph of a trace (DESIGN §2): what orders GPU work.
+// The dependency graph of a trace (docs/design.md §2): what orders GPU work.
 //
 // Nodes are the ops that take time on a resource: GPU ops (kernel, memcpy, memset; collectives
 // are kernels) on a (device, stream), and host API calls (runtime, driver) on a (process,

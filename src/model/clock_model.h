@@ -1,11 +1,11 @@
-// Clock–time–power–energy models of one piece of GPU work (DESIGN §4), fitted from a few measured
+// Clock–time–power–energy models of one piece of GPU work (docs/design.md §4), fitted from a few measured
 // clocks and predicting at the others.
 //
 // Forms (x = f / f_ref, f_ref = the highest fitted clock):
 //   time   t(f) = (t_mem^p + (t_comp · f_ref / f)^p)^(1/p)   t_mem, t_comp ≥ 0, p ∈ {1, 8}  [s]
 //          A clock-independent part t_mem (memory/latency bound) and a part that scales with the
 //          cycle time (compute bound), combined by a generalised mean: p = 1 is their sum (the
-//          DESIGN §4 form), p = 8 a smooth maximum (roofline: whichever bound dominates, with a
+//          docs/design.md §4 form), p = 8 a smooth maximum (roofline: whichever bound dominates, with a
 //          knee between). Both are fitted and the one with the smaller time residual kept (the
 //          sum on ties). Non-increasing in f by construction. Measured (docs/models.md): with 3
 //          clocks the smooth maximum cuts the time error median from 1.22 % to 0.34 % on Perseus

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace emo::model {
 
@@ -134,7 +135,7 @@ MinPack min_pack_for(const trace::Trace& trace) {
     }
   }
   if (best_ms > 0)
-    return {static_cast<TimeNs>(std::llround(best_ms * 1e6)), fmt::format("GPU catalog: {} clock-switch latency", from)};
+    return {ms_to_ns(best_ms), fmt::format("GPU catalog: {} clock-switch latency", from)};
   return {kFallbackMinPackNs, "default (the trace's GPU is not in the GPU catalog)"};
 }
 

@@ -50,7 +50,7 @@ class GpuCatalog {
   std::vector<GpuSpec> gpus_;
 };
 
-/// Shortest pack for a trace (DESIGN §3: packs at least as long as a clock switch takes).
+/// Shortest pack for a trace (docs/design.md §3: packs at least as long as a clock switch takes).
 struct MinPack {
   TimeNs ns = 0;       ///< > 0.
   std::string source;  ///< Where the figure came from, for reports.

@@ -4,7 +4,7 @@
 // In normalised clock x = f / f_max (f_max = the highest clock of the sweep or GPU):
 //   time ratio   τ(x) = t(f) / t(f_max) = (1 − β + β · x^(−p))^(1/p)
 //                β ∈ [0, 1]: the share of t^p that scales with the cycle time at f_max (p = 1: the
-//                compute-bound share of DESIGN §4's t_mem + t_comp/f; p > 1: a smooth roofline).
+//                compute-bound share of docs/design.md §4's t_mem + t_comp/f; p > 1: a smooth roofline).
 //   power ratio  π(x) = P(f) / P(f_max) = s + (1 − s) · g(x) / g(1),  g(x) = x · v(x)²,
 //                v(x) = 1 + k · max(0, x − x_knee)
 //                Static share s plus dynamic power C·V²·f with a voltage that is flat below a knee

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/units.h"
 
 namespace emo::model {
 namespace {
@@ -119,7 +120,7 @@ MeasurementSet parse_csv(std::string_view content, const std::string& path) {
     set.format = MeasurementFormat::kNvDvfsBenchmark;
     c_a = col("benchmark"), c_b = col("kernel"), c_clock = col("core_frequency"),
     c_time = col("time"), c_power = col("average_power");
-    time_scale = 1e-3;  // ms
+    time_scale = kSPerMs;  // ms
     for (auto [c, name] : {std::pair{c_a, "benchmark"}, {c_b, "kernel"}, {c_clock, "core_frequency"},
                            {c_time, "time"}, {c_power, "average_power"}}) {
       if (c < 0) throw InputError(path, fmt::format("NV-DVFS-Benchmark CSV lacks column '{}'", name));
@@ -207,7 +208,7 @@ MeasurementSet parse_kerneltuner(std::string_view content, const std::string& pa
     if (!e.is_object()) throw InputError(path, fmt::format("cache entry '{}' is not an object", one_line(it.key(), 60)));
     ClockPoint p;
     p.clock_mhz = json_number(e, "nvml_gr_clock", path, it.key());
-    p.time_s = json_number(e, "time", path, it.key()) * 1e-3;  // ms
+    p.time_s = ms_to_s(json_number(e, "time", path, it.key()));
     p.energy_j = json_number(e, "nvml_power", path, it.key()) * p.time_s;
     check_point(p, path, fmt::format("cache entry '{}'", one_line(it.key(), 60)));
     std::string config;

@@ -1,4 +1,4 @@
-// Classes of GPU work by how their time responds to the SM clock (DESIGN §4, issue 4):
+// Classes of GPU work by how their time responds to the SM clock (docs/design.md §4, issue 4):
 // compute-bound (GEMM, convolution, attention), memory-bound (elementwise, reduction, copies),
 // communication-bound (NCCL collectives and peer copies), and mixed (anything not recognised).
 #pragma once

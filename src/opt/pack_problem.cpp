@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/units.h"
+
 namespace emo::opt {
 namespace {
 
@@ -57,7 +59,7 @@ PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std:
     std::vector<Option> opts;
     for (const auto& o : options[p]) {
       if (!(o.factor > 0)) throw std::invalid_argument("build_pack_problem: factor must be > 0");
-      const double t = static_cast<double>(pg.pack_time(p, o.factor).dur_ns) * 1e-9;
+      const double t = ns_to_s(pg.pack_time(p, o.factor).dur_ns);
       opts.push_back({o.clock_mhz, t, std::max(0.0, o.dynamic_energy_j) + idle_power_w * t});
     }
     start_ev[p] = prob.add_fixed(fmt::format("pack {} start", p), -1, 0, 0);
@@ -129,7 +131,7 @@ PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std:
     std::vector<int> host_start(g.nodes(), -1), host_end(g.nodes(), -1);
     for (std::uint32_t n = P; n < g.nodes(); ++n) {
       host_start[n] = prob.add_fixed("host start", -1, 0, 0);
-      const int work = prob.add_fixed("host", -1, static_cast<double>(std::max<TimeNs>(0, g.dur[n])) * 1e-9, 0);
+      const int work = prob.add_fixed("host", -1, ns_to_s(std::max<TimeNs>(0, g.dur[n])), 0);
       host_end[n] = prob.add_fixed("host end", -1, 0, 0);
       prob.add_edge(host_start[n], work);
       prob.add_edge(work, host_end[n]);
@@ -164,7 +166,7 @@ PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std:
       out.negative_lags += l < 0;
       prob.add_edge(a, b);
     } else {
-      const int mid = prob.add_fixed("lag", -1, static_cast<double>(l) * 1e-9, 0);
+      const int mid = prob.add_fixed("lag", -1, ns_to_s(l), 0);
       ++out.lag_nodes;
       prob.add_edge(a, mid);
       prob.add_edge(mid, b);

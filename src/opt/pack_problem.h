@@ -18,8 +18,9 @@
 // each option; its port edges (pack_graph.h: work that enters the pack after its start, or
 // leaves it before its end) become fixed lags, taken at `port_factors` (the factors of a plan
 // around which the problem is linearised; factor 1 by default). The problem is exact for plans
-// at those factors and approximate elsewhere; the caller re-evaluates a solution exactly with
-// PackGraph::evaluate and re-linearises around it (policy/optimize.cpp).
+// at those factors and approximate elsewhere. `emo optimize` builds it once, at the recording,
+// re-evaluates every plan exactly with PackGraph::evaluate and improves it there with an exact
+// local search; it does not re-linearise (driver/optimize.cpp, docs/optimize.md step 5).
 #pragma once
 
 #include <cstdint>

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+
+#include "graph/algorithms.h"
+#include "opt/pareto.h"
 
 namespace emo::opt {
 
@@ -74,21 +77,16 @@ void Problem::index() const {
   };
   csr(edge_to_, edge_from_, pred_begin_, pred_list_);
   csr(edge_from_, edge_to_, succ_begin_, succ_list_);
-  // Kahn's algorithm; a leftover node means a cycle.
+  // graph/algorithms.h; first-in first-out. A cycle throws graph::CycleError (an
+  // std::invalid_argument): the caller built a graph that is not a DAG.
   std::vector<int> indeg(n, 0);
   for (int t : edge_to_) ++indeg[t];
-  topo_.clear();
-  topo_.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (indeg[i] == 0) topo_.push_back(static_cast<int>(i));
-  }
-  for (std::size_t k = 0; k < topo_.size(); ++k) {
-    const int u = topo_[k];
-    for (int e = succ_begin_[u]; e < succ_begin_[u + 1]; ++e) {
-      if (--indeg[succ_list_[e]] == 0) topo_.push_back(succ_list_[e]);
-    }
-  }
-  if (topo_.size() != n) throw std::invalid_argument("the graph has a cycle");
+  topo_ = graph::topological_order<int>(
+      std::move(indeg), graph::ReadyOrder::kFirstInFirstOut,
+      [&](int u, auto&& visit) {
+        for (int e = succ_begin_[u]; e < succ_begin_[u + 1]; ++e) visit(succ_list_[e]);
+      },
+      graph::ThrowOnCycle{});
   indexed_ = true;
 }
 
@@ -173,21 +171,12 @@ std::vector<std::vector<int>> pareto_options(const Problem& p) {
   std::vector<std::vector<int>> out(p.node_count());
   for (std::size_t i = 0; i < p.node_count(); ++i) {
     const auto& opts = p.nodes()[i].options;
-    std::vector<int> idx(opts.size());
-    for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int>(k);
     const int ii = static_cast<int>(i);
-    std::sort(idx.begin(), idx.end(), [&](int a, int b) {
-      if (opts[a].time_s != opts[b].time_s) return opts[a].time_s < opts[b].time_s;
-      return p.effective_cost_j(ii, a) < p.effective_cost_j(ii, b);
-    });
-    double best = std::numeric_limits<double>::infinity();
-    for (int k : idx) {
-      const double c = p.effective_cost_j(ii, k);
-      if (c < best) {
-        out[i].push_back(k);
-        best = c;
-      }
-    }
+    out[i].resize(opts.size());
+    std::iota(out[i].begin(), out[i].end(), 0);
+    // Strictly falling cost (eps 0); among identical (time, cost) options the lowest index stays.
+    pareto_filter(
+        out[i], [&](int k) { return opts[k].time_s; }, [&](int k) { return p.effective_cost_j(ii, k); }, 0.0);
   }
   return out;
 }

@@ -1,4 +1,4 @@
-// The optimisation problem of DESIGN §5: a DAG of work whose optimisable nodes each pick one
+// The optimisation problem of docs/design.md §5: a DAG of work whose optimisable nodes each pick one
 // option (SM clock, time, energy) from a discrete set, the others having one fixed option; every
 // GPU draws idle/blocked power while it is not busy within the makespan. Minimise total energy
 // subject to makespan <= deadline.
@@ -7,7 +7,7 @@
 // seconds to ~1e-16 relative precision, far below any measured time; no quantisation is applied
 // (Perseus/lowtime quantise to 1 ms, EMO does not).
 //
-// Energy of a schedule (DESIGN §4; Perseus, SOSP'24 §4, with P_idle = P_blocked):
+// Energy of a schedule (docs/design.md §4; Perseus, SOSP'24 §4, with P_idle = P_blocked):
 //   E = Σ_i E_i(o_i) + Σ_g P_idle,g · (C − busy_g),   busy_g = Σ_{i on g} t_i(o_i),
 // where C is the makespan (every source starts at 0, C = max finish). Written per node:
 //   E = Σ_i c_i(o_i) + P_tot · C,   c_i(o) = E_i(o) − P_idle,g(i) · t_i(o),   P_tot = Σ_g P_idle,g.
@@ -50,7 +50,8 @@ struct Node {
 using Assignment = std::vector<int>;
 
 /// A DAG of nodes with options. Build with add_gpu / add_node / add_edge; every query
-/// checks the graph is acyclic on first use (throws std::invalid_argument otherwise).
+/// checks the graph is acyclic on first use (throws graph::CycleError, an
+/// std::invalid_argument, otherwise).
 /// Nodes are independent of resources: two nodes on the same GPU may overlap in time unless an
 /// edge orders them (callers add the per-GPU program order as edges, as the pipeline builder does).
 class Problem {
@@ -119,6 +120,7 @@ Assignment fastest_assignment(const Problem& p);
 /// Per node, the options that are Pareto-optimal in (time, effective cost): no other option of
 /// the node is at most as slow and at most as costly. Sorted by ascending time (so descending
 /// cost); indices into Node::options. Options slower than the cheapest one are never useful.
+/// The one Pareto filter (opt/pareto.h) with eps 0; among identical options the lowest index.
 std::vector<std::vector<int>> pareto_options(const Problem& p);
 
 }  // namespace emo::opt

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "graph/algorithms.h"
+
 namespace emo::pack {
 namespace {
 
@@ -21,68 +23,57 @@ TimeNs rec(const DepGraph& g, std::uint32_t tp) {
   return DepGraph::is_end(tp) ? g.rec_end[n] : g.rec_start[n];
 }
 
-/// Kahn's algorithm over the timepoints of `g` (with each node's start -> end). Every edge of
-/// the pack graph stands for a path of the (acyclic) op graph, so no cycle is expected; should
-/// one appear (a bug, or an op graph whose edges contradict each other), one of its edges is
-/// dropped and counted rather than looping. Returns how many were dropped.
-std::int64_t topological_order(DepGraph& g) {
-  const std::size_t tps = 2 * g.nodes();
-  std::vector<std::uint32_t> indeg(tps, 0);
-  std::vector<std::uint32_t> out_begin(tps + 1, 0);
-  for (std::uint32_t t = 0; t < tps; ++t) {
-    indeg[t] = g.in_begin[t + 1] - g.in_begin[t] + (DepGraph::is_end(t) ? 1 : 0);
-    for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) ++out_begin[g.in_from[k] + 1];
-  }
-  for (std::size_t t = 0; t < tps; ++t) out_begin[t + 1] += out_begin[t];
-  std::vector<std::uint32_t> out_edge(g.edges());  // in-CSR index of each out-edge
-  std::vector<std::uint32_t> fill(out_begin.begin(), out_begin.end() - 1);
-  std::vector<std::uint32_t> target(g.edges());
-  for (std::uint32_t t = 0; t < tps; ++t) {
-    for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) {
-      out_edge[fill[g.in_from[k]]++] = k;
-      target[k] = t;
+/// Of the edges walk[first ..] of a cycle ((timepoint, edge into it); UINT32_MAX: a node's own
+/// start -> end), the one to drop: preferably one into a GPU node's start that another
+/// constraint (or its release) keeps tight at the recorded times. Returns (its target, edge).
+std::pair<std::uint32_t, std::uint32_t> cycle_edge_to_drop(
+    const DepGraph& g, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& walk, std::size_t first) {
+  std::pair<std::uint32_t, std::uint32_t> pick{UINT32_MAX, UINT32_MAX};
+  int best = -1;
+  for (std::size_t i = first; i < walk.size(); ++i) {
+    const auto [to, k] = walk[i];
+    if (k == UINT32_MAX) continue;
+    int score = 0;
+    if (!DepGraph::is_end(to) && g.gpu[DepGraph::node_of(to)]) {
+      score = 1;
+      for (std::uint32_t j = g.in_begin[to]; j < g.in_begin[to + 1]; ++j) {
+        if (j != k && g.in_lag[j] != kDroppedLag && rec(g, g.in_from[j]) + g.in_lag[j] == rec(g, to)) score = 2;
+      }
+      if (g.release[DepGraph::node_of(to)] == rec(g, to)) score = 2;
+    }
+    if (score > best) {
+      best = score;
+      pick = {to, k};
     }
   }
-  g.topo.clear();
-  g.topo.reserve(tps);
-  std::vector<std::uint32_t> ready;
-  for (std::uint32_t t = 0; t < tps; ++t) {
-    if (indeg[t] == 0) ready.push_back(t);
-  }
-  std::vector<std::uint8_t> done(tps, 0);
+  return pick;
+}
+
+/// g.topo (graph/algorithms.h, timepoint_order). Every edge of the pack graph stands for a path
+/// of the (acyclic) op graph, so no cycle is expected. Cycle policy, should one appear (a bug, or
+/// an op graph whose edges contradict each other): find one by walking blocking edges backwards
+/// from the first blocked timepoint and drop one of its edges (lag kDroppedLag) rather than
+/// looping: preferably one into a pack start that keeps another constraint tight at the recorded
+/// times (the replay stays exact). Returns how many edges were dropped.
+std::int64_t topological_order(DepGraph& g) {
+  const std::size_t tps = 2 * g.nodes();
   std::vector<std::uint32_t> seen(tps, 0), pos(tps, 0);
   std::uint32_t generation = 0;
   std::int64_t dropped = 0;
-  while (g.topo.size() < tps) {
-    while (!ready.empty()) {
-      const std::uint32_t t = ready.back();
-      ready.pop_back();
-      g.topo.push_back(t);
-      done[t] = 1;
-      if (!DepGraph::is_end(t) && --indeg[t + 1] == 0) ready.push_back(t + 1);
-      for (std::uint32_t o = out_begin[t]; o < out_begin[t + 1]; ++o) {
-        const std::uint32_t k = out_edge[o];
-        if (g.in_lag[k] == kDroppedLag) continue;  // already taken off its target's count
-        if (--indeg[target[k]] == 0) ready.push_back(target[k]);
-      }
-    }
-    if (g.topo.size() == tps) break;
-    // A cycle (see above). Find one by walking blocking edges backwards from a blocked
-    // timepoint, and drop one of its edges: preferably one into a pack start that keeps another
-    // constraint tight at the recorded times (the replay stays exact).
+  g.topo = graph::timepoint_order(g, [&](graph::TimepointCycle& c) {
     ++generation;
     std::uint32_t t = 0;
-    while (done[t] || indeg[t] == 0) ++t;
+    while (c.done(t) || c.pending(t) == 0) ++t;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> walk;  // (timepoint, edge into it)
     while (seen[t] != generation) {
       seen[t] = generation;
       pos[t] = static_cast<std::uint32_t>(walk.size());
       std::uint32_t via = UINT32_MAX, src = UINT32_MAX;
-      if (DepGraph::is_end(t) && !done[t - 1]) {
+      if (DepGraph::is_end(t) && !c.done(t - 1)) {
         src = t - 1;  // its own start
       } else {
         for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) {
-          if (!done[g.in_from[k]] && g.in_lag[k] != kDroppedLag) {
+          if (!c.done(g.in_from[k]) && g.in_lag[k] != kDroppedLag) {
             via = k;
             src = g.in_from[k];
             break;
@@ -92,29 +83,11 @@ std::int64_t topological_order(DepGraph& g) {
       walk.push_back({t, via});
       t = src;
     }
-    std::uint32_t pick = UINT32_MAX;
-    int best = -1;
-    for (std::size_t i = pos[t]; i < walk.size(); ++i) {
-      const auto [to, k] = walk[i];
-      if (k == UINT32_MAX) continue;
-      int score = 0;
-      if (!DepGraph::is_end(to) && g.gpu[DepGraph::node_of(to)]) {
-        score = 1;
-        for (std::uint32_t j = g.in_begin[to]; j < g.in_begin[to + 1]; ++j) {
-          if (j != k && g.in_lag[j] != kDroppedLag && rec(g, g.in_from[j]) + g.in_lag[j] == rec(g, to)) score = 2;
-        }
-        if (g.release[DepGraph::node_of(to)] == rec(g, to)) score = 2;
-      }
-      if (score > best) {
-        best = score;
-        pick = k;
-      }
-    }
-    const std::uint32_t to = target[pick];
+    const auto [to, pick] = cycle_edge_to_drop(g, walk, pos[t]);
     g.in_lag[pick] = kDroppedLag;
     ++dropped;
-    if (--indeg[to] == 0) ready.push_back(to);
-  }
+    c.cut(pick, to);
+  });
   return dropped;
 }
 
@@ -672,30 +645,9 @@ timing::Schedule PackGraph::evaluate(std::span<const PackTime> times) const {
   check_times(*this, times);
   // timing::replay, with the packs' durations and port-edge lags taken from `times`.
   const std::vector<TimeNs> lag = lags_at(*this, times);
-  timing::Schedule s;
-  s.time.assign(2 * g.nodes(), 0);
-  s.end_ns = g.window_start_ns;
-  for (const std::uint32_t tp : g.topo) {
-    const std::uint32_t n = DepGraph::node_of(tp);
-    TimeNs v;
-    if (DepGraph::is_end(tp)) {
-      v = s.time[DepGraph::start_tp(n)] + (n < packs ? times[n].dur_ns : g.dur[n]);
-    } else {
-      v = g.release[n];
-    }
-    for (std::uint32_t k = g.in_begin[tp]; k < g.in_begin[tp + 1]; ++k) {
-      if (g.in_lag[k] == kDroppedLag) continue;
-      v = std::max(v, s.time[g.in_from[k]] + lag[k]);
-    }
-    if (v == INT64_MIN) v = g.rec_start[n];
-    s.time[tp] = v;
-    if (DepGraph::is_end(tp) && v >= s.end_ns) {
-      s.end_ns = v;
-      s.last_node = n;
-    }
-  }
-  s.makespan_ns = g.nodes() == 0 ? 0 : s.end_ns - g.window_start_ns;
-  return s;
+  return timing::replay_with(
+      g, [&](std::uint32_t n) { return n < packs ? times[n].dur_ns : g.dur[n]; },
+      [&](std::uint32_t k) { return lag[k]; });
 }
 
 timing::Schedule PackGraph::evaluate_factors(std::span<const double> factors) const {

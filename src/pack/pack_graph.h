@@ -1,4 +1,4 @@
-// The pack graph (DESIGN §3): the dependency graph with each pack contracted into one node.
+// The pack graph (docs/design.md §3): the dependency graph with each pack contracted into one node.
 //
 // Nodes: pack p is node p (p < packs), its start S_p the start of its first op (the earliest
 // recorded start) and its end E_p the end of its last; every host node of the op graph

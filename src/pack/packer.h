@@ -1,4 +1,4 @@
-// Dependency-aware kernel packing (DESIGN §3): per GPU, a partition of its timeline into packs,
+// Dependency-aware kernel packing (docs/design.md §3): per GPU, a partition of its timeline into packs,
 // windows that each hold every GPU op (all streams) that runs in them and run at one clock.
 //
 // Packs are built from *islands*: maximal runs of a device's GPU ops whose recorded intervals

@@ -1,4 +1,4 @@
-// A clock policy: what `emo optimize` decides and `emo run` applies (DESIGN §6). Schema in
+// A clock policy: what `emo optimize` decides and `emo run` applies (docs/design.md §6). Schema in
 // docs/policy.md ("emo.policy/1").
 //
 // Per GPU, the packs of one iteration in order; each pack says how to recognise its start on the

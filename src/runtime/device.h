@@ -1,5 +1,5 @@
 // The `Device` interface: what EMO needs from a GPU to profile work at a few SM clocks, apply a
-// clock policy and measure energy (DESIGN §6). Implemented by the simulated device
+// clock policy and measure energy (docs/design.md §6). Implemented by the simulated device
 // (runtime/sim_device.h) and by the NVML device of a real GPU, so profiling and policy evaluation
 // run the same code on both.
 #pragma once
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "trace/trace.h"
 
 namespace emo::runtime {
@@ -38,7 +39,7 @@ struct Measurement {
   double energy_j = 0;      ///< Energy per repetition from the device's energy counter, J.
   int repetitions = 1;
   bool simulated = false;   ///< True when a simulated device produced it (say so in every output).
-  double power_w() const { return time_ns > 0 ? energy_j / (static_cast<double>(time_ns) * 1e-9) : 0.0; }
+  double power_w() const { return time_ns > 0 ? energy_j / ns_to_s(time_ns) : 0.0; }
 };
 
 /// A GPU whose SM clock EMO can read and lock, whose energy it can measure, and on which it can

@@ -1,4 +1,4 @@
-// NVML, loaded at run time (DESIGN §6): dlopen("libnvidia-ml.so.1") with EMO's own declarations
+// NVML, loaded at run time (docs/design.md §6): dlopen("libnvidia-ml.so.1") with EMO's own declarations
 // of the few functions it uses, so that building EMO needs neither the driver nor nvml.h.
 //
 // The library path can be overridden with the environment variable EMO_NVML_LIBRARY; the tests

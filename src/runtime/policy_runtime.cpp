@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/units.h"
 #include "core/json_text.h"
 
 extern char** environ;
@@ -158,7 +159,7 @@ class RunLog {
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
 
-  double ms(std::int64_t t_ns) const { return static_cast<double>(t_ns - t0_ns_) * 1e-6; }
+  double ms(std::int64_t t_ns) const { return ns_to_ms(t_ns - t0_ns_); }
 
   /// One JSON object `{"t_ms": ..., "event": ..., <fields>}`.
   void event(std::string_view name, const std::string& fields, std::int64_t t_ns) {
@@ -294,7 +295,7 @@ class PolicyRun {
         t0_(now_ns()),
         log_(o.log_path, o.dry_run, t0_),
         guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_) {
-    const auto lead_ns = static_cast<std::int64_t>(std::llround(o.policy.switch_latency_ms * 1e6));
+    const auto lead_ns = ms_to_ns(o.policy.switch_latency_ms);
     for (const auto& g : o.policy.gpus) {
       const auto start = o.dry_run ? o.start_clock_mhz.end() : o.start_clock_mhz.find(g.device);
       planners_.emplace_back(g, lead_ns, start == o.start_clock_mhz.end() ? 0.0 : start->second);
@@ -457,7 +458,7 @@ class PolicyRun {
         report_.resets += guard_.reset("signal");
       }
       if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) kill(pid_, sig);
-      if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * 1e9);
+      if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * kNsPerS);
     }
   }
 
@@ -493,7 +494,7 @@ class PolicyRun {
     const std::int64_t end = now_ns();
     report_.resets += guard_.reset("exit");
     for (const auto& pl : planners_) report_.skipped_switches += pl.skipped();
-    report_.duration_s = static_cast<double>(end - t0_) * 1e-9;
+    report_.duration_s = ns_to_s(end - t0_);
     if (WIFSIGNALED(status)) {
       report_.child_signal = WTERMSIG(status);
       report_.exit_code = 128 + report_.child_signal;

@@ -1,4 +1,4 @@
-// The policy runtime (DESIGN §6, docs/runtime.md): `emo run --policy FILE -- CMD ARGS...` runs a
+// The policy runtime (docs/design.md §6, docs/runtime.md): `emo run --policy FILE -- CMD ARGS...` runs a
 // command and sets each GPU's SM clock at the policy's pack boundaries.
 //
 // Who does what:

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/units.h"
+
 namespace emo::runtime {
 
 std::vector<double> profiling_clocks(const std::vector<double>& supported, int k) {
@@ -43,16 +45,16 @@ ProfileResult profile_work(Device& device, Work work, const std::vector<double>&
   work.repetitions = 1;
   const Measurement probe = device.run(work, clocks.front());
   r.runs += 1;
-  r.device_time_s += probe.time_ns * 1e-9;
-  work.repetitions = repetitions_for(probe.time_ns * 1e-9, device, counter_periods);
+  r.device_time_s += ns_to_s(probe.time_ns);
+  work.repetitions = repetitions_for(ns_to_s(probe.time_ns), device, counter_periods);
   for (double f : clocks) {
     const Measurement m = device.run(work, f);
     if (m.time_ns <= 0 || !(m.energy_j > 0))
       throw std::invalid_argument(fmt::format("{}: '{}' at {} MHz measured {} ns, {} J", device.name(), work.label, f,
                                               m.time_ns, m.energy_j));
-    r.points.push_back({m.clock_mhz, m.time_ns * 1e-9, m.energy_j});
+    r.points.push_back({m.clock_mhz, ns_to_s(m.time_ns), m.energy_j});
     r.runs += m.repetitions;
-    r.device_time_s += m.time_ns * 1e-9 * m.repetitions;
+    r.device_time_s += ns_to_s(m.time_ns) * m.repetitions;
   }
   r.model = model::fit_clock_model(r.points);
   return r;

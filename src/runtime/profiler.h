@@ -1,5 +1,5 @@
 // Profiling units of work (packs) on a Device at a few SM clocks and fitting their clock models
-// (DESIGN §4: 2–5 clocks per pack instead of every clock).
+// (docs/design.md §4: 2–5 clocks per pack instead of every clock).
 #pragma once
 
 #include <vector>

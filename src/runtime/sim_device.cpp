@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/units.h"
+
 namespace emo::runtime {
 namespace {
 
@@ -51,7 +53,7 @@ SimDevice::SimDevice(const model::GpuSpec& gpu, SimDeviceOptions options)
     throw std::invalid_argument("simulated device: energy counter period and resolution must be positive");
   blocked_power_ = gpu_.blocked_power_w.value_or(gpu_.idle_power_w * kBlockedOverIdle);
   clock_mhz_ = gpu_.max_sm_clock_mhz();
-  next_update_ns_ = static_cast<std::int64_t>(options_.energy_counter_period_ms * 1e6);
+  next_update_ns_ = static_cast<std::int64_t>(options_.energy_counter_period_ms * kNsPerMs);
 }
 
 void SimDevice::check_clock(double mhz) const {
@@ -67,7 +69,7 @@ void SimDevice::lock_sm_clock(double mhz) {
   const double target = gpu_.nearest_sm_clock(mhz);
   if (target == clock_mhz_) return;
   // The switch takes effect after the latency; the GPU idles at the old clock meanwhile.
-  advance(static_cast<std::int64_t>(std::llround(gpu_.switch_latency_ms * 1e6)), gpu_.idle_power_w);
+  advance(ms_to_ns(gpu_.switch_latency_ms), gpu_.idle_power_w);
   clock_mhz_ = target;
 }
 
@@ -82,13 +84,13 @@ void SimDevice::advance(std::int64_t ns, double power_w) {
   // The counter takes the true energy (quantised to its resolution) at each update instant.
   const std::int64_t end = now_ns_ + ns;
   const double res = options_.energy_counter_resolution_j;
-  const auto period = static_cast<std::int64_t>(options_.energy_counter_period_ms * 1e6);
+  const auto period = static_cast<std::int64_t>(options_.energy_counter_period_ms * kNsPerMs);
   while (next_update_ns_ <= end) {
-    const double at_update = energy_j_ + power_w * static_cast<double>(next_update_ns_ - now_ns_) * 1e-9;
+    const double at_update = energy_j_ + power_w * static_cast<double>(next_update_ns_ - now_ns_) * kSPerNs;
     counter_j_ = std::floor(at_update / res) * res;
     next_update_ns_ += std::max<std::int64_t>(period, 1);
   }
-  energy_j_ += power_w * static_cast<double>(ns) * 1e-9;
+  energy_j_ += power_w * static_cast<double>(ns) * kSPerNs;
   now_ns_ = end;
 }
 
@@ -144,9 +146,9 @@ TrueRun SimDevice::true_run(const Work& work, double clock_mhz) const {
     const double end = start + t;
     stream_end[op.stream] = {end, op.start_ns + op.duration_ns};
     span = std::max(span, end);
-    dynamic_j += (true_power_w(op, clock_mhz) - gpu_.idle_power_w) * t * 1e-9;
+    dynamic_j += (true_power_w(op, clock_mhz) - gpu_.idle_power_w) * t * kSPerNs;
   }
-  return {static_cast<std::int64_t>(std::llround(span)), gpu_.idle_power_w * span * 1e-9 + dynamic_j};
+  return {static_cast<std::int64_t>(std::llround(span)), gpu_.idle_power_w * span * kSPerNs + dynamic_j};
 }
 
 Measurement SimDevice::run(const Work& work, double clock_mhz) {
@@ -167,7 +169,7 @@ Measurement SimDevice::run(const Work& work, double clock_mhz) {
         e *= std::exp(noise.energy_sd * z(rng_));
       }
       const auto t_ns = std::max<std::int64_t>(1, std::llround(t));
-      advance(t_ns, e / (static_cast<double>(t_ns) * 1e-9));
+      advance(t_ns, e / ns_to_s(t_ns));
     }
   } else {
     // Many short runs: their sum drawn at once (central limit theorem on the log-normal factors:
@@ -182,7 +184,7 @@ Measurement SimDevice::run(const Work& work, double clock_mhz) {
     const double t = static_cast<double>(truth.time_ns) * sum_factor(noise.time_sd);
     const double e = truth.energy_j * sum_factor(noise.energy_sd);
     const auto t_ns = std::max<std::int64_t>(1, std::llround(t));
-    advance(t_ns, e / (static_cast<double>(t_ns) * 1e-9));
+    advance(t_ns, e / ns_to_s(t_ns));
   }
   Measurement m;
   m.clock_mhz = clock_mhz_;

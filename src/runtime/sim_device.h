@@ -1,4 +1,4 @@
-// A simulated GPU that stands in for hardware on machines without one (DESIGN, "Devices without a
+// A simulated GPU that stands in for hardware on machines without one (docs/design.md, "Devices without a
 // GPU"). Every figure it produces is simulated and must be labelled so.
 //
 // Ground truth of one op at SM clock f (x = f / f_max of the GPU, t_ref = the op's traced

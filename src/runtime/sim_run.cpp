@@ -5,6 +5,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "core/units.h"
 #include "timing/timing.h"
 
 namespace emo::runtime {
@@ -15,7 +16,7 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   const std::size_t n = g.nodes();
   if (node_clock_mhz.size() != n) throw std::invalid_argument("run_on_sim: one clock per graph node needed");
   const auto& gpu = device.gpu();
-  const auto latency_ns = static_cast<TimeNs>(std::llround(gpu.switch_latency_ms * 1e6));
+  const auto latency_ns = ms_to_ns(gpu.switch_latency_ms);
   // Requests per device, by effective time.
   std::map<std::int32_t, std::vector<std::pair<TimeNs, double>>> effective;
   for (const auto& r : requests) effective[r.device].push_back({r.request_ns + latency_ns, r.clock_mhz});
@@ -76,9 +77,9 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   for (std::size_t i = 0; i < n; ++i) {
     if (!g.gpu[i]) continue;
     const auto dev = trace.ops.device[g.op[i]];
-    auto [it, inserted] = result.gpu_energy_j.try_emplace(dev, gpu.idle_power_w * s.makespan_ns * 1e-9);
+    auto [it, inserted] = result.gpu_energy_j.try_emplace(dev, gpu.idle_power_w * static_cast<double>(s.makespan_ns) * kSPerNs);
     const double p = device.true_power_w(work[i], clock[i]);
-    it->second += (p - gpu.idle_power_w) * static_cast<double>(dur[i]) * 1e-9;
+    it->second += (p - gpu.idle_power_w) * static_cast<double>(dur[i]) * kSPerNs;
   }
   for (const auto& [dev, e] : result.gpu_energy_j) result.energy_j += e;
   for (const auto& [dev, v] : effective) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace emo::timing {
 namespace {
@@ -21,30 +22,7 @@ using trace::OpKind;
 }  // namespace
 
 Schedule replay(const DepGraph& g, std::span<const TimeNs> dur) {
-  Schedule s;
-  s.time.assign(2 * g.nodes(), 0);
-  s.end_ns = g.window_start_ns;
-  for (const std::uint32_t tp : g.topo) {
-    const std::uint32_t n = DepGraph::node_of(tp);
-    TimeNs v;
-    if (DepGraph::is_end(tp)) {
-      v = s.time[DepGraph::start_tp(n)] + dur[n];
-    } else {
-      v = g.release[n];  // INT64_MIN unless a pinned source
-    }
-    for (std::uint32_t k = g.in_begin[tp]; k < g.in_begin[tp + 1]; ++k) {
-      if (g.in_lag[k] == kDroppedLag) continue;
-      v = std::max(v, s.time[g.in_from[k]] + g.in_lag[k]);
-    }
-    if (v == INT64_MIN) v = g.rec_start[n];  // every constraint dropped: keep the recording
-    s.time[tp] = v;
-    if (DepGraph::is_end(tp) && v >= s.end_ns) {
-      s.end_ns = v;
-      s.last_node = n;
-    }
-  }
-  s.makespan_ns = g.nodes() == 0 ? 0 : s.end_ns - g.window_start_ns;
-  return s;
+  return replay_with(g, [dur](std::uint32_t n) { return dur[n]; }, [&g](std::uint32_t k) { return g.in_lag[k]; });
 }
 
 double replay_error(const DepGraph& g, const Schedule& s) {
@@ -270,9 +248,9 @@ TimeNs parse_duration(const std::string& spec, const std::string& s) {
   const std::string u = s.substr(unit);
   double scale;
   if (u == "ns") scale = 1;
-  else if (u == "us") scale = 1e3;
-  else if (u == "ms") scale = 1e6;
-  else if (u == "s") scale = 1e9;
+  else if (u == "us") scale = kNsPerUs;
+  else if (u == "ms") scale = kNsPerMs;
+  else if (u == "s") scale = kNsPerS;
   else bad_spec(spec, fmt::format("unknown unit '{}' (ns, us, ms, s)", u));
   char* end = nullptr;
   const double v = std::strtod(num.c_str(), &end);

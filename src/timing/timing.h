@@ -1,4 +1,4 @@
-// What-if timing, slack and the critical path over a dependency graph (DESIGN §2).
+// What-if timing, slack and the critical path over a dependency graph (docs/design.md §2).
 //
 // replay(): every timepoint's time is the max over its constraints, in topological order,
 // O(V + E). slack(): the latest finish of each node that keeps the same end of the window
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/algorithms.h"
 #include "graph/dep_graph.h"
 #include "trace/trace.h"
 
@@ -30,8 +31,23 @@ struct Schedule {
 };
 
 /// Forward pass with the given intrinsic durations (size nodes; usually DepGraph::dur, or a
-/// what-if variant of it). O(V + E).
+/// what-if variant of it) and g's own lags: replay_with. O(V + E).
 Schedule replay(const DepGraph& g, std::span<const TimeNs> dur);
+
+/// The forward pass (graph::longest_path, the one longest-path replay) with node durations
+/// `dur_of(node)` and edge lags `lag_of(in-CSR edge index)`, both ns: replay() and the pack
+/// graph's what-ifs (PackGraph::evaluate). makespan_ns = end_ns - g.window_start_ns (0 for an
+/// empty graph). O(V + E); the callables are inlined.
+template <class DurOf, class LagOf>
+Schedule replay_with(const DepGraph& g, DurOf&& dur_of, LagOf&& lag_of) {
+  Schedule s;
+  s.time.assign(2 * g.nodes(), 0);
+  const graph::ReplayEnd end = graph::longest_path(g, dur_of, lag_of, s.time);
+  s.end_ns = end.end_ns;
+  s.last_node = end.last_node;
+  s.makespan_ns = g.nodes() == 0 ? 0 : s.end_ns - g.window_start_ns;
+  return s;
+}
 
 /// max over GPU nodes of |replayed end - recorded end| / makespan (0 for an empty graph).
 double replay_error(const DepGraph& g, const Schedule& s);

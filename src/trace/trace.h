@@ -1,4 +1,4 @@
-// EMO's format-neutral trace model (DESIGN §1).
+// EMO's format-neutral trace model (docs/design.md §1).
 //
 // One columnar table of ops (GPU work, host API calls, framework ops, sync records), side tables
 // for what only some ops carry (sync details, collective metadata), and the trace's metadata.

@@ -48,7 +48,7 @@ TEST(ClassCurve, TimeAndPowerRatiosAreOneAtMaxClockAndMonotone) {
 TEST(ClassCurve, SumFormIsDesignFormula) {
   ClassCurve c;
   c.beta = 0.6, c.p = 1;
-  // t(f)/t(f_max) = (1 - β) + β / x: DESIGN §4's t_mem + t_comp·f_ref/f with β = t_comp / total.
+  // t(f)/t(f_max) = (1 - β) + β / x: docs/design.md §4's t_mem + t_comp·f_ref/f with β = t_comp / total.
   EXPECT_NEAR(c.time_ratio(0.5), 0.4 + 0.6 * 2, 1e-12);
 }
 

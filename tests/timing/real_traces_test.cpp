@@ -102,7 +102,7 @@ TEST_P(EveryTrace, ReplaysAndAddsUp) {
   const trace::Trace& t = cached(path);
   const Analysis a = timing::analyze(t, graph::Window{}, {});
   ASSERT_GT(a.graph.nodes(), 0u);
-  EXPECT_LE(a.replay_error, 0.01) << "DESIGN §2 target: replay error <= 1 % of the makespan";
+  EXPECT_LE(a.replay_error, 0.01) << "docs/design.md §2 target: replay error <= 1 % of the makespan";
   EXPECT_GT(a.schedule.makespan_ns, 0);
   EXPECT_LE(a.path.length_ns, a.schedule.makespan_ns);
   EXPECT_GT(a.path.length_ns, 0);
