@@ -32,6 +32,92 @@ struct Timing {
 
 }  // namespace
 
+/// Timing state of an assignment: es = earliest start, tail = longest path after the node's
+/// finish; the slack of node i is makespan − tail_i − es_i − d_i. retime() recomputes all of it in
+/// O(V + E); slow_down() updates it incrementally (only descendants' es and ancestors' tail can
+/// grow), visiting nodes in topological rank order.
+class PathTimes {
+ public:
+  PathTimes(const Problem& p, const std::vector<int>& rank)
+      : p_(p), rank_(rank), tail(p.node_count(), 0.0), queued_(p.node_count(), 0) {}
+  /// Recomputes every earliest start and tail for durations `dur` (s, per node).
+  void retime(std::vector<double> dur) {
+    d = std::move(dur);
+    makespan = earliest_starts(p_, d, es);
+    const auto& order = p_.topo_order();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) tail[*it] = tail_of(*it);
+  }
+  /// Node i's duration grows to `new_d` (s): updates the makespan, descendants' starts and
+  /// ancestors' tails.
+  void slow_down(int i, double new_d);
+  double slack(int i) const { return makespan - tail[i] - es[i] - d[i]; }
+
+  std::vector<double> d, es, tail;
+  double makespan = 0;
+
+ private:
+  double tail_of(int u) const {
+    double t = 0;
+    for (int e = p_.succ_begin()[u]; e < p_.succ_begin()[u + 1]; ++e) {
+      const int v = p_.succ_list()[e];
+      t = std::max(t, d[v] + tail[v]);
+    }
+    return t;
+  }
+  double es_of(int u) const {
+    double t = 0;
+    for (int e = p_.pred_begin()[u]; e < p_.pred_begin()[u + 1]; ++e) {
+      const int v = p_.pred_list()[e];
+      t = std::max(t, es[v] + d[v]);
+    }
+    return t;
+  }
+  const Problem& p_;
+  const std::vector<int>& rank_;
+  std::vector<char> queued_;
+};
+
+void PathTimes::slow_down(int i, double new_d) {
+  makespan = std::max(makespan, es[i] + new_d + tail[i]);
+  d[i] = new_d;
+  const auto& sb = p_.succ_begin();
+  const auto& sl = p_.succ_list();
+  const auto& pb = p_.pred_begin();
+  const auto& pl = p_.pred_list();
+  // Forward: descendants' earliest starts, in topological order (min-heap on rank).
+  std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> fwd;
+  for (int e = sb[i]; e < sb[i + 1]; ++e) {
+    if (!queued_[sl[e]]) queued_[sl[e]] = 1, fwd.push({rank_[sl[e]], sl[e]});
+  }
+  while (!fwd.empty()) {
+    const int u = fwd.top().second;
+    fwd.pop();
+    queued_[u] = 0;
+    const double v = es_of(u);
+    if (v <= es[u]) continue;
+    es[u] = v;
+    for (int e = sb[u]; e < sb[u + 1]; ++e) {
+      if (!queued_[sl[e]]) queued_[sl[e]] = 1, fwd.push({rank_[sl[e]], sl[e]});
+    }
+  }
+  // Backward: ancestors' tails, in reverse topological order (max-heap on rank).
+  std::priority_queue<std::pair<int, int>> bwd;
+  for (int e = pb[i]; e < pb[i + 1]; ++e) {
+    if (!queued_[pl[e]]) queued_[pl[e]] = 1, bwd.push({rank_[pl[e]], pl[e]});
+  }
+  while (!bwd.empty()) {
+    const int u = bwd.top().second;
+    bwd.pop();
+    queued_[u] = 0;
+    const double v = tail_of(u);
+    if (v <= tail[u]) continue;
+    tail[u] = v;
+    for (int e = pb[u]; e < pb[u + 1]; ++e) {
+      if (!queued_[pl[e]]) queued_[pl[e]] = 1, bwd.push({rank_[pl[e]], pl[e]});
+    }
+  }
+}
+
 struct FastSolver::Lp {
   detail::Formulation f;
   ClpSimplex model;
@@ -163,143 +249,89 @@ void FastSolver::improve(Assignment& a, double deadline_s, bool exchanges) const
     const auto it = std::find(l.begin(), l.end(), a[i]);
     pos[i] = it == l.end() ? 0 : static_cast<int>(it - l.begin());
   }
-  // Timing state: es = earliest start, tail = longest path after the node's finish; the slack of
-  // node i is makespan − tail_i − es_i − d_i. retime() recomputes all of it in O(V+E); slow_down()
-  // updates it incrementally (only descendants' es and ancestors' tail can grow).
-  std::vector<double> d(n), es, tail(n, 0.0);
-  double makespan = 0;
-  const auto& pb = p_.pred_begin();
-  const auto& pl = p_.pred_list();
-  const auto& sb = p_.succ_begin();
-  const auto& sl = p_.succ_list();
-  const auto& order = p_.topo_order();
-  auto tail_of = [&](int u) {
-    double t = 0;
-    for (int e = sb[u]; e < sb[u + 1]; ++e) t = std::max(t, d[sl[e]] + tail[sl[e]]);
-    return t;
-  };
-  auto es_of = [&](int u) {
-    double t = 0;
-    for (int e = pb[u]; e < pb[u + 1]; ++e) t = std::max(t, es[pl[e]] + d[pl[e]]);
-    return t;
-  };
-  auto retime = [&]() {
+  PathTimes pt(p_, rank_);
+  auto durations = [&]() {
+    std::vector<double> d(n);
     for (int i = 0; i < n; ++i) d[i] = time_[i][pos[i]];
-    makespan = earliest_starts(p_, d, es);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) tail[*it] = tail_of(*it);
+    return d;
   };
-  std::vector<char> queued(n, 0);
-  auto slow_down = [&](int i, double new_d) {
-    makespan = std::max(makespan, es[i] + new_d + tail[i]);
-    d[i] = new_d;
-    // Forward: descendants' earliest starts, in topological order (min-heap on rank).
-    std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> fwd;
-    for (int e = sb[i]; e < sb[i + 1]; ++e) {
-      if (!queued[sl[e]]) queued[sl[e]] = 1, fwd.push({rank_[sl[e]], sl[e]});
-    }
-    while (!fwd.empty()) {
-      const int u = fwd.top().second;
-      fwd.pop();
-      queued[u] = 0;
-      const double v = es_of(u);
-      if (v <= es[u]) continue;
-      es[u] = v;
-      for (int e = sb[u]; e < sb[u + 1]; ++e) {
-        if (!queued[sl[e]]) queued[sl[e]] = 1, fwd.push({rank_[sl[e]], sl[e]});
-      }
-    }
-    // Backward: ancestors' tails, in reverse topological order (max-heap on rank).
-    std::priority_queue<std::pair<int, int>> bwd;
-    for (int e = pb[i]; e < pb[i + 1]; ++e) {
-      if (!queued[pl[e]]) queued[pl[e]] = 1, bwd.push({rank_[pl[e]], pl[e]});
-    }
-    while (!bwd.empty()) {
-      const int u = bwd.top().second;
-      bwd.pop();
-      queued[u] = 0;
-      const double v = tail_of(u);
-      if (v <= tail[u]) continue;
-      tail[u] = v;
-      for (int e = pb[u]; e < pb[u + 1]; ++e) {
-        if (!queued[pl[e]]) queued[pl[e]] = 1, bwd.push({rank_[pl[e]], pl[e]});
-      }
-    }
-  };
-  auto slack = [&](int i) { return makespan - tail[i] - es[i] - d[i]; };
   auto total_energy = [&]() {
-    double e = p_tot * makespan;
+    double e = p_tot * pt.makespan;
     for (int i = 0; i < n; ++i) e += cost_[i][pos[i]];
     return e;
   };
-  retime();
+  pt.retime(durations());
   // Repair: should rounding overshoot the deadline numerically, speed up critical nodes.
-  while (makespan > deadline_s + kTimeEps) {
+  while (pt.makespan > deadline_s + kTimeEps) {
     int best = -1;
     double best_rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < n; ++i) {
-      if (pos[i] == 0 || slack(i) > kTimeEps) continue;
-      const double dt = d[i] - time_[i][pos[i] - 1];
+      if (pos[i] == 0 || pt.slack(i) > kTimeEps) continue;
+      const double dt = pt.d[i] - time_[i][pos[i] - 1];
       const double rate = (cost_[i][pos[i] - 1] - cost_[i][pos[i]]) / std::max(dt, 1e-15);
       if (rate < best_rate) best_rate = rate, best = i;
     }
     if (best < 0) break;
     --pos[best];
-    retime();
+    pt.retime(durations());
   }
-
-  // Greedy: the single slower move with the largest exact saving, until none saves energy.
-  // Slowing node i by Δt raises the makespan by max(0, Δt − slack_i), which costs P_tot per s.
   int moves = 0;
-  auto greedy = [&]() {
-    while (moves < options_.max_moves) {
-      double best_gain = 1e-9;
-      int node = -1, to = -1;
-      for (int i = 0; i < n; ++i) {
-        const int q0 = pos[i];
-        const auto& t = time_[i];
-        const auto& c = cost_[i];
-        const double sl = slack(i);
-        for (int q = q0 + 1; q < static_cast<int>(t.size()); ++q) {
-          const double inc = std::max(0.0, t[q] - d[i] - sl);
-          if (makespan + inc > deadline_s + kTimeEps) break;
-          const double gain = c[q0] - c[q] - p_tot * inc;
-          if (gain > best_gain) best_gain = gain, node = i, to = q;
-        }
-      }
-      if (node < 0) break;
-      pos[node] = to;
-      slow_down(node, time_[node][to]);
-      ++moves;
-    }
-  };
+  auto greedy = [&]() { moves = greedy_moves(pt, pos, deadline_s, moves); };
   greedy();
-
   // Pair exchanges (one round): speed a critical node up by one Pareto step, re-run the greedy,
   // keep the result if the total energy fell.
   if (exchanges) {
     double energy = total_energy();
     std::vector<int> critical;
     for (int j = 0; j < n; ++j) {
-      if (pos[j] > 0 && slack(j) <= kTimeEps) critical.push_back(j);
+      if (pos[j] > 0 && pt.slack(j) <= kTimeEps) critical.push_back(j);
     }
     for (int j : critical) {
       if (moves >= options_.max_moves) break;
       if (pos[j] == 0) continue;
       const std::vector<int> saved = pos;
       --pos[j];
-      retime();
+      pt.retime(durations());
       greedy();
       const double e = total_energy();
-      if (e < energy - 1e-9 && makespan <= deadline_s + kTimeEps) {
+      if (e < energy - 1e-9 && pt.makespan <= deadline_s + kTimeEps) {
         energy = e;
       } else {
         pos = saved;
-        retime();
+        pt.retime(durations());
       }
       ++moves;
     }
   }
   for (int i = 0; i < n; ++i) a[i] = pareto_[i][pos[i]];
+}
+
+int FastSolver::greedy_moves(PathTimes& pt, std::vector<int>& pos, double deadline_s, int moves) const {
+  // The single slower move with the largest exact saving, until none saves energy. Slowing node i
+  // by Δt raises the makespan by max(0, Δt − slack_i), which costs P_tot per s.
+  const int n = static_cast<int>(p_.node_count());
+  const double p_tot = p_.total_idle_power_w();
+  while (moves < options_.max_moves) {
+    double best_gain = 1e-9;
+    int node = -1, to = -1;
+    for (int i = 0; i < n; ++i) {
+      const int q0 = pos[i];
+      const auto& t = time_[i];
+      const auto& c = cost_[i];
+      const double sl = pt.slack(i);
+      for (int q = q0 + 1; q < static_cast<int>(t.size()); ++q) {
+        const double inc = std::max(0.0, t[q] - pt.d[i] - sl);
+        if (pt.makespan + inc > deadline_s + kTimeEps) break;
+        const double gain = c[q0] - c[q] - p_tot * inc;
+        if (gain > best_gain) best_gain = gain, node = i, to = q;
+      }
+    }
+    if (node < 0) break;
+    pos[node] = to;
+    pt.slow_down(node, time_[node][to]);
+    ++moves;
+  }
+  return moves;
 }
 
 std::vector<Solution> FastSolver::frontier(int points) {

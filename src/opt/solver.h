@@ -45,6 +45,8 @@ struct FastSolverOptions {
 
 /// Holds the relaxation of one problem; solve() may be called for many deadlines (warm starts).
 /// Not thread-safe. Throws std::invalid_argument when the problem has a cycle.
+class PathTimes;  // solver.cpp: incremental earliest starts and tails of an assignment
+
 class FastSolver {
  public:
   explicit FastSolver(const Problem& p, FastSolverOptions options = {});
@@ -90,6 +92,9 @@ class FastSolver {
   Solution round_and_improve(double deadline_s, const std::vector<double>* duration_s, double bound_j,
                              const std::vector<double>& thresholds, bool exchanges) const;
   void improve(Assignment& a, double deadline_s, bool exchanges) const;
+  /// improve()'s greedy phase: the single slower move with the largest exact saving, until none
+  /// saves energy or options_.max_moves is reached; returns the updated move count.
+  int greedy_moves(PathTimes& pt, std::vector<int>& pos, double deadline_s, int moves) const;
 };
 
 /// Keeps the points that no other point dominates (makespan and energy both <=, one <), sorted

@@ -452,9 +452,18 @@ class Contractor {
     }
   }
 
+  /// Every edge of the op graph that crosses a pack boundary, as a pack-graph edge (`raw`) or a
+  /// port edge (emit_ports), then the pack graph's in-edge lists.
   void map_edges() {
     std::vector<Raw> raw;
     raw.reserve(g_.edges() + pg_.port_pack.size());
+    collect_edges(raw);
+    build_in_edges(raw, order_port_edges());
+  }
+
+  /// The crossing edges: into a non-pack node or a pack's first op as fixed edges, into a later
+  /// member through port entries (with the pack's start and its release ports).
+  void collect_edges(std::vector<Raw>& raw) {
     std::vector<std::vector<Entry>> entries(P_);
     for (std::uint32_t to = 0; to < 2 * g_.nodes(); ++to) {
       const std::uint32_t tn = DepGraph::node_of(to);
@@ -485,6 +494,11 @@ class Contractor {
           {DepGraph::end_tp(port_base_ + i), pg_.port_member[i], 0, EdgeType::kStreamOrder, 0, true});
     }
     for (std::uint32_t pk = 0; pk < P_; ++pk) emit_ports(raw, pk, entries[pk]);
+  }
+
+  /// The port edges' tables (pe_entry, pe_target, pe_base, pe_begin), grouped by pack; returns
+  /// each generated port's final index.
+  std::vector<std::uint32_t> order_port_edges() {
     // Port edges are generated grouped by pack, then target: that is their final order.
     std::vector<std::uint32_t> order(ports_.size());
     std::iota(order.begin(), order.end(), 0u);
@@ -500,8 +514,12 @@ class Contractor {
     }
     for (std::uint32_t pk = 0; pk < P_; ++pk) pg_.pe_begin[pk + 1] += pg_.pe_begin[pk];
     pg_.pe_edge.assign(ports_.size(), UINT32_MAX);
+    return final_index;
+  }
 
-    // Counting sort by target; parallel fixed edges keep the largest lag, port edges stay.
+  /// The pack graph's in-edge lists from `raw`: counting sort by target; parallel fixed edges keep
+  /// the largest lag, port edges stay (pe_edge, edge_port link them); edge statistics.
+  void build_in_edges(const std::vector<Raw>& raw, const std::vector<std::uint32_t>& final_index) {
     graph::DepGraph& q = pg_.g;
     const std::size_t tps = 2 * q.nodes();
     std::vector<std::uint32_t> begin(tps + 1, 0);
