@@ -88,7 +88,8 @@ void check_point(const ClockPoint& p, const std::string& path, const std::string
   }
 }
 
-MeasurementSet parse_csv(std::string_view content, const std::string& path) {
+/// The lines of `content` that hold more than whitespace (without their '\n').
+std::vector<std::string_view> non_blank_lines(std::string_view content) {
   std::vector<std::string_view> lines;
   std::size_t start = 0;
   while (start < content.size()) {
@@ -98,6 +99,11 @@ MeasurementSet parse_csv(std::string_view content, const std::string& path) {
     if (!trim(line).empty()) lines.push_back(line);
     start = nl + 1;
   }
+  return lines;
+}
+
+MeasurementSet parse_csv(std::string_view content, const std::string& path) {
+  const std::vector<std::string_view> lines = non_blank_lines(content);
   if (lines.empty()) throw InputError(path, "empty file");
   const auto header = split_csv(lines.front());
   auto col = [&](std::string_view name) -> int {
