@@ -17,8 +17,10 @@
 #    its one clock from the models where the oracle searches the truth, and loses 0.15 points);
 #  - switches: clock_switches is the number of clock changes in the written policy (counted here);
 #    with none, no op can run at another clock than its pack's (ops_at_other_clock = 0); with
-#    some, the device (which applies a request one switch latency after it is issued, and times
-#    ops by ground truth, not by the models) shows some ops on either side of a switch.
+#    some, a switch is issued one switch latency early and takes effect at its pack's predicted
+#    start, so only the drift between prediction and device moves ops across it: some, but fewer
+#    than half of those a switch issued at its pack's start would leave at the old clock (the ops
+#    in the first switch latency of each switched pack, at the pack's mean op density).
 # Usage: optimize_invariants_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: optimize_invariants_test.sh EMO_BINARY}
@@ -81,15 +83,25 @@ check(e["energy_j"] <= st["energy_j"] + tol,
       f"EMO {e['energy_j']:.5f} J > static {st['energy_j']:.5f} J (+{tol:.5f}): "
       f"savings {r['savings']:.4f} vs static {r['static_savings']:.4f}")
 # Switches: the policy's, counted here, and what they imply for ops at another clock.
-switches = 0
+# late: the ops a switch issued at its pack's start (one latency late) would leave at the old
+# clock, those in the first switch latency of each switched pack at the pack's mean op density.
+switches, late = 0, 0.0
+latency_ns = pol["switch_latency_ms"] * 1e6
 for g in pol["gpus"]:
     ks = g["packs"]
-    switches += sum(1 for i in range(len(ks)) if ks[i]["clock_mhz"] != ks[i - 1]["clock_mhz"]) if len(ks) > 1 else 0
+    for i in range(len(ks) if len(ks) > 1 else 0):
+        if ks[i]["clock_mhz"] != ks[i - 1]["clock_mhz"]:
+            switches += 1
+            late += ks[i]["ops"] * min(1.0, latency_ns / max(1, ks[i]["duration_ns"]))
 check(r["clock_switches"] == switches, f"clock_switches {r['clock_switches']} != {switches} in the policy")
+other = r["ops_at_other_clock"]
 if switches == 0:
-    check(r["ops_at_other_clock"] == 0, f"{r['ops_at_other_clock']} ops at another clock without a switch")
+    check(other == 0, f"{other} ops at another clock without a switch")
 else:
-    check(r["ops_at_other_clock"] > 0, "switches issued one latency early, yet no op ran at another clock")
+    # Issued one latency early, a switch takes effect at its pack's predicted start: only the
+    # drift between prediction and device moves ops across it (measured 3-17 % of `late`).
+    check(0 < other < late / 2, f"{other} ops at another clock: not in (0, {late / 2:.0f}), half of "
+          f"the {late:.0f} that switches issued one latency late would leave at the old clock")
 if errors:
     print("; ".join(errors)); sys.exit(1)
 print(f"savings {r['savings']:.4f} (static {r['static_savings']:.4f}), slowdown {r['slowdown']:.4f}, "
