@@ -67,15 +67,16 @@ for m in "${mutations[@]}"; do
   log="$BUILD/mutation-$id.ctest.log"
   ctest --test-dir "$BUILD" -R "$regex" -j2 --timeout 900 --output-on-failure >"$log" 2>&1
   failed=$(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (\(Failed\|Timeout\|SEGFAULT\|Subprocess aborted\|Exception\).*/\1/p' "$log" |
-           sort | tr '\n' ' ')
+           sed 's/  # GetParam.*//' | sort | tr '\n' ' ')
   restore_all
   if [[ -z "$failed" ]]; then
     report+=("$id ($what) -> SURVIVED: no test in '$regex' failed"); survived=1
   else
     report+=("$id ($what) -> $failed")
-    # The failing checks: a script's FAIL lines, a gtest's failed cases (first 12, cut to 150 chars).
-    while IFS= read -r line; do report+=("      ${line:0:150}"); done < <(
-      grep -E '^FAIL |^\[  FAILED  \] [^ ]+\.[^ ]+ \(' "$log" | sort -u | head -12)
+    # The failing checks: a script's FAIL lines, the order checks' messages, a gtest's failed
+    # cases (the first 12, cut to 160 characters).
+    while IFS= read -r line; do report+=("      ${line:0:160}"); done < <(
+      grep -E '^FAIL |times, first|^\[  FAILED  \] [^ ]+\.[^ ]+ \(' "$log" | sed 's/  # GetParam.*//' | sort -u | head -12)
   fi
 done
 restore_all
