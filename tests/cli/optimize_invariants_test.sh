@@ -29,6 +29,8 @@ require_tool python3
 k="$DATA/kineto"; n="$DATA/nsys"
 # trace, max slowdown. ResNet-50 and cloverleaf have slack between streams and host syncs (EMO
 # switches clocks there); sampled_2rank is CPU-bound; v100 and cuda_event_sync are one pack.
+# Not at +0 %: cuda_event_sync and saxpy miss the target there on the device today (by 0.52 % and
+# 0.01 %: one pack whose clock comes from the models, and no tighter model target to retry with).
 cases=(
   "$k/kineto_resnet50_2021.json.gz 0.05"
   "$k/kineto_resnet50_2021.json.gz 0"
