@@ -21,8 +21,9 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS...
 
 run_suite build
 if [[ "${1:-}" != "--quick" ]]; then
-  # Benchmarks are not needed under the sanitizers; the tests are. -O1 with line tables only, as
-  # the AddressSanitizer documentation recommends: a quicker build, stack traces still readable.
+  # Benchmarks are not needed under the sanitizers; every test is (bench/ still builds
+  # emo-tile-trace for its ctest there). -O1 with line tables only, as the AddressSanitizer
+  # documentation recommends: a quicker build, stack traces still readable.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite build-asan -DEMO_SANITIZE=ON -DEMO_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug \
       "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1"

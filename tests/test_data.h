@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace emo::testing {
 
@@ -21,6 +23,18 @@ inline std::filesystem::path data_dir() {
 inline bool in_ci() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && std::string(ci) == "true";
+}
+
+/// A stable gtest name for a parameter that is a data file: the file name without its folders and
+/// extensions, every character but letters and digits as '_' ("kineto/hta_triton.json.gz" ->
+/// "hta_triton"). For INSTANTIATE_TEST_SUITE_P's name generator, instead of gtest's default
+/// (parameter bytes for a struct).
+inline std::string data_file_test_name(std::string_view path) {
+  std::string s(path.substr(path.rfind('/') + 1));
+  s = s.substr(0, s.find('.'));
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
 }
 
 /// Scratch directory for a test's own files (removed at the start of each use).

@@ -15,15 +15,24 @@ expect_error() {
   else bad "$name: rc=$rc lines=$lines stderr=<<$err>>"; fi
 }
 
+# skip_or_fail MESSAGE: a loud skip (exit 77), or under CI=true a failure (exit 1).
+skip_or_fail() {
+  if [[ "${CI:-}" == "true" ]]; then echo "FAIL (CI=true, so not skipped): $1"; exit 1; fi
+  echo "*** SKIPPED: $1 ***"; exit 77
+}
+
+# require_tool CMD...: each command on PATH, else skip_or_fail.
+require_tool() {
+  local c
+  for c in "$@"; do command -v "$c" >/dev/null || skip_or_fail "$c not installed (scripts/setup-deps.sh installs it)"; done
+}
+
 # require_data FILE...: the shared real data (../shared/data, or $EMO_DATA_DIR). When a file is
 # missing the whole script is skipped, loudly (exit 77), except under CI=true, where it fails.
 DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}
 require_data() {
   local f
   for f in "$@"; do
-    if [[ ! -f "$f" ]]; then
-      if [[ "${CI:-}" == "true" ]]; then echo "FAIL: real data missing in CI at $DATA"; exit 1; fi
-      echo "*** SKIPPED: real data not found at $DATA (set EMO_DATA_DIR) ***"; exit 77
-    fi
+    [[ -f "$f" ]] || skip_or_fail "real data not found at $DATA: $f (set EMO_DATA_DIR)"
   done
 }

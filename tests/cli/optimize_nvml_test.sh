@@ -14,12 +14,12 @@ set -u
 EMO=${1:?usage: optimize_nvml_test.sh EMO FAKE_NVML}
 FAKE=${2:?usage: optimize_nvml_test.sh EMO FAKE_NVML}
 HERE=$(cd "$(dirname "$0")" && pwd)
-command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_STATE=$dir/clock EMO_FAKE_NVML_POWER_CURVE=60,240,3
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS EMO_FAKE_NVML_LOG
-source "$HERE/check_lib.sh"  # ok, bad, expect_error
+source "$HERE/check_lib.sh"  # ok, bad, expect_error, require_tool
+require_tool python3
 setters() { grep -E '^nvmlDevice(Set|Reset)GpuLocked' "$1" 2>/dev/null | tr '\n' ';'; }
 
 # Packs: name, MEM ms, COMP ms (time at f: MEM + COMP * 1410 / f). Pack 0 is two kernels in the

@@ -8,12 +8,12 @@
 set -u
 EMO=${1:?usage: runtime_cli_test.sh EMO FAKE_NVML}
 FAKE=${2:?usage: runtime_cli_test.sh EMO FAKE_NVML}
-command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_LOG=$dir/nvml.log
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS
-source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool
+require_tool python3
 setters() { grep -E '^nvmlDevice(Set|Reset)' "$dir/nvml.log" 2>/dev/null | tr '\n' ';'; }
 fresh() { rm -f "$dir/nvml.log"; }
 

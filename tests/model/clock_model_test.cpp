@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <stdexcept>
 
 #include "test_data.h"
@@ -105,6 +106,9 @@ struct Goal {
   std::vector<double> clocks;
   double time_median, energy_median, time_max, energy_max;  // as measured, docs/models.md
 };
+// gtest prints a parameter into the ctest name ("# GetParam() = ..."): the file, not the struct's
+// bytes (which hold pointers, so the name changed from build to build).
+void PrintTo(const Goal& g, std::ostream* os) { *os << g.file; }
 
 class RealFit : public ::testing::TestWithParam<Goal> {};
 
@@ -142,7 +146,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Time goal met (0.22 %); energy misses (10.9 %): power extrapolated from 1005-1410 down to
         // 210 MHz, below the voltage knee.
         Goal{"dvfs/kerneltuner_synthetic_fp32_a100_pcie.json", {1410, 1200, 990}, 0.02, 0.11, 0.007,
-             0.53}));
+             0.53}),
+    [](const ::testing::TestParamInfo<Goal>& info) { return ::emo::testing::data_file_test_name(info.param.file); });
 
 }  // namespace
 }  // namespace emo::model

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/hand_trace.h"
+#include "graph/independent_replay.h"
 #include "pack/packer.h"
 #include "timing/analysis.h"
 
@@ -111,6 +112,22 @@ struct Checked {
   std::int64_t cycle_edges = 0;
 };
 
+/// The contraction error recomputed here, not by pack::check_contraction: the op graph replayed
+/// by replay_by_hand with each GPU op's duration scaled by its pack's factor, against the pack
+/// graph's makespan at the same factors, uniform and per pack.
+void expect_contraction_by_hand(const DepGraph& g, const pack::Packing& p, const pack::PackGraph& pg, std::uint64_t seed) {
+  const std::vector<TimeNs> recorded = replay_by_hand(g, g.dur);  // replay error 0: every GPU op ends as recorded
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+    if (g.gpu[n]) {
+      ASSERT_EQ(recorded[DepGraph::end_tp(n)], g.rec_end[n]) << "seed " << seed << " node " << n;
+    }
+  }
+  for (const std::vector<double>& f : factor_cases(p.packs.size(), 4, seed)) {
+    const TimeNs op = makespan_by_hand(g, replay_by_hand(g, durations_at(g, p.pack_of, f)));
+    ASSERT_EQ(pg.evaluate_factors(f).makespan_ns, op) << "seed " << seed << ", factors " << ::testing::PrintToString(f);
+  }
+}
+
 Checked check(std::uint64_t seed, int threads, int devices, int streams, int steps, TimeNs min_pack) {
   const trace::Trace t = random_trace(seed, threads, devices, streams, steps);
   const timing::Analysis a = timing::analyze(t, graph::Window{}, {});
@@ -135,6 +152,7 @@ Checked check(std::uint64_t seed, int threads, int devices, int streams, int ste
     EXPECT_EQ(s.start(k), p.packs[k].start_ns) << "seed " << seed << " pack " << k;
     EXPECT_EQ(s.end(k), p.packs[k].end_ns) << "seed " << seed << " pack " << k;
   }
+  expect_contraction_by_hand(g, p, pg, seed);
   pack::ContractionOptions o;
   o.seed = seed;
   o.per_pack_cases = 6;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "graph/independent_replay.h"
 #include "pack/catalog_min_pack.h"
 #include "pack/pack_run.h"
 #include "test_data.h"
@@ -41,6 +42,17 @@ void check_trace(const std::filesystem::path& path) {
   }
   EXPECT_EQ(r.contraction.uniform_error, 0.0);
   EXPECT_EQ(r.contraction.per_pack_error, 0.0);
+  // The same exactness recomputed here (independent_replay.h): the op graph replayed with each
+  // GPU op scaled by its pack's factor against the pack graph at those factors, and the op
+  // graph at its own durations ending every GPU op where the trace recorded it.
+  const std::vector<TimeNs> recorded = replay_by_hand(g, g.dur);
+  std::size_t off = 0;
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) off += g.gpu[n] && recorded[graph::DepGraph::end_tp(n)] != g.rec_end[n];
+  EXPECT_EQ(off, 0u) << "GPU ops whose replayed end is not the recorded one";
+  for (const std::vector<double>& f : factor_cases(r.packing.packs.size(), 4, 1)) {
+    const TimeNs op = makespan_by_hand(g, replay_by_hand(g, durations_at(g, r.packing.pack_of, f)));
+    EXPECT_EQ(r.pack_graph.evaluate_factors(f).makespan_ns, op) << ::testing::PrintToString(f);
+  }
   EXPECT_EQ(r.pack_graph.cycle_edges, 0);
   // Port edges stay within a small multiple of the op graph's edges.
   EXPECT_LE(r.pack_graph.port_edges(), g.edges());

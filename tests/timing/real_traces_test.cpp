@@ -4,6 +4,7 @@
 
 #include <ostream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "graph/dep_graph.h"
 #include "graph/hand_trace.h"
+#include "graph/independent_replay.h"
 #include "test_data.h"
 #include "timing/analysis.h"
 #include "timing/timing.h"
@@ -124,6 +126,106 @@ TEST_P(EveryTrace, ReplaysAndAddsUp) {
   // tests in tests/graph/dep_graph_test.cpp.)
 }
 
+// Orders the trace itself implies, checked on replays at changed durations (replay_by_hand,
+// not timing::replay) against the trace's own records rather than the graph's edge lists, so
+// that a missing or wrong edge shows: with every host call 3x slower, no GPU op starts before
+// the API call that launched it (same correlation id); with every GPU op 2x slower, ops of one
+// stream do not overlap, and a stream or device synchronize returns after every op launched
+// before it on that stream or device (same process). Pairs the recording itself contradicts
+// (clock skew: an op before its launch, a sync returning before the op) are left out; at most
+// 1 % of them may be.
+TEST_P(EveryTrace, ReplaysAtOtherDurationsKeepTheTracesOrders) {
+  EMO_REQUIRE_DATA(path, GetParam());
+  const trace::Trace& t = cached(path);
+  const trace::OpTable& ops = t.ops;
+  const DepGraph g = graph::build_graph(t);
+  std::vector<std::uint32_t> node(ops.size(), UINT32_MAX);
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) node[g.op[n]] = n;
+  auto rec_end = [&](std::uint32_t row) { return ops.start_ns[row] + ops.dur_ns[row]; };
+  // The API call of each correlation id (ambiguous ids, with two calls, are left out).
+  std::map<std::int64_t, std::uint32_t> call_of;
+  std::map<std::int64_t, int> calls;
+  for (std::uint32_t i = 0; i < ops.size(); ++i)
+    if (trace::is_api_call(ops.kind[i]) && ops.correlation[i] != kNone) call_of[ops.correlation[i]] = i, ++calls[ops.correlation[i]];
+  auto launch_of = [&](std::uint32_t row) -> std::uint32_t {
+    const auto it = call_of.find(ops.correlation[row]);
+    return it == call_of.end() || calls[ops.correlation[row]] != 1 || node[it->second] == UINT32_MAX ? UINT32_MAX : it->second;
+  };
+  std::int64_t checked = 0, skipped = 0;
+  std::map<std::string, std::pair<std::int64_t, std::string>> broken;  // what -> (count, first case)
+  auto expect_after = [&](TimeNs rec_gap, TimeNs replayed_gap, const char* what, std::uint32_t row) {
+    if (rec_gap < 0) return void(++skipped);
+    ++checked;
+    if (replayed_gap >= 0) return;
+    auto& [count, first] = broken[what];
+    if (count++ == 0) first = fmt::format("{} (row {}) by {} ns", t.strings.view(ops.name[row]), row, -replayed_gap);
+  };
+
+  // Host calls 3x slower: launches.
+  std::vector<TimeNs> dur = g.dur;
+  for (std::uint32_t n = 0; n < g.nodes(); ++n)
+    if (!g.gpu[n]) dur[n] *= 3;
+  std::vector<TimeNs> s = replay_by_hand(g, dur);
+  std::int64_t launches = 0;
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+    if (!g.gpu[n]) continue;
+    const std::uint32_t call = launch_of(g.op[n]);
+    if (call == UINT32_MAX) continue;
+    ++launches;
+    expect_after(ops.start_ns[g.op[n]] - ops.start_ns[call],
+                 s[DepGraph::start_tp(n)] - s[DepGraph::start_tp(node[call])], "GPU op starts before its launch", g.op[n]);
+  }
+  EXPECT_GT(launches, 0);
+
+  // GPU ops 2x slower: stream order and host syncs.
+  dur = g.dur;
+  for (std::uint32_t n = 0; n < g.nodes(); ++n)
+    if (g.gpu[n]) dur[n] *= 2;
+  s = replay_by_hand(g, dur);
+  std::map<std::pair<std::int32_t, std::int64_t>, std::vector<std::uint32_t>> stream_ops;  // rows
+  for (std::uint32_t n = 0; n < g.nodes(); ++n)
+    if (g.gpu[n]) stream_ops[{ops.device[g.op[n]], ops.stream[g.op[n]]}].push_back(g.op[n]);
+  for (auto& [key, rows] : stream_ops) {
+    std::stable_sort(rows.begin(), rows.end(), [&](auto a, auto b) { return ops.start_ns[a] < ops.start_ns[b]; });
+    for (std::size_t i = 1; i < rows.size(); ++i)
+      expect_after(ops.start_ns[rows[i]] - rec_end(rows[i - 1]),
+                   s[DepGraph::start_tp(node[rows[i]])] - s[DepGraph::end_tp(node[rows[i - 1]])], "stream order", rows[i]);
+  }
+  std::int64_t syncs = 0;
+  auto check_sync = [&](std::uint32_t call, std::int32_t device, std::int64_t stream) {
+    if (node[call] == UINT32_MAX) return;
+    TimeNs rec_last = INT64_MIN, rep_last = INT64_MIN;
+    for (const auto& [key, rows] : stream_ops) {
+      if ((device != kNone && key.first != device) || (stream != kNone && key.second != stream)) continue;
+      for (const std::uint32_t r : rows) {
+        const std::uint32_t l = launch_of(r);
+        if (l == UINT32_MAX || ops.process[l] != ops.process[call] || ops.start_ns[l] >= ops.start_ns[call]) continue;
+        rec_last = std::max(rec_last, rec_end(r));
+        rep_last = std::max(rep_last, s[DepGraph::end_tp(node[r])]);
+      }
+    }
+    if (rec_last == INT64_MIN) return;
+    ++syncs;
+    expect_after(rec_end(call) - rec_last, s[DepGraph::end_tp(node[call])] - rep_last, "sync returns before the work it waits for", call);
+  };
+  std::map<std::uint32_t, bool> recorded;  // sync calls with a sync record
+  for (std::size_t i = 0; i < t.syncs.size(); ++i) {
+    const std::uint32_t row = t.syncs.op[i];
+    const auto it = call_of.find(ops.correlation[row]);
+    if (it == call_of.end()) continue;
+    recorded[it->second] = true;
+    if (t.syncs.kind[i] == trace::SyncKind::kContextSync) check_sync(it->second, ops.device[row], kNone);
+    if (t.syncs.kind[i] == trace::SyncKind::kStreamSync && t.syncs.stream[i] != kNone)
+      check_sync(it->second, ops.device[row], t.syncs.stream[i]);
+  }
+  for (std::uint32_t i = 0; i < ops.size(); ++i)  // no record: a device synchronize by its name
+    if (trace::is_api_call(ops.kind[i]) && !recorded.count(i) && t.strings.view(ops.name[i]).starts_with("cudaDeviceSynchronize"))
+      check_sync(i, kNone, kNone);
+  for (const auto& [what, c] : broken) ADD_FAILURE() << what << ": " << c.first << " times, first " << c.second;
+  RecordProperty("syncs_checked", static_cast<int>(syncs));
+  EXPECT_LE(skipped, checked / 100) << checked << " pairs checked";
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shared, EveryTrace,
     ::testing::Values("kineto/hta_simple_add.json.gz", "kineto/hta_alexnet.json.gz",
@@ -138,13 +240,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "kineto/hta_simple_add_critical_path_overlay.json.gz",
                       "nsys/perlmutter-cloverleaf-cuda.sqlite",
                       "nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"),
-    [](const ::testing::TestParamInfo<const char*>& info) {
-      std::string s = info.param;
-      s = s.substr(s.find('/') + 1);
-      s = s.substr(0, s.find('.'));
-      std::replace_if(s.begin(), s.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-      return s;
-    });
+    [](const ::testing::TestParamInfo<const char*>& info) { return data_file_test_name(info.param); });
 
 // ---- what-if laws on a GPU-bound trace ---------------------------------------------------------
 

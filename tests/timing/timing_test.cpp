@@ -223,6 +223,24 @@ TEST(Timing, ReplayErrorMeasuresGpuEndsAgainstTheMakespan) {
   EXPECT_DOUBLE_EQ(timing::replay_error(g, s), 13.0 / 130.0);
 }
 
+TEST(Timing, ReplayErrorCountsEarlyEndsAsMuchAsLateOnes) {
+  // The error is a distance: an op replayed 20 ns too early is 20 ns wrong, whatever the sign.
+  // Worked by hand on two_streams (makespan 130): k_short 20 ns early, k_long 5 ns late -> the
+  // worst is 20 ns, 20/130; early alone -> 20/130; late alone -> 5/130.
+  const trace::Trace t = two_streams();
+  const DepGraph g = graph::build_graph(t);
+  const timing::Schedule exact = timing::replay(g, g.dur);
+  timing::Schedule early = exact;
+  early.time[DepGraph::end_tp(gpu_node(t, g, 1))] -= 20;
+  EXPECT_DOUBLE_EQ(timing::replay_error(g, early), 20.0 / 130.0);
+  timing::Schedule both = early;
+  both.time[DepGraph::end_tp(gpu_node(t, g, 2))] += 5;
+  EXPECT_DOUBLE_EQ(timing::replay_error(g, both), 20.0 / 130.0);
+  timing::Schedule late = exact;
+  late.time[DepGraph::end_tp(gpu_node(t, g, 2))] += 5;
+  EXPECT_DOUBLE_EQ(timing::replay_error(g, late), 5.0 / 130.0);
+}
+
 // ---- what-if ----------------------------------------------------------------------------------
 
 TEST(WhatIf, LawsOnTheReferenceCase) {

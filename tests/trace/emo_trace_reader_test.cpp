@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "test_data.h"
 #include "trace/kineto/kineto_reader.h"
 #include "trace/kineto/kineto_writer.h"
 #include "trace/load.h"
@@ -209,12 +210,11 @@ TEST(KinetoWriter, RoundTripThroughTheKinetoReader) {
 }
 
 TEST(KinetoWriter, RealKinetoTracesSurviveTheRoundTrip) {
-  // Shared traces with event syncs, collectives, ROCm string ids and base time.
-  int checked = 0;
-  for (const char* name : {"hta_cuda_event_sync_multi_stream.json.gz", "hta_nccl_allreduce_rank0.json.gz",
-                           "hta_amd_mi250.json.gz", "hta_triton.json.gz"}) {
-    const std::string file = std::string(EMO_DEFAULT_DATA_DIR) + "/kineto/" + name;
-    if (!std::ifstream(file)) continue;
+  // Shared traces with event syncs, collectives, ROCm string ids and base time: each one is
+  // required (a loud skip without the data, a failure under CI=true; EMO_DATA_DIR overrides).
+  for (const char* name : {"kineto/hta_cuda_event_sync_multi_stream.json.gz", "kineto/hta_nccl_allreduce_rank0.json.gz",
+                           "kineto/hta_amd_mi250.json.gz", "kineto/hta_triton.json.gz"}) {
+    EMO_REQUIRE_DATA(file, name);
     SCOPED_TRACE(name);
     const Trace a = load_trace(file);
     PaddedBuffer buf = buffer(to_kineto_json(a));
@@ -235,9 +235,7 @@ TEST(KinetoWriter, RealKinetoTracesSurviveTheRoundTrip) {
       ASSERT_EQ(b.syncs.kind[i], a.syncs.kind[i]) << i;
       ASSERT_EQ(b.syncs.event_record_correlation[i], a.syncs.event_record_correlation[i]) << i;
     }
-    ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "shared Kineto traces not found under " << EMO_DEFAULT_DATA_DIR;
 }
 
 }  // namespace

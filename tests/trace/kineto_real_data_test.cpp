@@ -79,12 +79,7 @@ TEST_P(KinetoRealData, ReproducesSourcesCounts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedTraces, KinetoRealData, ::testing::ValuesIn(kExpected),
-                         [](const auto& info) {
-                           std::string n = info.param.file;
-                           n = n.substr(0, n.find('.'));
-                           for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return ::emo::testing::data_file_test_name(info.param.file); });
 
 TEST(KinetoRealDataDetail, QuirksOfThe16RankTrace) {
   EMO_REQUIRE_DATA(path, "kineto/hta_training_16rank_rank0.json.gz");

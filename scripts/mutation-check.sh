@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Mutation check (issue 14, part 6): breaks one line of src/ at a time, rebuilds, runs the tests
+# that should notice, and reports "mutation -> tests that failed". Exits non-zero when a mutation
+# survives (no test failed) or cannot be applied (its text is gone: update the table below).
+# Each file is restored from a copy after its mutation, and on exit, error or Ctrl-C; the build
+# is brought back to the unmutated sources at the end.
+#   scripts/mutation-check.sh [BUILD_DIR]      (default: build; configured beforehand)
+#   MUTATIONS="a d" scripts/mutation-check.sh  (a subset, by id)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+[[ -f "$BUILD/CMakeCache.txt" ]] || { echo "mutation-check: $BUILD is not a configured build directory" >&2; exit 2; }
+export EMO_DEFAULT_DATA_DIR=${EMO_DEFAULT_DATA_DIR:-$(cd .. && pwd)/shared/data}
+
+# id @ file @ exact text (\n: newline) @ replacement @ targets to build @ ctest regex @ what it breaks
+mutations=(
+  "a@src/driver/optimize.cpp@double e = idle_w * gpus@double e = -idle_w * gpus@emo emo_fake_nvml@^cli_optimize@the sign of the idle energy in the optimiser's predicted energy"
+  "b@src/driver/optimize.cpp@if (m <= target_ns + kRoundingNs) {@if (true) {@emo emo_fake_nvml@^cli_optimize@the exact re-evaluation of the solver's plan is skipped (its makespan is taken as fitting)"
+  "c@src/driver/optimize.cpp@for (int round = 0; round < max_moves; ++round) {@for (int round = 0; round < 0; ++round) {@emo emo_fake_nvml@^cli_optimize@the exact local search (polish) makes no move"
+  "d@src/driver/optimize.cpp@k.start_offset_ns - latency_ns@k.start_offset_ns@emo emo_fake_nvml@^cli_optimize@simulated clock switches are issued at the pack's start, one switch latency late"
+  "e@src/timing/timing.cpp@std::abs(s.end(n) - g.rec_end[n])@(s.end(n) - g.rec_end[n])@emo_timing_tests@^(Timing|WhatIf|Shared/EveryTrace)@replay_error without abs"
+  "f1@src/pack/pack_graph.cpp@return static_cast<TimeNs>(std::llround(static_cast<double>(dur_ns) * factor));@return factor > 0 ? dur_ns : 0;@emo_pack_tests@^(PackGraphProperty|PackRealTraces)\\.@pack::scale_ns ignores the factor (check_contraction scales both sides with it, so it still reads 0)"
+  "f2@src/pack/pack_graph.cpp@} else {\n          entries[tpk].push_back({src, member_of_[to]@} else if (false) {\n          entries[tpk].push_back({src, member_of_[to]@emo_pack_tests@^(PackGraphProperty|PackRealTraces)\\.@the contraction drops the edges entering a pack after its first op"
+  "f3@src/graph/dep_graph.cpp@if (op != kNoNode) edge(DepGraph::end_tp(op), DepGraph::end_tp(call), 0, EdgeType::kHostSync, inferred);@(void)op;@emo_timing_tests@^Shared/EveryTrace\\.@the op graph loses its recorded host-sync edges (real traces)"
+  "f4@src/graph/dep_graph.cpp@if (call != kNoNode) edge(DepGraph::start_tp(call), DepGraph::start_tp(n), 0, EdgeType::kLaunch);@(void)call;@emo_timing_tests@^Shared/EveryTrace\\.@the op graph loses its launch edges (real traces)"
+)
+
+declare -A backup=()
+restore_all() {
+  local f
+  for f in "${!backup[@]}"; do cp "${backup[$f]}" "$f" && rm -f "${backup[$f]}"; done
+  backup=()
+}
+trap 'restore_all' EXIT
+trap 'restore_all; exit 130' INT TERM
+
+# substitute FILE OLD NEW: exactly one occurrence of OLD (\n = newline) replaced, else exit 1.
+substitute() {
+  python3 - "$@" <<'PY'
+import sys
+path, old, new = sys.argv[1], sys.argv[2].replace("\\n", "\n"), sys.argv[3].replace("\\n", "\n")
+text = open(path).read()
+n = text.count(old)
+if n != 1:
+    sys.exit(f"{path}: the mutation's text occurs {n} times (expected once)")
+open(path, "w").write(text.replace(old, new))
+PY
+}
+
+only=" ${MUTATIONS:-} "
+survived=0; report=()
+for m in "${mutations[@]}"; do
+  IFS='@' read -r id file old new targets regex what <<<"$m"
+  [[ "$only" != "  " && "$only" != *" $id "* ]] && continue
+  echo "=== mutation $id: $what ($file)"
+  if ! git diff --quiet -- "$file"; then
+    echo "mutation-check: $file has uncommitted changes; commit or stash them first" >&2; exit 2
+  fi
+  backup[$file]=$(mktemp) && cp -p "$file" "${backup[$file]}"
+  if ! substitute "$file" "$old" "$new"; then
+    report+=("$id ($what) -> NOT APPLIED"); survived=1; restore_all; continue
+  fi
+  # shellcheck disable=SC2086
+  if ! nice cmake --build "$BUILD" -j2 --target $targets >"$BUILD/mutation-$id.build.log" 2>&1; then
+    report+=("$id ($what) -> build failed (see $BUILD/mutation-$id.build.log)"); survived=1; restore_all; continue
+  fi
+  log="$BUILD/mutation-$id.ctest.log"
+  ctest --test-dir "$BUILD" -R "$regex" -j2 --timeout 900 --output-on-failure >"$log" 2>&1
+  failed=$(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (\(Failed\|Timeout\|SEGFAULT\|Subprocess aborted\|Exception\).*/\1/p' "$log" |
+           sed 's/  # GetParam.*//' | sort | tr '\n' ' ')
+  restore_all
+  if [[ -z "$failed" ]]; then
+    report+=("$id ($what) -> SURVIVED: no test in '$regex' failed"); survived=1
+  else
+    report+=("$id ($what) -> $failed")
+    # The failing checks: a script's FAIL lines, the order checks' messages, a gtest's failed
+    # cases (the first 12, cut to 160 characters).
+    while IFS= read -r line; do report+=("      ${line:0:160}"); done < <(
+      grep -E '^FAIL |times, first|^\[  FAILED  \] [^ ]+\.[^ ]+ \(' "$log" | sed 's/  # GetParam.*//' | sort -u | head -12)
+  fi
+done
+restore_all
+echo "=== rebuilding the unmutated sources"
+nice cmake --build "$BUILD" -j2 --target emo emo_fake_nvml emo_timing_tests emo_pack_tests >/dev/null 2>&1 || echo "mutation-check: the rebuild failed" >&2
+echo
+echo "mutation -> tests that failed"
+printf '  %s\n' "${report[@]}"
+exit $survived
