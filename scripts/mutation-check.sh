@@ -14,10 +14,11 @@ export EMO_DEFAULT_DATA_DIR=${EMO_DEFAULT_DATA_DIR:-$(cd .. && pwd)/shared/data}
 
 # id @ file @ exact text (\n: newline) @ replacement @ targets to build @ ctest regex @ what it breaks
 mutations=(
-  "a@src/driver/optimize.cpp@double e = idle_w * gpus@double e = -idle_w * gpus@emo emo_fake_nvml@^cli_optimize@the sign of the idle energy in the optimiser's predicted energy"
-  "b@src/driver/optimize.cpp@if (m <= target_ns + kRoundingNs) {@if (true) {@emo emo_fake_nvml@^cli_optimize@the exact re-evaluation of the solver's plan is skipped (its makespan is taken as fitting)"
-  "c@src/driver/optimize.cpp@for (int round = 0; round < max_moves; ++round) {@for (int round = 0; round < 0; ++round) {@emo emo_fake_nvml@^cli_optimize@the exact local search (polish) makes no move"
-  "d@src/driver/optimize.cpp@k.start_offset_ns - latency_ns@k.start_offset_ns@emo emo_fake_nvml@^cli_optimize@simulated clock switches are issued at the pack's start, one switch latency late"
+  "a@src/opt/pack_search.cpp@double e = idle_w_ * gpus_@double e = -idle_w_ * gpus_@emo emo_fake_nvml@^cli_optimize@the sign of the idle energy in the optimiser's predicted energy"
+  "b@src/opt/pack_search.cpp@if (m <= target_ns + kRoundingNs) {@if (true) {@emo emo_fake_nvml@^cli_optimize@the exact re-evaluation of the solver's plan is skipped (its makespan is taken as fitting)"
+  "c@src/opt/pack_search.cpp@for (int round = 0; round < max_moves; ++round) {@for (int round = 0; round < 0; ++round) {@emo emo_fake_nvml@^cli_optimize@the exact local search (polish) makes no move"
+  "d@src/runtime/sim_backend.cpp@k.start_offset_ns - latency_ns@k.start_offset_ns@emo emo_fake_nvml@^cli_optimize@simulated clock switches are issued at the pack's start, one switch latency late"
+  "g@src/driver/optimize.cpp@if (c.run.time_ns <= ev.target_ns && c.run.energy_j < kept.run.energy_j) kept@if (true) kept@emo_driver_tests@^Optimize\\.@the lowest-clock probe's plan is kept whatever it measured"
   "e@src/timing/timing.cpp@std::abs(s.end(n) - g.rec_end[n])@(s.end(n) - g.rec_end[n])@emo_timing_tests@^(Timing|WhatIf|Shared/EveryTrace)@replay_error without abs"
   "f1@src/pack/pack_graph.cpp@return static_cast<TimeNs>(std::llround(static_cast<double>(dur_ns) * factor));@return factor > 0 ? dur_ns : 0;@emo_pack_tests@^(PackGraphProperty|PackRealTraces)\\.@pack::scale_ns ignores the factor (check_contraction scales both sides with it, so it still reads 0)"
   "f2@src/pack/pack_graph.cpp@} else {\n          entries[tpk].push_back({src, member_of_[to]@} else if (false) {\n          entries[tpk].push_back({src, member_of_[to]@emo_pack_tests@^(PackGraphProperty|PackRealTraces)\\.@the contraction drops the edges entering a pack after its first op"
