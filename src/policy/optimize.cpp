@@ -664,13 +664,13 @@ std::string to_text(const OptimizeResult& r) {
   out += row(fmt::format("best static ({:.0f} MHz)", r.static_best.clock_mhz), r.static_best);
   out += row("EMO policy", r.emo);
   out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
-                     "predicted {} and {:.3f} J; {} clock switches per iteration\n",
+                     "predicted {} and {:.3f} J; {} clock switches per window ({})\n",
                      100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1),
                      trace::format_duration(static_cast<TimeNs>(std::floor(
                          static_cast<double>(r.baseline.time_ns) * static_cast<double>(r.target_ns) /
                          static_cast<double>(r.predicted_baseline.time_ns)))),
                      trace::format_duration(r.target_ns), trace::format_duration(r.predicted_emo.time_ns),
-                     r.predicted_emo.energy_j, r.clock_switches);
+                     r.predicted_emo.energy_j, r.clock_switches, r.packs.analysis.graph.window.label);
   return out;
 }
 
@@ -718,9 +718,10 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
                          r.simulated ? "simulated" : "real"),
              fmt::format("{} packs; profiled at {} MHz ({} pack-clock profiles; every clock: {}).", r.packs.pack_graph.packs,
                          fmt::join(r.profiled_clocks_mhz, ", "), r.pack_clock_profiles, r.every_clock_profiles),
-             fmt::format("Latency target {} (+{:.1f} %); {} clock switches per iteration.",
+             fmt::format("Latency target {} (+{:.1f} %); {} clock switches per window ({}).",
                          trace::format_duration(r.target_ns),
-                         100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1), r.clock_switches)};
+                         100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1), r.clock_switches,
+                         g.window.label)};
   return h;
 }
 

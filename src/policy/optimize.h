@@ -72,7 +72,7 @@ struct OptimizeResult {
   int validation_runs = 0;                  ///< Policy runs on the device (re-optimised while one missed the target).
   std::int64_t negative_lags = 0;           ///< From the problem reduction.
   Evaluated baseline, static_best, emo;     ///< Evaluated on the device (simulated: ground truth).
-  std::int64_t clock_switches = 0;          ///< Clock changes per iteration in EMO's evaluation.
+  std::int64_t clock_switches = 0;          ///< Clock changes over the window in EMO's evaluation.
   std::int64_t ops_at_other_clock = 0;      ///< GPU ops that ran before their pack's clock took effect.
   std::vector<model::ClockModel> pack_models;  ///< Fitted model per pack.
   // On a real GPU (--device nvml) only:
