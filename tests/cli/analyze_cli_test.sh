@@ -39,9 +39,13 @@ for j in (a, b):
     for t in types:
         assert isinstance(j["edges"][t], int) and isinstance(j["edges"]["inferred"][t], int), t
         assert 0 <= j["edges"]["inferred"][t] <= j["edges"][t]
-    assert set(j["bound_by"]) == {"cpu", "gpu_compute", "communication", "launch_overhead",
-                                  "sync_wait", "idle"}, j["bound_by"]
-    assert abs(sum(j["bound_by"].values()) - 1) < 1e-9, j["bound_by"]
+    cats = {"cpu", "gpu_compute", "communication", "launch_overhead", "sync_wait", "idle",
+            "before_window"}
+    for key in ("bound_by", "bound_by_makespan", "bound_by_critical_path"):
+        assert set(j[key]) == cats, j[key]
+        assert abs(sum(j[key].values()) - 1) < 1e-9, j[key]
+        assert min(j[key].values()) >= 0, j[key]
+    assert j["bound_by_critical_path"][j["path_lead"]["category"]] <= j["bound_by"][j["path_lead"]["category"]]
     for g in j["gpus"]:
         assert {"device", "busy_ns", "critical_busy_ns", "slack_ns", "slack_windows"} <= set(g)
         assert g["slack_ns"] == g["busy_ns"] - g["critical_busy_ns"]
