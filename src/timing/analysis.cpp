@@ -156,7 +156,25 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
                        {"matched_ops", w.matched_ops}});
   }
   const graph::GraphStats& st = g.stats;
+  json durations;
+  if (a.durations) {
+    const DurationsFrom& d = *a.durations;
+    durations = {{"path", d.path},
+                 {"window", d.window},
+                 {"gpu_ops", d.gpu_ops},
+                 {"gpu_matched", d.gpu_matched},
+                 {"calls", d.calls},
+                 {"calls_matched", d.calls_matched},
+                 {"source_unmatched", d.source_unmatched},
+                 {"unmatched", d.unmatched},
+                 {"starts_matched", d.starts_matched},
+                 {"predicted_makespan_ns", d.predicted_makespan_ns},
+                 {"durations_only_makespan_ns", d.durations_only_makespan_ns},
+                 {"source_makespan_ns", d.source_makespan_ns},
+                 {"error", d.error}};
+  }
   return {{"path", t.meta.path},
+          {"durations_from", durations},
           {"window", {{"label", g.window.label},
                       {"begin_ns", g.nodes() ? json(g.window_start_ns) : json()},
                       {"end_ns", g.nodes() ? json(a.schedule.end_ns) : json()}}},
@@ -239,6 +257,22 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
                      gs.windows.size()));
   }
   for (const std::string& w : a.time_base.warnings) line("  warning: " + w);
+  if (a.durations) {
+    const DurationsFrom& d = *a.durations;
+    line(fmt::format("  durations from {} ({}): {} of {} GPU ops and {} of {} API calls matched (by "
+                     "stream or thread, name and order); {} unmatched keep this window's "
+                     "durations{}; {} ops of the source window had no counterpart",
+                     d.path, d.window, d.gpu_matched, d.gpu_ops, d.calls_matched, d.calls,
+                     d.gpu_ops + d.calls - d.gpu_matched - d.calls_matched,
+                     d.unmatched.empty() ? "" : fmt::format(" (e.g. {})", d.unmatched.front()),
+                     d.source_unmatched));
+    line(fmt::format("  predicted     makespan {} with those durations and the source's {} pinned starts "
+                     "(state at its window start); the source window recorded {}: error {:+.2f} % "
+                     "(durations only, this window's starts: {})",
+                     trace::format_duration(d.predicted_makespan_ns), d.starts_matched,
+                     trace::format_duration(d.source_makespan_ns), 100.0 * d.error,
+                     trace::format_duration(d.durations_only_makespan_ns)));
+  }
   for (const WhatIfResult& w : a.what_ifs) {
     line(fmt::format("  what-if       {}: makespan {} ({:+.2f} %), {} ops changed{}", w.spec,
                      trace::format_duration(w.makespan_ns), 100.0 * w.change, w.matched_ops,

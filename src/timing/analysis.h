@@ -1,12 +1,14 @@
 // `emo analyze`: graph -> replay -> slack -> critical path -> per-GPU slack, plus what-ifs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "graph/dep_graph.h"
+#include "timing/durations_from.h"
 #include "timing/time_base.h"
 #include "timing/timing.h"
 #include "trace/trace.h"
@@ -41,6 +43,9 @@ struct Analysis {
   std::vector<GpuSlack> gpus;
   std::vector<WhatIfResult> what_ifs;
   TimeBaseCheck time_base;       ///< Clock skew / time-base checks of the launch pairs.
+  /// `emo analyze --durations-from`: this graph replayed with another window's durations (set by
+  /// the caller with durations_from(); shown by to_text and to_json when present).
+  std::optional<DurationsFrom> durations;
 };
 
 /// Runs the whole analysis of `trace` in `window`. Throws emo::InputError "FILE: nothing to
@@ -54,7 +59,9 @@ Analysis analyze(const trace::Trace& trace, const graph::Window& window,
 /// {type: count}}, gpus [{device, busy_ns, critical_busy_ns, slack_ns, slack_windows}], bound_by
 /// {category: fraction of the makespan} (= bound_by_makespan), bound_by_critical_path {category:
 /// fraction of the path, lead left out}, path_lead {ns, category}, clock_skew_on_path_ns,
-/// time_base {...}, warnings [text], what_if [{spec, makespan_ns, change}], graph statistics.
+/// time_base {...}, warnings [text], what_if [{spec, makespan_ns, change}], graph statistics,
+/// and durations_from {path, window, gpu_ops, gpu_matched, calls, calls_matched,
+/// source_unmatched, unmatched, predicted_makespan_ns, source_makespan_ns, error} when set.
 nlohmann::json to_json(const trace::Trace& trace, const Analysis& a);
 
 /// Human-readable summary.
