@@ -165,6 +165,7 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
                  {"gpu_matched", d.gpu_matched},
                  {"calls", d.calls},
                  {"calls_matched", d.calls_matched},
+                 {"source_gpu_ops", d.source_gpu_ops},
                  {"source_unmatched", d.source_unmatched},
                  {"unmatched", d.unmatched},
                  {"starts_matched", d.starts_matched},

@@ -61,7 +61,7 @@ Analysis analyze(const trace::Trace& trace, const graph::Window& window,
 /// fraction of the path, lead left out}, path_lead {ns, category}, clock_skew_on_path_ns,
 /// time_base {...}, warnings [text], what_if [{spec, makespan_ns, change}], graph statistics,
 /// and durations_from {path, window, gpu_ops, gpu_matched, calls, calls_matched,
-/// source_unmatched, unmatched, predicted_makespan_ns, source_makespan_ns, error} when set.
+/// source_gpu_ops, source_unmatched, unmatched, predicted_makespan_ns, source_makespan_ns, error} when set.
 nlohmann::json to_json(const trace::Trace& trace, const Analysis& a);
 
 /// Human-readable summary.

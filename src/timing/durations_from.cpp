@@ -51,7 +51,10 @@ DurationsFrom durations_from(const trace::Trace& target_trace, const graph::DepG
   r.source_makespan_ns = replay(source, source.dur).makespan_ns;
 
   std::map<Key, std::vector<std::uint32_t>> pool;  // source nodes per key, in start order
-  for (std::uint32_t n : by_start(source)) pool[key_of(source_trace, source, n)].push_back(n);
+  for (std::uint32_t n : by_start(source)) {
+    pool[key_of(source_trace, source, n)].push_back(n);
+    r.source_gpu_ops += source.gpu[n];
+  }
   std::map<Key, std::size_t> used;
 
   r.dur.assign(target.dur.begin(), target.dur.end());

@@ -22,6 +22,7 @@ struct DurationsFrom {
   std::size_t gpu_matched = 0;       ///< ... that got a source duration.
   std::size_t calls = 0;             ///< API-call nodes of the target graph.
   std::size_t calls_matched = 0;     ///< ... that got a source duration.
+  std::size_t source_gpu_ops = 0;    ///< GPU nodes of the source window's graph.
   std::size_t source_unmatched = 0;  ///< Source nodes no target node matched.
   std::vector<std::string> unmatched;  ///< Up to 5 examples of target ops without a match.
   std::vector<trace::TimeNs> dur;    ///< The target graph's node durations, matched ones replaced.
