@@ -106,6 +106,27 @@ usage() {  # usage NAME EXPECTED_TEXT ARGS...
 }
 usage window_and_annotation "excludes" "$a" --window ProfilerStep#100 --annotation ProfilerStep
 usage instance_without_annotation "requires --annotation" "$a" --instance 1
+usage durations_window_without_from "requires --durations-from" "$a" --durations-window ProfilerStep#1
+
+# --durations-from: step 1 of the v100 trace predicted from step 2's graph with its own durations
+# (the bench-fidelity case: within 0.1 %, every GPU op matched), and the text says so.
+v100="$DATA/kineto/hta_v100_ns_resolution.json.gz"
+require_data "$v100"
+if "$EMO" analyze "$v100" --annotation ProfilerStep --instance 2 --durations-from "$v100" \
+     --durations-instance 1 --json "$out/d.json" > "$out/d.txt" 2> "$out/d.err" &&
+   python3 - "$out/d.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["durations_from"]
+assert d["gpu_matched"] == d["gpu_ops"] == d["source_gpu_ops"] > 1000, d
+assert abs(d["error"]) < 0.001, d
+assert d["predicted_makespan_ns"] > 0 and d["source_makespan_ns"] > 0, d
+PY
+then
+  grep -q "predicted     makespan .* the source window recorded .*: error" "$out/d.txt" && ok "durations_from" ||
+    bad "durations_from text: $(cat "$out/d.txt")"
+else
+  bad "durations_from: $(cat "$out/d.err")"
+fi
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]
