@@ -1,6 +1,8 @@
 #include "timing/analysis.h"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,12 +28,14 @@ graph::Window find_window(const trace::Trace& t, const std::string& window_name,
   const int wanted = window_name.empty() ? instance : 0;
   int seen = 0;
   std::vector<std::string> available;
+  std::set<std::pair<std::string_view, TimeNs>> markers;  // a step recorded twice counts once
   for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
     if (!is_window_marker(t, i)) continue;
     const std::string_view n = t.strings.view(t.ops.name[i]);
     // --annotation ProfilerStep also matches ProfilerStep#N (as HTA does); --window is exact.
     const bool hit = n == name || (window_name.empty() && n.size() > name.size() &&
                                    n.starts_with(name) && n[name.size()] == '#');
+    if (hit && !markers.insert({n, t.ops.start_ns[i]}).second) continue;
     if (hit) {
       if (seen++ == wanted) {
         w.begin_ns = t.ops.start_ns[i];

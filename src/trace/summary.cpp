@@ -29,6 +29,7 @@ void summarize_markers(const Trace& t, TraceSummary& s) {
   }
   std::stable_sort(steps.begin(), steps.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());  // a step recorded twice
   for (auto& [start, name] : steps) s.steps.push_back(std::move(name));
   s.annotation_names.assign(names.begin(), names.end());
   std::stable_sort(s.annotation_names.begin(), s.annotation_names.end(),

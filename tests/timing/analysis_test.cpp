@@ -26,16 +26,16 @@ using timing::BoundBy;
 ///   [40,151) cudaDeviceSynchronize corr 3 (context sync record), returns 1 ns after k1
 /// Window [20, 200): k1's stream is busy with k0 until 110, so the path starts at k1 (pinned),
 /// 90 ns after the window start: work from before the window, not idle. Makespan 151 - 20 = 131.
-trace::Trace busy_before_step(bool operator_marker) {
+/// `operator_marker`: the step marker is a 2021 "Operator" event; `both`: recorded both ways.
+trace::Trace busy_before_step(bool operator_marker, bool both = false) {
   HandTrace h;
   h.call("cudaLaunchKernel", 0, 5, 1);
   h.kernel("k0", 10, 100, 7, 1);
-  if (operator_marker) {
+  if (operator_marker || both) {
     h.t.ops.push(OpKind::kFrameworkOp, 20, 180, h.t.strings.intern("ProfilerStep#1"), kNone, kNone,
                  kPid, 1, kNone, kNone);
-  } else {
-    h.annotation("ProfilerStep#1", 20, 180);
   }
+  if (!operator_marker || both) h.annotation("ProfilerStep#1", 20, 180);
   h.call("cudaLaunchKernel", 30, 5, 2);
   h.kernel("k1", 110, 40, 7, 2);
   h.call("cudaDeviceSynchronize", 40, 111, 3);
@@ -84,6 +84,10 @@ TEST(Analysis, OperatorStepMarkersOf2021AreWindows) {
   EXPECT_EQ(by_name.begin_ns, 20);
   const timing::Analysis a = timing::analyze(t, by_name, {});
   EXPECT_EQ(a.schedule.makespan_ns, 131);
+  // A step recorded both as an annotation and as an operator counts once.
+  const trace::Trace both = busy_before_step(true, true);
+  EXPECT_EQ(timing::find_window(both, "", "ProfilerStep", 0).begin_ns, 20);
+  EXPECT_THROW(timing::find_window(both, "", "ProfilerStep", 1), InputError);
   // Other framework ops are not window markers.
   HandTrace h;
   h.t.ops.push(OpKind::kFrameworkOp, 0, 10, h.t.strings.intern("aten::conv2d"), kNone, kNone, kPid,
