@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Fuzzes the Kineto JSON reader with libFuzzer (clang, ASan + UBSan). See fuzz/fuzz_kineto.cpp.
+# Fuzzes a trace reader with libFuzzer (clang, ASan + UBSan).
 #
-#   scripts/fuzz.sh [SECONDS]        (default 60)
+#   scripts/fuzz.sh [--target kineto|nsys|emo] [SECONDS]     (default: kineto, 60 s)
+#
+# kineto: the Kineto JSON reader (fuzz/fuzz_kineto.cpp), corpus as described below.
+# nsys:   the nsys SQLite reader (fuzz/fuzz_nsys.cpp); seeds in fuzz/seeds-nsys (SQL scripts built
+#         from the heads of the shared exports, and a small database file), reproducers saved
+#         under fuzz/crashers-nsys/.
+# emo:    the emo.trace/1 reader (fuzz/fuzz_emo_trace.cpp); seeds in fuzz/seeds-emo, reproducers
+#         under fuzz/crashers-emo/.
 #
 # Builds build-fuzz/ (clang, RelWithDebInfo, -DEMO_BUILD_FUZZ=ON), seeds a corpus from the small
 # real traces (decompressed, < 1 MB, from $EMO_DATA_DIR/kineto, default ../shared/data) plus
@@ -12,8 +19,17 @@
 # Extra libFuzzer flags can be passed in EMO_FUZZ_FLAGS (e.g. "-jobs=2 -workers=2").
 set -euo pipefail
 
+target=kineto
+if [[ ${1:-} == --target ]]; then
+  target=${2:-}
+  shift 2 || true
+fi
+case $target in
+  kineto | nsys | emo) ;;
+  *) echo "fuzz.sh: error: --target takes kineto, nsys or emo (got '$target')" >&2; exit 2 ;;
+esac
 secs=${1:-60}
-[[ $secs =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
+[[ $secs =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [--target kineto|nsys|emo] [SECONDS]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${EMO_FUZZ_BUILD_DIR:-$root/build-fuzz}
 data=${EMO_DATA_DIR:-$root/../shared/data}
@@ -23,7 +39,30 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: error: needs clang++ (libFuzze
 echo "== build ($build, clang, fuzzer+address+undefined)"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DEMO_BUILD_FUZZ=ON -DEMO_BUILD_TESTS=OFF -DEMO_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_kineto >/dev/null
+binary=fuzz_kineto
+[[ $target == nsys ]] && binary=fuzz_nsys
+[[ $target == emo ]] && binary=fuzz_emo_trace
+cmake --build "$build" -j"$(nproc)" --target "$binary" >/dev/null
+
+if [[ $target != kineto ]]; then
+  # Seeds are the hand-written files in fuzz/seeds-TARGET; the corpus is kept between runs.
+  corpus=$build/fuzz-corpus-$target
+  crashers=$root/fuzz/crashers-$target
+  mkdir -p "$corpus" "$crashers"
+  echo "== fuzz $binary for ${secs}s ($(ls "$root/fuzz/seeds-$target" | wc -l) seeds, $(ls "$corpus" | wc -l) in the kept corpus)"
+  rc=0
+  (cd "$build" && ./"$binary" "$corpus" "$root/fuzz/seeds-$target" -dict="$root/fuzz/$target.dict" \
+    -max_total_time="$secs" \
+    -max_len=65536 -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$crashers/" \
+    -print_final_stats=1 ${EMO_FUZZ_FLAGS:-}) || rc=$?
+  if (( rc != 0 )); then
+    echo "fuzz.sh: the fuzzer stopped with exit code $rc; reproducers in $crashers:" >&2
+    ls -t "$crashers" | head -5 >&2
+    exit "$rc"
+  fi
+  echo "fuzz.sh: no crash in ${secs}s ($binary)"
+  exit 0
+fi
 
 echo "== seed corpus"
 seed=$build/fuzz-seed

@@ -3,16 +3,24 @@
 # `emo optimize` end to end on each trace (graph, slack, packs, profiling on the simulated device,
 # models, optimiser, policy, evaluation), after `emo inspect`. Outputs land in build/main-job/:
 # the policy, the JSON result and the HTML report of each trace.
-#   scripts/main-job.sh [TRACE...]     (default: a real ResNet-50 training trace from ../shared/data)
+#   scripts/main-job.sh [TRACE...]     (default: data/traces/kineto_resnet50_2021.json.gz, a real
+#                                       ResNet-50 training trace committed with its licence)
 #   EMO_MAX_SLOWDOWN=0.05 (default)    the latency target
+# The build is quiet: its log (build/main-job-build.log) is printed only when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target emo
-DATA=${EMO_DATA_DIR:-../shared/data}
+mkdir -p build
+log=build/main-job-build.log
+echo "main-job: building emo (log in $log)"
+if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target emo; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "main-job: error: the build failed (log above, also in $log)" >&2
+  exit 1
+fi
 if (($# == 0)); then
-  set -- "$DATA/kineto/kineto_resnet50_2021.json.gz"
+  set -- data/traces/kineto_resnet50_2021.json.gz
 fi
 OUT=build/main-job
 mkdir -p "$OUT"

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct AnalyzeOptions {
   std::string json_out;
   std::string overlay_out;
   std::vector<std::string> what_ifs;
+  std::string durations_from;
+  std::string durations_window;
+  int durations_instance = -1;
 };
 
 int run_analyze(const AnalyzeOptions& o) {
@@ -33,7 +37,17 @@ int run_analyze(const AnalyzeOptions& o) {
   for (const std::string& spec : o.what_ifs) what_ifs.push_back(timing::parse_what_if(spec));
   const trace::Trace t = trace::load_trace(o.trace);
   const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
-  const timing::Analysis a = timing::analyze(t, window, what_ifs);
+  timing::Analysis a = timing::analyze(t, window, what_ifs);
+  if (!o.durations_from.empty()) {
+    // The same file is read once.
+    std::optional<trace::Trace> other;
+    if (o.durations_from != o.trace) other = trace::load_trace(o.durations_from);
+    const trace::Trace& src = other ? *other : t;
+    const graph::Window src_window =
+        o.durations_instance >= 0 ? timing::find_window(src, "", o.annotation, o.durations_instance)
+                                  : timing::find_window(src, o.durations_window, "", 0);
+    a.durations = timing::durations_from(t, a.graph, src, src_window);
+  }
   if (o.json_out != "-") fmt::print("{}", timing::to_text(t, a));
   if (!o.json_out.empty()) write_output(o.json_out, timing::to_json(t, a).dump(2) + "\n");
   if (!o.overlay_out.empty()) timing::write_overlay(t, a, o.overlay_out);
@@ -64,8 +78,22 @@ Action add_analyze_command(CLI::App& app) {
   cmd->add_option("--what-if", opts->what_ifs,
                   "Duration change to evaluate, repeatable: SELECTOR:CHANGE[;...], e.g. "
                   "kind=kernel:x1.5, name~gemm:x1.2, id=123:+2ms (docs/graph.md)");
+  auto* from = cmd->add_option("--durations-from", opts->durations_from,
+                               "Replay the window's graph with the durations TRACE2 recorded for the same ops "
+                               "(matched by stream/thread, name and order) and predict the makespan");
+  cmd->add_option("--durations-window", opts->durations_window,
+                  "With --durations-from: the source window, an annotation name such as ProfilerStep#4 "
+                  "(default: the whole source trace)")
+      ->needs(from);
+  cmd->add_option("--durations-instance", opts->durations_instance,
+                  "With --durations-from and --annotation NAME: the source window is instance K of NAME")
+      ->needs(from)
+      ->needs(ann);
   return [cmd, opts]() -> int {
     if (!cmd->parsed()) return -1;
+    if (opts->durations_instance < -1 || (opts->durations_instance >= 0 && !opts->durations_window.empty())) {
+      throw InputError("--durations-instance", "takes a number >= 0 and excludes --durations-window");
+    }
     return run_analyze(*opts);
   };
 }

@@ -1,5 +1,6 @@
 // `emo`: the command-line front end. Bad input of any kind ends with one line on stderr,
 // "emo: error: FILE: problem", and exit code 2.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <exception>
@@ -35,6 +36,31 @@ int main(int argc, char** argv) {
   actions.push_back(emo::cli::add_export_command(app));
   actions.push_back(emo::cli::add_run_command(app));
   emo::cli::set_command_after_separator(argc, argv);
+  // Our own words for the two usage errors whose CLI11 wording misleads: a first argument that is
+  // no command ("A subcommand is required"), and a negative number for an option that takes a
+  // count ("Value -1 not in range 0.000000 to 1797...").
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+  if (argc < 2 || (argv[1][0] != '-' &&
+                   std::find(commands.begin(), commands.end(), argv[1]) == commands.end())) {
+    std::fprintf(stderr, "emo: error: %s; the commands are %s (see emo --help)\n",
+                 argc < 2 ? "no command given" : fmt::format("unknown command '{}'", argv[1]).c_str(),
+                 fmt::format("{}", fmt::join(commands, ", ")).c_str());
+    return 2;
+  }
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string what = e.what();
+    const std::size_t range = what.find(" not in range 0.000000 to 1797");
+    if (range != std::string::npos) {
+      // "--instance: Value -1 not in range ..." -> "--instance: -1 is negative; give a number >= 0"
+      const std::size_t colon = what.find(": Value ");
+      if (colon != std::string::npos) {
+        what = fmt::format("{}: {} is negative; give a number >= 0", what.substr(0, colon),
+                           what.substr(colon + 8, range - colon - 8));
+      }
+    }
+    return "emo: error: " + what + " (see emo --help)\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

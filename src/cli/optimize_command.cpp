@@ -32,7 +32,7 @@ namespace {
 struct OptimizeCliOptions {
   std::vector<std::string> traces;
   std::string gpu;
-  double max_slowdown = NAN;
+  std::string max_slowdown;
   std::string device = "sim";
   int profile_clocks = 3;
   std::string min_pack_ms;
@@ -100,15 +100,68 @@ std::string nth(const std::string& file, std::size_t i, std::size_t n) {
   return fmt::format("{}.{}{}", file.substr(0, dot), i, file.substr(dot));
 }
 
-const model::GpuSpec& gpu_for(const trace::Trace& t, const std::string& option) {
+/// The catalog entry used for trace `t` (--gpu, else the trace's own GPU) and a note for the
+/// output: which entry and why, and what retargeting means when it is not the trace's GPU.
+struct GpuChoice {
+  const model::GpuSpec* spec = nullptr;
+  std::string note;
+};
+
+GpuChoice gpu_for(const trace::Trace& t, const std::string& option) {
   const auto& catalog = model::GpuCatalog::builtin();
-  if (!option.empty()) return catalog.at(option);
-  for (const auto& g : t.meta.gpus) {
-    if (const auto* spec = catalog.find(g.name)) return *spec;
+  const std::string recorded = t.meta.gpus.empty() ? "" : t.meta.gpus.front().name;
+  model::GpuCatalog::Match m;
+  if (!option.empty()) {
+    m = catalog.resolve(option);
+    if (m.spec == nullptr) (void)catalog.at(option);  // throws: unknown GPU, with the known ids
+  } else {
+    for (const auto& g : t.meta.gpus) {
+      m = catalog.resolve(g.name);
+      if (m.spec != nullptr) break;
+    }
+    if (t.meta.gpus.empty()) throw InputError(t.meta.path, "the trace names no GPU; give --gpu NAME");
+    if (m.spec == nullptr) {
+      throw InputError(t.meta.path, fmt::format("the trace's GPU '{}' is not in the GPU catalog; give --gpu NAME",
+                                                t.meta.gpus.front().name));
+    }
   }
-  if (t.meta.gpus.empty()) throw InputError(t.meta.path, "the trace names no GPU; give --gpu NAME");
-  throw InputError(t.meta.path,
-                   fmt::format("the trace's GPU '{}' is not in the GPU catalog; give --gpu NAME", t.meta.gpus.front().name));
+  GpuChoice c{m.spec, fmt::format("  GPU model: catalog entry {} ({}: {})\n", m.spec->id,
+                                  option.empty() ? "the trace's own GPU" : "--gpu " + option, m.why)};
+  const model::GpuSpec* own = recorded.empty() ? nullptr : catalog.resolve(recorded).spec;
+  if (!recorded.empty() && own != m.spec) {
+    c.note += fmt::format("  retargeting: the trace was recorded on {}; its op durations are taken as the {}'s "
+                          "times at its max clock ({:.0f} MHz) — no speed difference between the two GPUs is "
+                          "modelled\n",
+                          recorded, m.spec->id, m.spec->max_sm_clock_mhz());
+  }
+  return c;
+}
+
+/// --max-slowdown: a fraction (0.05) or a percentage ("5%"). Throws InputError with the fix for
+/// a negative or non-numeric value and for a fraction above 1 without '%' (3 meant as 3 %).
+double parse_max_slowdown(const std::string& text) {
+  const std::string opt = "--max-slowdown " + text;
+  std::string num = text;
+  const bool percent = !num.empty() && num.back() == '%';
+  if (percent) num.pop_back();
+  double v = NAN;
+  std::size_t used = 0;
+  try {
+    v = std::stod(num, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != num.size() || !std::isfinite(v) || v < 0) {
+    throw InputError(opt, "expected a fraction >= 0 such as 0.05, or a percentage such as 5% (at most 5 % slower "
+                          "than every GPU at its max clock)");
+  }
+  if (percent) v /= 100.0;
+  else if (v > 1.0) {
+    throw InputError(opt, fmt::format("a fraction is expected and {} would mean +{:.0f} %; for {} % write {} or {}%",
+                                      text, 100 * v, text, v / 100.0, text));
+  }
+  if (v > 10) throw InputError(opt, "more than 1000 % is surely a mistake");
+  return v;
 }
 
 int run_optimize(OptimizeCliOptions o) {
@@ -129,17 +182,8 @@ int run_optimize(OptimizeCliOptions o) {
   if (nvml && o.traces.size() != 1) {
     throw InputError("--device nvml", fmt::format("takes one trace, the workload's ({} given)", o.traces.size()));
   }
-  if (!std::isfinite(o.max_slowdown) || o.max_slowdown < 0) {
-    throw InputError(fmt::format("--max-slowdown {}", o.max_slowdown),
-                     "impossible target: it must be a fraction >= 0 (0.05 = at most 5 % slower than every GPU at its "
-                     "max clock)");
-  }
-  if (o.max_slowdown > 10) {
-    throw InputError(fmt::format("--max-slowdown {}", o.max_slowdown),
-                     "a fraction is expected (0.05 = 5 %); more than 10 (1000 %) is surely a mistake");
-  }
   driver::OptimizeOptions opts;
-  opts.max_slowdown = o.max_slowdown;
+  opts.max_slowdown = parse_max_slowdown(o.max_slowdown);
   opts.profile_clocks = o.profile_clocks;
   opts.seed = o.seed;
   opts.min_pack_ns = parse_min_pack(o.min_pack_ms);
@@ -160,6 +204,7 @@ int run_optimize(OptimizeCliOptions o) {
     const trace::Trace t = trace::load_trace(o.traces[i]);
     const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
     driver::OptimizeResult r;
+    std::string note;  // which catalog entry, and retargeting
     if (nvml) {
       const std::int32_t device = trace_gpu(t);
       runtime::NvmlDevice dev(nvml_lib, static_cast<unsigned>(o.gpu_index >= 0 ? o.gpu_index : device));
@@ -169,9 +214,11 @@ int run_optimize(OptimizeCliOptions o) {
       driver::WorkloadBackend backend(dev, gpu, workload);
       r = driver::optimize(t, window, gpu, opts, backend);
     } else {
-      r = driver::optimize(t, window, gpu_for(t, o.gpu), opts);
+      const GpuChoice gpu = gpu_for(t, o.gpu);
+      r = driver::optimize(t, window, *gpu.spec, opts);
+      note = gpu.note;
     }
-    if (o.json_out != "-") fmt::print("{}", output::to_text(r));
+    if (o.json_out != "-") fmt::print("{}{}", output::to_text(r), note);
     docs.push_back(output::to_json(r));
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));
     if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), output::render_html_report(output::to_report(t, r)));
@@ -194,7 +241,7 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_option("trace", o->traces, "Trace file(s): Kineto JSON (plain or .gz) or nsys SQLite; each is optimised")
       ->required();
   cmd->add_option("--max-slowdown", o->max_slowdown,
-                  "Latency target as a fraction over every GPU at its max clock (0.05 = 5 %)")
+                  "Latency target over every GPU at its max clock: a fraction (0.05) or a percentage (5%)")
       ->required();
   cmd->add_option("--gpu", o->gpu, "GPU model (catalog id or NVML name; default: the trace's own GPU)");
   cmd->add_option("--device", o->device, "Where packs are profiled and the policy evaluated: sim (default) or nvml")

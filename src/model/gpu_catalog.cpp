@@ -117,8 +117,46 @@ const GpuSpec* GpuCatalog::find(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+/// A normalised name without a trailing memory size ("v100sxm216gb" -> "v100sxm2").
+std::string without_memory(const std::string& n) {
+  if (!n.ends_with("gb")) return n;
+  std::size_t i = n.size() - 2;
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(n[i - 1]))) --i;
+  return i < n.size() - 2 ? n.substr(0, i) : n;
+}
+
+}  // namespace
+
+GpuCatalog::Match GpuCatalog::resolve(std::string_view name) const {
+  const std::string want = normalise(name);
+  for (const GpuSpec& g : gpus_) {
+    if (normalise(g.id) == want) return {&g, fmt::format("'{}' is the catalog id", name), false};
+    for (const std::string& n : g.nvml_names) {
+      if (normalise(n) == want) {
+        return {&g, fmt::format("'{}' is listed among the NVML names of {} (same SM clock range and "
+                                "power model; memory size does not enter the model)", name, g.id),
+                false};
+      }
+    }
+  }
+  const std::string family = without_memory(want);
+  if (family != want) {
+    for (const GpuSpec& g : gpus_) {
+      if (without_memory(normalise(g.id)) == family) {
+        return {&g, fmt::format("assumption: '{}' is not in the catalog; {} is the same GPU with "
+                                "another memory size (the model uses SM clocks and power, not the "
+                                "memory size)", name, g.id),
+                true};
+      }
+    }
+  }
+  return {};
+}
+
 const GpuSpec& GpuCatalog::at(std::string_view name) const {
-  if (const GpuSpec* g = find(name)) return *g;
+  if (const GpuSpec* g = resolve(name).spec) return *g;
   std::vector<std::string> ids;
   for (const GpuSpec& g : gpus_) ids.push_back(g.id);
   throw ArgumentError("gpu", std::string(name), fmt::format("unknown GPU; known: {}", fmt::join(ids, ", ")));

@@ -44,6 +44,17 @@ class GpuCatalog {
   const GpuSpec* find(std::string_view name) const;
   /// As find(); throws emo::ArgumentError("gpu", NAME, "unknown GPU; known: ...") when absent.
   const GpuSpec& at(std::string_view name) const;
+
+  /// A catalog entry for a GPU name, and why that one.
+  struct Match {
+    const GpuSpec* spec = nullptr;  ///< nullptr when nothing fits.
+    std::string why;                ///< One sentence: exact id, listed NVML name, or assumption.
+    bool assumed = false;           ///< True for a same-family fallback (memory size differs).
+  };
+  /// As find(), then, when nothing matches exactly, the entry of the same family and form factor
+  /// that differs only in memory size ("Tesla V100-SXM2-16GB" -> V100-SXM2-32GB), stated as an
+  /// assumption (the model uses SM clocks and power, not the memory size). Never throws.
+  Match resolve(std::string_view name) const;
   const std::vector<GpuSpec>& gpus() const noexcept { return gpus_; }
 
  private:

@@ -134,13 +134,13 @@ std::string to_text(const OptimizeResult& r) {
   out += row(fmt::format("best static ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best);
   out += row("EMO policy", ev.emo);
   out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
-                     "predicted {} and {:.3f} J; {} clock switches per iteration\n",
+                     "predicted {} and {:.3f} J; {} clock switches per window ({})\n",
                      100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1),
                      format_duration(static_cast<TimeNs>(std::floor(static_cast<double>(ev.baseline.time_ns) *
                                                                     static_cast<double>(r.target_ns) /
                                                                     static_cast<double>(r.predicted_baseline.time_ns)))),
                      format_duration(r.target_ns), format_duration(ev.plan.predicted.time_ns),
-                     ev.plan.predicted.energy_j, ev.clock_switches);
+                     ev.plan.predicted.energy_j, ev.clock_switches, r.packs.analysis.graph.window.label);
   return out;
 }
 
@@ -201,8 +201,10 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
              fmt::format("{} packs; profiled at {} MHz ({} pack-clock profiles; every clock: {}).", r.packs.pack_graph.packs,
                          fmt::join(r.profile.profiled_clocks_mhz, ", "), r.profile.pack_clock_profiles,
                          r.profile.every_clock_profiles),
-             fmt::format("Latency target {} (+{:.1f} %); {} clock switches per iteration.", format_duration(r.target_ns),
-                         100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1), ev.clock_switches)};
+             fmt::format("Latency target {} (+{:.1f} %); {} clock switches per window ({}).",
+                         format_duration(r.target_ns),
+                         100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1), ev.clock_switches,
+                         g.window.label)};
   return h;
 }
 

@@ -1,6 +1,8 @@
 #include "timing/analysis.h"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,13 @@ namespace emo::timing {
 
 using trace::OpKind;
 
+bool is_window_marker(const trace::Trace& t, std::uint32_t row) {
+  if (t.ops.kind[row] == OpKind::kAnnotation) return true;
+  // 2021-era Kineto traces record the step markers as operators (category "Operator").
+  return t.ops.kind[row] == OpKind::kFrameworkOp &&
+         t.strings.view(t.ops.name[row]).starts_with("ProfilerStep#");
+}
+
 graph::Window find_window(const trace::Trace& t, const std::string& window_name,
                           const std::string& annotation, int instance) {
   graph::Window w;
@@ -19,12 +28,14 @@ graph::Window find_window(const trace::Trace& t, const std::string& window_name,
   const int wanted = window_name.empty() ? instance : 0;
   int seen = 0;
   std::vector<std::string> available;
+  std::set<std::pair<std::string_view, TimeNs>> markers;  // a step recorded twice counts once
   for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
-    if (t.ops.kind[i] != OpKind::kAnnotation) continue;
+    if (!is_window_marker(t, i)) continue;
     const std::string_view n = t.strings.view(t.ops.name[i]);
     // --annotation ProfilerStep also matches ProfilerStep#N (as HTA does); --window is exact.
     const bool hit = n == name || (window_name.empty() && n.size() > name.size() &&
                                    n.starts_with(name) && n[name.size()] == '#');
+    if (hit && !markers.insert({n, t.ops.start_ns[i]}).second) continue;
     if (hit) {
       if (seen++ == wanted) {
         w.begin_ns = t.ops.start_ns[i];
@@ -50,6 +61,13 @@ Analysis analyze(const trace::Trace& trace, const graph::Window& window,
                  const std::vector<WhatIf>& what_ifs) {
   Analysis a;
   a.graph = graph::build_graph(trace, window);
+  if (a.graph.nodes() == 0) {
+    throw InputError(trace.meta.path,
+                     fmt::format("nothing to analyse: no GPU op or launching API call in {} ({} "
+                                 "events read; an empty trace, CPU ops only, or an overlay EMO "
+                                 "wrote?)", window.label, trace.ops.size()));
+  }
+  a.time_base = check_time_base(trace, a.graph);
   a.schedule = replay(a.graph, a.graph.dur);
   a.replay_error = replay_error(a.graph, a.schedule);
   a.node_slack = slack(a.graph, a.schedule, a.graph.dur);
@@ -76,8 +94,15 @@ std::string kind_of(const trace::Trace& t, std::uint32_t row) {
   return std::string(trace::op_kind_name(t.ops.kind[row]));
 }
 
-double fraction(TimeNs part, TimeNs whole) {
-  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+/// What the time before the critical path's first op was, by its category.
+const char* lead_text(BoundBy::Category c) {
+  switch (c) {
+    case BoundBy::kBeforeWindow:
+      return "before_window — the GPU was still busy with work launched before the window (the CPU "
+             "ran ahead of the GPU); not idle";
+    case BoundBy::kCpu: return "cpu — untraced CPU work before the first call on the path";
+    default: return "idle — the GPU stream waited with nothing recorded to wait for";
+  }
 }
 
 }  // namespace
@@ -121,9 +146,12 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
                     {"slack_windows", windows}});
   }
   json bound = json::object();
+  json bound_path = json::object();
   for (int c = 0; c < BoundBy::kCount; ++c) {
-    bound[BoundBy::name(c)] = fraction(a.path.bound_by.ns[c], a.schedule.makespan_ns);
+    bound[BoundBy::name(c)] = a.path.share_of_makespan(c);
+    bound_path[BoundBy::name(c)] = a.path.share_of_path(c);
   }
+  const TimeBaseCheck& tb = a.time_base;
   json what_if = json::array();
   for (const WhatIfResult& w : a.what_ifs) {
     what_if.push_back({{"spec", w.spec},
@@ -132,7 +160,26 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
                        {"matched_ops", w.matched_ops}});
   }
   const graph::GraphStats& st = g.stats;
+  json durations;
+  if (a.durations) {
+    const DurationsFrom& d = *a.durations;
+    durations = {{"path", d.path},
+                 {"window", d.window},
+                 {"gpu_ops", d.gpu_ops},
+                 {"gpu_matched", d.gpu_matched},
+                 {"calls", d.calls},
+                 {"calls_matched", d.calls_matched},
+                 {"source_gpu_ops", d.source_gpu_ops},
+                 {"source_unmatched", d.source_unmatched},
+                 {"unmatched", d.unmatched},
+                 {"starts_matched", d.starts_matched},
+                 {"predicted_makespan_ns", d.predicted_makespan_ns},
+                 {"durations_only_makespan_ns", d.durations_only_makespan_ns},
+                 {"source_makespan_ns", d.source_makespan_ns},
+                 {"error", d.error}};
+  }
   return {{"path", t.meta.path},
+          {"durations_from", durations},
           {"window", {{"label", g.window.label},
                       {"begin_ns", g.nodes() ? json(g.window_start_ns) : json()},
                       {"end_ns", g.nodes() ? json(a.schedule.end_ns) : json()}}},
@@ -144,6 +191,19 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
           {"edges", edges},
           {"gpus", gpus},
           {"bound_by", bound},
+          {"bound_by_makespan", bound},
+          {"bound_by_critical_path", bound_path},
+          {"path_lead", {{"ns", a.path.lead_ns}, {"category", BoundBy::name(a.path.lead)}}},
+          {"clock_skew_on_path_ns", a.path.skew_ns},
+          {"time_base", {{"launches", tb.launches},
+                         {"gpu_op_before_call_end", tb.before_call_end},
+                         {"max_before_call_end_ns", tb.max_before_call_end_ns},
+                         {"gpu_op_before_call_start", tb.before_call_start},
+                         {"max_before_call_start_ns", tb.max_before_call_start_ns},
+                         {"median_launch_delay_ns", tb.median_delay_ns},
+                         {"cpu_gpu_gap_ns", tb.cpu_gpu_gap_ns},
+                         {"different_time_bases", tb.different_time_bases}}},
+          {"warnings", tb.warnings},
           {"what_if", what_if},
           {"graph", {{"violated_edges", st.violated_edges},
                      {"dropped_inferred_edges", st.dropped_inferred_edges},
@@ -169,29 +229,54 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
                    100.0 * a.replay_error));
   {
     std::string from;
-    if (!a.path.steps.empty()) {
-      // The path begins at a pinned start; before it the thread ran untraced CPU work (or the
-      // stream was busy with work from before the window): counted in bound_by, not in length.
-      const std::uint32_t first = a.path.steps.front().node;
-      const TimeNs lead = a.schedule.start(first) - a.graph.window_start_ns;
-      if (lead > 0) {
-        from = fmt::format(" (from {} after the window start; before it: {})", format_duration(lead),
-                           a.graph.gpu[first] ? "GPU busy with earlier work or idle" : "untraced CPU work");
-      }
+    if (a.path.lead_ns > 0) {
+      // The path begins at a pinned start; the lead before it is counted in bound_by (over the
+      // makespan), not in the path's length.
+      from = fmt::format(" (starts {} after the window start: {})", format_duration(a.path.lead_ns),
+                         lead_text(a.path.lead));
     }
     line(fmt::format("  critical path {} over {} ops{}", format_duration(a.path.length_ns),
                      a.path.steps.size(), from));
   }
-  std::string bound;
-  for (int c = 0; c < BoundBy::kCount; ++c) {
-    const double f = fraction(a.path.bound_by.ns[c], a.schedule.makespan_ns);
-    if (f > 0.0005 || f < -0.0005) bound += fmt::format("{}{} {:.1f} %", bound.empty() ? "" : ", ", BoundBy::name(c), 100 * f);
+  auto shares = [&](auto share) {
+    std::string s;
+    for (int c = 0; c < BoundBy::kCount; ++c) {
+      const double f = share(c);
+      if (f > 0.0005) s += fmt::format("{}{} {:.1f} %", s.empty() ? "" : ", ", BoundBy::name(c), 100 * f);
+    }
+    return s.empty() ? std::string("-") : s;
+  };
+  line("  bound by, share of the critical path: " +
+       shares([&](int c) { return a.path.share_of_path(c); }));
+  line("  bound by, share of the makespan:      " +
+       shares([&](int c) { return a.path.share_of_makespan(c); }) +
+       (a.path.lead_ns > 0 ? fmt::format(" (the lead before the path is {})", BoundBy::name(a.path.lead)) : ""));
+  if (a.path.skew_ns > 0) {
+    line(fmt::format("  (the path steps back {} across edges the recorded times contradict — clock skew; "
+                     "that time is in no category, so shares are of the total + {})",
+                     format_duration(a.path.skew_ns), format_duration(a.path.skew_ns)));
   }
-  line("  bound by      " + bound);
   for (const GpuSlack& gs : a.gpus) {
     line(fmt::format("  GPU {}         busy {}, critical {}, slack {} in {} windows", gs.device,
                      format_duration(gs.busy_ns), format_duration(gs.critical_busy_ns), format_duration(gs.slack_ns),
                      gs.windows.size()));
+  }
+  for (const std::string& w : a.time_base.warnings) line("  warning: " + w);
+  if (a.durations) {
+    const DurationsFrom& d = *a.durations;
+    line(fmt::format("  durations from {} ({}): {} of {} GPU ops and {} of {} API calls matched (by "
+                     "stream or thread, name and order); {} unmatched keep this window's "
+                     "durations{}; {} ops of the source window had no counterpart",
+                     d.path, d.window, d.gpu_matched, d.gpu_ops, d.calls_matched, d.calls,
+                     d.gpu_ops + d.calls - d.gpu_matched - d.calls_matched,
+                     d.unmatched.empty() ? "" : fmt::format(" (e.g. {})", d.unmatched.front()),
+                     d.source_unmatched));
+    line(fmt::format("  predicted     makespan {} with those durations and the source's {} pinned starts "
+                     "(state at its window start); the source window recorded {}: error {:+.2f} % "
+                     "(durations only, this window's starts: {})",
+                     format_duration(d.predicted_makespan_ns), d.starts_matched,
+                     format_duration(d.source_makespan_ns), 100.0 * d.error,
+                     format_duration(d.durations_only_makespan_ns)));
   }
   for (const WhatIfResult& w : a.what_ifs) {
     line(fmt::format("  what-if       {}: makespan {} ({:+.2f} %), {} ops changed{}", w.spec,

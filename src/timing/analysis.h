@@ -1,19 +1,27 @@
 // `emo analyze`: graph -> replay -> slack -> critical path -> per-GPU slack, plus what-ifs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "graph/dep_graph.h"
+#include "timing/durations_from.h"
+#include "timing/time_base.h"
 #include "timing/timing.h"
 #include "trace/trace.h"
 
 namespace emo::timing {
 
-/// Finds the analysis window. `window_name` "ProfilerStep#N" selects the annotation of that exact
-/// name; `annotation` + `instance` (0-based) selects the instance-th annotation of that name (or
+/// True when trace row `row` can delimit a window: an annotation (user_annotation, NVTX range),
+/// or a framework op named ProfilerStep#N (how 2021-era Kineto traces record their steps,
+/// category "Operator").
+bool is_window_marker(const trace::Trace& trace, std::uint32_t row);
+
+/// Finds the analysis window among the window markers (is_window_marker). `window_name`
+/// "ProfilerStep#N" selects the marker of that exact name; `annotation` + `instance` (0-based) selects the instance-th annotation of that name (or
 /// of NAME#k, so "ProfilerStep" finds the ProfilerStep#k ranges, as HTA does). With
 /// neither, the whole trace. Throws emo::InputError naming the trace when nothing matches.
 graph::Window find_window(const trace::Trace& trace, const std::string& window_name,
@@ -34,16 +42,26 @@ struct Analysis {
   CriticalPath path;
   std::vector<GpuSlack> gpus;
   std::vector<WhatIfResult> what_ifs;
+  TimeBaseCheck time_base;       ///< Clock skew / time-base checks of the launch pairs.
+  /// `emo analyze --durations-from`: this graph replayed with another window's durations (set by
+  /// the caller with durations_from(); shown by to_text and to_json when present).
+  std::optional<DurationsFrom> durations;
 };
 
-/// Runs the whole analysis of `trace` in `window`.
+/// Runs the whole analysis of `trace` in `window`. Throws emo::InputError "FILE: nothing to
+/// analyse: ..." when the window holds no GPU op and no API call (an empty trace, a trace of
+/// CPU ops only, or an overlay EMO wrote).
 Analysis analyze(const trace::Trace& trace, const graph::Window& window,
                  const std::vector<WhatIf>& what_ifs);
 
 /// The `emo analyze --json` object: makespan_ns, replay_error, critical_path_ns, critical_path
 /// [{id, name, kind, device, stream, start_ns, dur_ns, via}], edges {type: count, inferred:
 /// {type: count}}, gpus [{device, busy_ns, critical_busy_ns, slack_ns, slack_windows}], bound_by
-/// {category: fraction}, what_if [{spec, makespan_ns, change}], and graph statistics.
+/// {category: fraction of the makespan} (= bound_by_makespan), bound_by_critical_path {category:
+/// fraction of the path, lead left out}, path_lead {ns, category}, clock_skew_on_path_ns,
+/// time_base {...}, warnings [text], what_if [{spec, makespan_ns, change}], graph statistics,
+/// and durations_from {path, window, gpu_ops, gpu_matched, calls, calls_matched,
+/// source_gpu_ops, source_unmatched, unmatched, predicted_makespan_ns, source_makespan_ns, error} when set.
 nlohmann::json to_json(const trace::Trace& trace, const Analysis& a);
 
 /// Human-readable summary.

@@ -57,8 +57,9 @@ std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const 
 }
 
 const char* BoundBy::name(int c) {
-  static const char* const kNames[kCount] = {"cpu", "gpu_compute", "communication",
-                                             "launch_overhead", "sync_wait", "idle"};
+  static const char* const kNames[kCount] = {"cpu",       "gpu_compute", "communication",
+                                             "launch_overhead", "sync_wait", "idle",
+                                             "before_window"};
   return c >= 0 && c < kCount ? kNames[c] : "unknown";
 }
 
@@ -115,12 +116,19 @@ CriticalPath critical_path(const trace::Trace& trace, const DepGraph& g, const S
     if (best == UINT32_MAX) {
       // A pinned start: the path begins here. Before a host call, the thread was running
       // untraced CPU work (Python, framework ops) since the window began: CPU time. Before a GPU
-      // op, the stream was busy with work from before the window, or idle: idle.
-      const BoundBy::Category before = g.gpu[n] ? BoundBy::kIdle : BoundBy::kCpu;
-      p.bound_by.ns[before] += s.time[tp] - g.window_start_ns;
+      // op of a step window, its stream was busy with work launched before the window (the CPU
+      // ran ahead): before_window. A GPU op first in the whole trace: idle.
+      const bool step_window = g.window.begin_ns != INT64_MIN;
+      p.lead = !g.gpu[n] ? BoundBy::kCpu : step_window ? BoundBy::kBeforeWindow : BoundBy::kIdle;
+      p.lead_ns = std::max<TimeNs>(0, s.time[tp] - g.window_start_ns);
+      p.bound_by.ns[p.lead] += p.lead_ns;
       break;
     }
-    p.bound_by.ns[edge_category(g.in_type[best])] += g.in_lag[best];
+    if (g.in_lag[best] < 0) {
+      p.skew_ns -= g.in_lag[best];  // a clock-skewed edge: time runs back; not a category
+    } else {
+      p.bound_by.ns[edge_category(g.in_type[best])] += g.in_lag[best];
+    }
     const std::uint32_t from = g.in_from[best];
     // The step we are on was reached by this edge; continue from its source node.
     rev.back().via_edge = true;
@@ -132,6 +140,23 @@ CriticalPath critical_path(const trace::Trace& trace, const DepGraph& g, const S
   p.steps.assign(rev.rbegin(), rev.rend());
   p.length_ns = s.end(p.steps.back().node) - s.start(p.steps.front().node);
   return p;
+}
+
+double CriticalPath::share_of_makespan(int c) const noexcept {
+  TimeNs total = 0;
+  for (TimeNs v : bound_by.ns) total += v;
+  return total > 0 && c >= 0 && c < BoundBy::kCount
+             ? static_cast<double>(bound_by.ns[c]) / static_cast<double>(total)
+             : 0.0;
+}
+
+double CriticalPath::share_of_path(int c) const noexcept {
+  if (c < 0 || c >= BoundBy::kCount) return 0.0;
+  TimeNs total = 0;
+  for (TimeNs v : bound_by.ns) total += v;
+  total -= lead_ns;
+  const TimeNs part = bound_by.ns[c] - (c == lead ? lead_ns : 0);
+  return total > 0 ? static_cast<double>(part) / static_cast<double>(total) : 0.0;
 }
 
 namespace {

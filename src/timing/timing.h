@@ -55,15 +55,22 @@ double replay_error(const DepGraph& g, const Schedule& s);
 /// Per node: latest end that keeps s.end_ns, minus the node's end in `s` (>= 0). O(V + E).
 std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const TimeNs> dur);
 
-/// Where the makespan goes along the critical path; fractions of the makespan sum to 1.
+/// Where the makespan goes along the critical path, in ns per category (never negative).
 /// cpu: host call time and CPU gaps between calls; gpu_compute: kernels (not collectives) and
 /// memsets; communication: collective kernels and memcpys; launch_overhead: API call start to GPU
 /// op start; sync_wait: GPU end to the return of a blocking call, and cross-stream event waits;
-/// idle: GPU gaps the graph cannot explain. The time from the window's start to the path's first
-/// op counts as cpu when that op is a host call (untraced CPU work before it) and as idle when
-/// it is a GPU op (a stream busy with earlier work, or waiting).
+/// idle: GPU gaps the graph cannot explain (a stream waiting with nothing recorded to wait for).
+/// The lead — the window's start to the path's first op (CriticalPath::lead_ns) — counts as cpu
+/// when that op is a host call (untraced CPU work before it), as before_window when it is a GPU
+/// op of a step window (its stream was still busy with work launched before the window: the CPU
+/// ran ahead of the GPU), and as idle when it is a GPU op in a whole-trace window.
+/// Edges the recorded times contradict (clock skew) keep a negative lag so that the replay is
+/// exact; along the path such a lag is counted in CriticalPath::skew_ns, not in a category, so
+/// the categories sum to makespan + skew_ns.
 struct BoundBy {
-  enum Category { kCpu, kGpuCompute, kCommunication, kLaunchOverhead, kSyncWait, kIdle, kCount };
+  enum Category {
+    kCpu, kGpuCompute, kCommunication, kLaunchOverhead, kSyncWait, kIdle, kBeforeWindow, kCount
+  };
   std::array<TimeNs, kCount> ns{};
   static const char* name(int c);
 };
@@ -79,7 +86,17 @@ struct PathStep {
 struct CriticalPath {
   std::vector<PathStep> steps;  ///< From the first op to the last, in time order.
   TimeNs length_ns = 0;         ///< End of the last step - start of the first.
-  BoundBy bound_by;
+  BoundBy bound_by;             ///< Sums to makespan + skew_ns (lead included).
+  TimeNs lead_ns = 0;           ///< Window start -> start of the first step (>= 0).
+  BoundBy::Category lead = BoundBy::kCpu;  ///< The category the lead is counted in.
+  TimeNs skew_ns = 0;           ///< Sum of -lag over negative-lag edges on the path (>= 0).
+
+  /// Share of category c over the makespan: bound_by.ns[c] / (makespan + skew_ns), in [0, 1];
+  /// the shares sum to 1. 0 for an empty path.
+  double share_of_makespan(int c) const noexcept;
+  /// Share of category c over the critical path itself (the lead left out): (bound_by.ns[c] -
+  /// the lead when c is its category) / (length_ns + skew_ns), in [0, 1]; the shares sum to 1.
+  double share_of_path(int c) const noexcept;
 };
 
 /// Walks tight constraints back from s.last_node. `trace` classifies nodes for bound_by.

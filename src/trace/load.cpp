@@ -1,5 +1,7 @@
 #include "trace/load.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "trace/emo/emo_trace_reader.h"
@@ -45,6 +47,10 @@ Trace load_trace(const std::string& path) {
       break;
   }
   if (text.size() == 0) throw InputError(path, "empty after decompression");
+  if (path.ends_with(".nsys-rep") || path.ends_with(".qdrep")) {
+    throw InputError(path, fmt::format("an Nsight Systems report is not read directly: run `nsys export "
+                                       "--type sqlite {}` and give EMO the .sqlite file it writes", path));
+  }
   throw InputError(path, "unrecognised format: expected Kineto/Chrome JSON (plain or gzip), an "
                          "Nsight Systems SQLite export or an emo.trace/1 file");
 }

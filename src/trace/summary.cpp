@@ -9,6 +9,35 @@
 
 namespace emo::trace {
 
+namespace {
+
+/// Fills s.steps and s.annotation_names.
+void summarize_markers(const Trace& t, TraceSummary& s) {
+  std::map<std::string, std::int64_t, std::less<>> names;
+  std::vector<std::pair<TimeNs, std::string>> steps;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const OpKind k = t.ops.kind[i];
+    if (k != OpKind::kAnnotation && k != OpKind::kFrameworkOp) continue;
+    const std::string_view n = t.strings.view(t.ops.name[i]);
+    if (n.starts_with("ProfilerStep#")) steps.emplace_back(t.ops.start_ns[i], std::string(n));
+    if (k != OpKind::kAnnotation) continue;
+    // NAME#123 -> NAME#*: one entry for a numbered family.
+    const std::size_t hash = n.rfind('#');
+    const bool numbered = hash != std::string_view::npos && hash + 1 < n.size() &&
+                          n.find_first_not_of("0123456789", hash + 1) == std::string_view::npos;
+    ++names[numbered ? std::string(n.substr(0, hash)) + "#*" : std::string(n)];
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());  // a step recorded twice
+  for (auto& [start, name] : steps) s.steps.push_back(std::move(name));
+  s.annotation_names.assign(names.begin(), names.end());
+  std::stable_sort(s.annotation_names.begin(), s.annotation_names.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+}
+
+}  // namespace
+
 TraceSummary summarize(const Trace& t) {
   TraceSummary s;
   s.path = t.meta.path;
@@ -43,6 +72,7 @@ TraceSummary summarize(const Trace& t) {
     s.end_ns = last;
     s.span_ns = last - first;
   }
+  summarize_markers(t, s);
   s.api_calls = s.count(OpKind::kRuntime) + s.count(OpKind::kDriver);
   s.collectives = static_cast<std::int64_t>(t.collectives.size());
   for (auto& [key, st] : streams) {
@@ -123,6 +153,10 @@ nlohmann::json to_json(const TraceSummary& s) {
                  {"ignored_events", q.ignored_events},
                  {"sync_api_calls", q.sync_api_calls}};
   auto known = [](std::int32_t v) { return v >= 0 ? json(v) : json(); };
+  json annotation_names = json::array();
+  for (std::size_t i = 0; i < s.annotation_names.size() && i < 50; ++i) {
+    annotation_names.push_back({s.annotation_names[i].first, s.annotation_names[i].second});
+  }
   return {{"path", s.path},
           {"format", s.format},
           {"gpu", s.gpu},
@@ -139,6 +173,8 @@ nlohmann::json to_json(const TraceSummary& s) {
           {"host_threads", s.host_threads},
           {"gpus", gpus},
           {"quirks", quirks},
+          {"steps", s.steps},
+          {"annotation_names", annotation_names},
           {"warnings", s.warnings}};
 }
 
@@ -190,6 +226,20 @@ std::string to_text(const TraceSummary& s) {
        "threads {}",
        s.count(OpKind::kRuntime), s.count(OpKind::kDriver), s.count(OpKind::kFrameworkOp),
        s.count(OpKind::kAnnotation), s.host_threads);
+  if (!s.steps.empty()) {
+    line("  steps       {} ({}{}; --annotation ProfilerStep --instance 0..{}, or --window NAME)",
+         s.steps.size(), s.steps.front(), s.steps.size() > 1 ? " .. " + s.steps.back() : "",
+         s.steps.size() - 1);
+  }
+  if (!s.annotation_names.empty()) {
+    std::string top;
+    const std::size_t shown = std::min<std::size_t>(s.annotation_names.size(), 8);
+    for (std::size_t i = 0; i < shown; ++i) {
+      top += fmt::format("{}{} {}", i ? ", " : "", s.annotation_names[i].first, s.annotation_names[i].second);
+    }
+    line("  annotation names ({} distinct{}): {}", s.annotation_names.size(),
+         shown < s.annotation_names.size() ? fmt::format(", top {}", shown) : "", top);
+  }
   line("  syncs       {} sync records{}; {} synchronising API calls{}",
        s.count(OpKind::kSync),
        s.syncs_by_kind.empty() ? "" : " (" + join_counts(s.syncs_by_kind) + ")",

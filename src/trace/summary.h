@@ -43,6 +43,14 @@ struct TraceSummary {
   std::vector<GpuInfo> gpus;
   QuirkCounts quirks;
   std::vector<std::string> warnings;
+  /// Step markers in start order: annotations named ProfilerStep#N, and 2021-era framework ops
+  /// (category "Operator") of that name. Each is a window (`--annotation ProfilerStep --instance
+  /// K`, or `--window ProfilerStep#N`).
+  std::vector<std::string> steps;
+  /// Annotation names with their counts, most frequent first (ties by name); a NAME#N family
+  /// (ProfilerStep#5, ProfilerStep#6, ...) is counted as "NAME#*". Every name, for the JSON;
+  /// the text shows the top ones.
+  std::vector<std::pair<std::string, std::int64_t>> annotation_names;
 
   std::int64_t count(OpKind k) const { return by_kind[static_cast<int>(k)]; }
 };
@@ -53,7 +61,8 @@ TraceSummary summarize(const Trace& trace);
 /// The `emo inspect --json` object of one trace: format, gpu, rank, world_size (null when
 /// unknown), span_ns, counts {kernel, memcpy, memset, runtime (runtime + driver API calls), sync
 /// (sync records), collective, ...}, streams [{device, stream, ops, busy_ns}], warnings [...],
-/// plus detail (syncs by kind, collectives by name, gpus, quirks).
+/// steps [name], annotation_names [[name, count]] (top 50), plus detail (syncs by kind,
+/// collectives by name, gpus, quirks).
 nlohmann::json to_json(const TraceSummary& s);
 
 /// Human-readable multi-line summary.

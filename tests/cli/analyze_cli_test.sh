@@ -39,9 +39,13 @@ for j in (a, b):
     for t in types:
         assert isinstance(j["edges"][t], int) and isinstance(j["edges"]["inferred"][t], int), t
         assert 0 <= j["edges"]["inferred"][t] <= j["edges"][t]
-    assert set(j["bound_by"]) == {"cpu", "gpu_compute", "communication", "launch_overhead",
-                                  "sync_wait", "idle"}, j["bound_by"]
-    assert abs(sum(j["bound_by"].values()) - 1) < 1e-9, j["bound_by"]
+    cats = {"cpu", "gpu_compute", "communication", "launch_overhead", "sync_wait", "idle",
+            "before_window"}
+    for key in ("bound_by", "bound_by_makespan", "bound_by_critical_path"):
+        assert set(j[key]) == cats, j[key]
+        assert abs(sum(j[key].values()) - 1) < 1e-9, j[key]
+        assert min(j[key].values()) >= 0, j[key]
+    assert j["bound_by_critical_path"][j["path_lead"]["category"]] <= j["bound_by"][j["path_lead"]["category"]]
     for g in j["gpus"]:
         assert {"device", "busy_ns", "critical_busy_ns", "slack_ns", "slack_windows"} <= set(g)
         assert g["slack_ns"] == g["busy_ns"] - g["critical_busy_ns"]
@@ -102,6 +106,27 @@ usage() {  # usage NAME EXPECTED_TEXT ARGS...
 }
 usage window_and_annotation "excludes" "$a" --window ProfilerStep#100 --annotation ProfilerStep
 usage instance_without_annotation "requires --annotation" "$a" --instance 1
+usage durations_window_without_from "requires --durations-from" "$a" --durations-window ProfilerStep#1
+
+# --durations-from: step 1 of the v100 trace predicted from step 2's graph with its own durations
+# (the bench-fidelity case: within 0.1 %, every GPU op matched), and the text says so.
+v100="$DATA/kineto/hta_v100_ns_resolution.json.gz"
+require_data "$v100"
+if "$EMO" analyze "$v100" --annotation ProfilerStep --instance 2 --durations-from "$v100" \
+     --durations-instance 1 --json "$out/d.json" > "$out/d.txt" 2> "$out/d.err" &&
+   python3 - "$out/d.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["durations_from"]
+assert d["gpu_matched"] == d["gpu_ops"] == d["source_gpu_ops"] > 1000, d
+assert abs(d["error"]) < 0.001, d
+assert d["predicted_makespan_ns"] > 0 and d["source_makespan_ns"] > 0, d
+PY
+then
+  grep -q "predicted     makespan .* the source window recorded .*: error" "$out/d.txt" && ok "durations_from" ||
+    bad "durations_from text: $(cat "$out/d.txt")"
+else
+  bad "durations_from: $(cat "$out/d.err")"
+fi
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -80,6 +80,19 @@ check_cmd model_check_one_clock fit-clocks model check "$dir/good_profile.csv" -
 check_cmd model_check_nothing_fitted "nothing was fitted" model check "$dir/good_profile.csv" --fit-clocks 5000,6000
 check_cmd model_calibrate_missing_dir "$dir/no_data" model calibrate --data-dir "$dir/no_data"
 
+# Issue 19: nothing to analyse, EMO's own overlay, an nsys report, our wording for usage errors,
+# --max-slowdown above 1 without '%'.
+printf '{"traceEvents":[]}' > "$dir/empty_events.json"
+check_cmd analyze_empty_trace "empty_events.json: nothing to analyse" analyze "$dir/empty_events.json"
+printf '{"displayTimeUnit": "ns", "otherData": {"emo_origin_ns": 0, "emo_trace": "x.json"}, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 1, "args": {"device": 0, "stream": 7}}]}' > "$dir/overlay.json"
+check_cmd analyze_own_overlay "overlay.json: nothing to analyse: this is an overlay EMO wrote" analyze "$dir/overlay.json"
+printf 'not a sqlite file' > "$dir/report.nsys-rep"
+check_cmd nsys_report "nsys export --type sqlite" inspect "$dir/report.nsys-rep"
+check_cmd unknown_command "unknown command 'frobnicate'; the commands are inspect, analyze" frobnicate x
+check_cmd negative_instance "--instance: -1 is negative; give a number >= 0" analyze "$dir/overlay.json" --annotation ProfilerStep --instance -1
+check_cmd max_slowdown_above_one "would mean +300 %; for 3 % write 0.03 or 3%" optimize "$dir/overlay.json" --max-slowdown 3
+check_cmd max_slowdown_not_a_number "--max-slowdown abc: expected a fraction" optimize "$dir/overlay.json" --max-slowdown abc
+
 # Usage errors also exit 2; --help exits 0.
 "$EMO" >/dev/null 2>&1; rc=$?
 if [[ $rc -eq 2 ]]; then passes=$((passes + 1)); echo "ok   no_subcommand"; else fails=$((fails + 1)); echo "FAIL no_subcommand rc=$rc"; fi

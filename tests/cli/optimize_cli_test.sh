@@ -91,7 +91,7 @@ if command -v chromium >/dev/null; then
   fi
 elif [[ "${CI:-}" == "true" ]]; then bad "chromium missing in CI"; else echo "*** SKIPPED LOUDLY: chromium not installed; report drawing not checked ***"; fi
 
-expect_error negative_slowdown "impossible target" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown -0.1
+expect_error negative_slowdown "--max-slowdown -0.1: expected a fraction >= 0" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown -0.1
 expect_error nvml_option_with_sim "only applies with --device nvml" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --gpu-index 1
 expect_error unwritable_json "does not exist" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --json "$out/no/such/dir/r.json"
 expect_error negative_seed "--seed" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed -1
@@ -105,6 +105,18 @@ expect_error gpu_not_in_catalog "not in the GPU catalog" "$EMO" optimize "$DATA/
 expect_error missing_trace "nope.json" "$EMO" optimize "$out/nope.json" --gpu A100-SXM4-80GB --max-slowdown 0.05
 expect_error bad_min_pack "min-pack-ms" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --min-pack-ms -3
 expect_error bad_window "ProfilerStep#99" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --window ProfilerStep#99
+
+# Issue 19: --max-slowdown 3% is 0.03; the output names the catalog entry, why, and retargeting.
+if "$EMO" optimize "$a" --max-slowdown 3% --gpu "Tesla V100-SXM2-16GB" > "$out/v.txt" 2> "$out/v.err"; then
+  grep -q "target: +3.0 %" "$out/v.txt" && ok "3% is a 3 % target" || bad "3% target: $(grep target "$out/v.txt")"
+  grep -q "GPU model: catalog entry V100-SXM2-32GB (--gpu Tesla V100-SXM2-16GB: assumption" "$out/v.txt" &&
+    ok "catalog entry and assumption stated" || bad "no catalog note: $(cat "$out/v.txt")"
+  grep -q "retargeting: the trace was recorded on .*times at its max clock" "$out/v.txt" &&
+    ok "retargeting stated" || bad "no retargeting note: $(cat "$out/v.txt")"
+  grep -q "clock switches per window (whole trace)" "$out/v.txt" && ok "switches per window" || bad "switch wording"
+else
+  bad "optimize --max-slowdown 3% failed: $(cat "$out/v.err")"
+fi
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

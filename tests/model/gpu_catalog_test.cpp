@@ -70,6 +70,30 @@ TEST(GpuCatalog, LookupByIdOrNvmlNameCaseInsensitively) {
   }
 }
 
+TEST(GpuCatalog, ResolveSaysWhichEntryAndWhy) {
+  const GpuCatalog& c = GpuCatalog::builtin();
+  const auto exact = c.resolve("A100-SXM4-80GB");
+  ASSERT_NE(exact.spec, nullptr);
+  EXPECT_FALSE(exact.assumed);
+  EXPECT_THAT(exact.why, HasSubstr("catalog id"));
+  // The 40 GB SXM4 part is one of the 80 GB entry's NVML names: said, not silent.
+  const auto listed = c.resolve("A100-SXM4-40GB");
+  ASSERT_NE(listed.spec, nullptr);
+  EXPECT_EQ(listed.spec->id, "A100-SXM4-80GB");
+  EXPECT_FALSE(listed.assumed);
+  EXPECT_THAT(listed.why, HasSubstr("NVML names of A100-SXM4-80GB"));
+  // Not in the catalog: the same GPU with another memory size, as an assumption.
+  const auto v100 = c.resolve("Tesla V100-SXM2-16GB");
+  ASSERT_NE(v100.spec, nullptr);
+  EXPECT_EQ(v100.spec->id, "V100-SXM2-32GB");
+  EXPECT_TRUE(v100.assumed);
+  EXPECT_THAT(v100.why, HasSubstr("assumption"));
+  EXPECT_EQ(c.at("Tesla V100-SXM2-16GB").id, "V100-SXM2-32GB");
+  // Another form factor or family is not guessed.
+  EXPECT_EQ(c.resolve("V100-PCIE-16GB").spec, nullptr);
+  EXPECT_EQ(c.resolve("B200").spec, nullptr);
+}
+
 TEST(GpuCatalog, MalformedCatalogsAreInputErrors) {
   EXPECT_THROW(GpuCatalog::parse("{", "x.json"), InputError);
   EXPECT_THROW(GpuCatalog::parse(R"({"gpus": [{"id": "X"}]})", "x.json"), InputError);

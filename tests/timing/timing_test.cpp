@@ -210,7 +210,12 @@ TEST(Timing, ContradictedEdgesStillAddUpToTheMakespan) {
   EXPECT_EQ(a.schedule.makespan_ns, 45);
   EXPECT_EQ(a.replay_error, 0.0);
   EXPECT_EQ(a.path.bound_by.ns[BoundBy::kGpuCompute], 45);
-  EXPECT_EQ(bound_total(a.path.bound_by), 45);
+  // The path: the call (pinned at 10, 5 ns of untraced CPU work after the window start 5), the
+  // launch edge back 5 ns (lag -5: clock skew, in skew_ns, not in launch_overhead), the kernel.
+  EXPECT_EQ(a.path.skew_ns, 5);
+  EXPECT_EQ(a.path.bound_by.ns[BoundBy::kLaunchOverhead], 0);
+  EXPECT_EQ(a.path.bound_by.ns[BoundBy::kCpu], 5);
+  EXPECT_EQ(bound_total(a.path.bound_by), 45 + a.path.skew_ns);
   EXPECT_LE(a.path.length_ns, a.schedule.makespan_ns);
 }
 

@@ -1,8 +1,9 @@
-// Replays the fuzzer's reproducers (fuzz/crashers) and seeds (fuzz/seeds) through the Kineto
-// reader in the normal test suite, so that CI runs them under ASan+UBSan without clang.
+// Replays the fuzzers' reproducers (fuzz/crashers*) and seeds (fuzz/seeds*) through the Kineto,
+// emo.trace/1 and nsys readers in the normal test suite, so that CI runs them under ASan+UBSan without clang.
 // Each input must either load or raise InputError, with 4 KiB chunks and in one piece; when both
 // reads succeed they must agree.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cstring>
 #include <filesystem>
@@ -11,7 +12,9 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "trace/emo/emo_trace_reader.h"
 #include "trace/kineto/kineto_reader.h"
+#include "trace/nsys/nsys_reader.h"
 
 namespace emo::trace {
 namespace {
@@ -81,6 +84,66 @@ TEST(FuzzRegressions, KnownVerdicts) {
   for (const char* ub : {"ub-base-time-plus-ts-overflow.json", "ub-ts-plus-dur-overflow.json",
                          "ub-summary-span-overflow.json"}) {
     EXPECT_FALSE(verdict(ub, 4096)) << ub << ": times beyond kMaxAbsTimeNs are rejected";
+  }
+}
+
+/// Every file of fuzz/seeds-NAME and fuzz/crashers-NAME (the nsys and emo.trace/1 fuzzers).
+std::vector<std::filesystem::path> inputs_of(const std::string& name) {
+  std::vector<std::filesystem::path> out;
+  for (const std::string sub : {"fuzz/seeds-" + name, "fuzz/crashers-" + name}) {
+    const auto dir = std::filesystem::path(EMO_SOURCE_DIR) / sub;
+    if (!std::filesystem::is_directory(dir)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.is_regular_file() && e.path().extension() != ".md") out.push_back(e.path());
+    }
+  }
+  return out;
+}
+
+TEST(FuzzRegressions, EmoTraceInputsLoadOrFailCleanly) {
+  const auto files = inputs_of("emo");
+  ASSERT_GE(files.size(), 1u) << "fuzz/seeds-emo should hold the seeds";
+  for (const auto& path : files) {
+    SCOPED_TRACE(path.filename().string());
+    const PaddedBuffer src = read_file(path.string());
+    try {
+      const Trace t = read_emo_trace(src, "input.jsonl");
+      EXPECT_GT(t.ops.size(), 0u);
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("input.jsonl: ", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(FuzzRegressions, NsysInputsLoadOrFailCleanly) {
+  // Seeds are SQL scripts (run into a fresh database here, as fuzz/fuzz_nsys.cpp does) or
+  // database files.
+  const auto files = inputs_of("nsys");
+  ASSERT_GE(files.size(), 4u) << "fuzz/seeds-nsys should hold the seeds";
+  const auto scratch = std::filesystem::temp_directory_path() / "emo-fuzz-regressions-nsys";
+  std::filesystem::create_directories(scratch);
+  for (const auto& path : files) {
+    SCOPED_TRACE(path.filename().string());
+    const auto db = scratch / (path.filename().string() + ".sqlite");
+    std::filesystem::remove(db);
+    if (path.extension() == ".sql") {
+      sqlite3* con = nullptr;
+      ASSERT_EQ(sqlite3_open(db.c_str(), &con), SQLITE_OK);
+      const PaddedBuffer sql = read_file(path.string());
+      sqlite3_exec(con, std::string(sql.view()).c_str(), nullptr, nullptr, nullptr);
+      sqlite3_close(con);
+    } else {
+      std::filesystem::copy_file(path, db);
+    }
+    // The minimal export (the reader test's hand-built one) must load, as SQL and as a file.
+    const bool must_load = path.stem() == "minimal";
+    try {
+      const Trace t = read_nsys_sqlite(db.string());
+      if (must_load) EXPECT_EQ(t.quirks.ignored_events + static_cast<std::int64_t>(t.ops.size()) > 0, true);
+    } catch (const InputError& e) {
+      EXPECT_FALSE(must_load) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(db.string(), 0), 0u) << e.what();
+    }
   }
 }
 

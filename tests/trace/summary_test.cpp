@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace emo::trace {
@@ -95,6 +97,41 @@ TEST(Summary, SyncCallsWithoutSyncRecordsAreCountedAndWarned) {
   ASSERT_EQ(s.warnings.size(), 1u);
   EXPECT_NE(s.warnings[0].find("no sync records, but 2 synchronising API calls"), std::string::npos)
       << s.warnings[0];
+}
+
+TEST(Summary, StepsAndAnnotationNamesWithCounts) {
+  // Steps: 2021 "Operator" step markers and annotations alike, in start order; annotation names
+  // counted with NAME#N families folded into NAME#*, most frequent first.
+  Trace t;
+  auto op = [&](OpKind kind, TimeNs start, const char* name) {
+    t.ops.push(kind, start, 10, t.strings.intern(name), kNone, kNone, 1, 1, kNone, kNone);
+  };
+  op(OpKind::kFrameworkOp, 200, "ProfilerStep#8");
+  op(OpKind::kFrameworkOp, 100, "ProfilerStep#7");
+  op(OpKind::kFrameworkOp, 150, "aten::conv2d");
+  op(OpKind::kAnnotation, 300, "forward");
+  op(OpKind::kAnnotation, 400, "forward");
+  op(OpKind::kAnnotation, 500, "nccl:all_reduce#12");
+  op(OpKind::kAnnotation, 600, "nccl:all_reduce#13");
+  op(OpKind::kAnnotation, 700, "nccl:all_reduce#14");
+  op(OpKind::kAnnotation, 800, "backward");
+  t.meta.path = "steps.json";
+  t.finish();
+  const TraceSummary s = summarize(t);
+  EXPECT_EQ(s.steps, (std::vector<std::string>{"ProfilerStep#7", "ProfilerStep#8"}));
+  ASSERT_EQ(s.annotation_names.size(), 3u);
+  EXPECT_EQ(s.annotation_names[0], (std::pair<std::string, std::int64_t>{"nccl:all_reduce#*", 3}));
+  EXPECT_EQ(s.annotation_names[1], (std::pair<std::string, std::int64_t>{"forward", 2}));
+  EXPECT_EQ(s.annotation_names[2], (std::pair<std::string, std::int64_t>{"backward", 1}));
+  const std::string text = to_text(s);
+  EXPECT_NE(text.find("steps       2 (ProfilerStep#7 .. ProfilerStep#8; --annotation ProfilerStep --instance 0..1"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("annotation names (3 distinct): nccl:all_reduce#* 3, forward 2, backward 1"),
+            std::string::npos) << text;
+  const nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["annotation_names"][0][0], "nccl:all_reduce#*");
+  EXPECT_EQ(j["annotation_names"][0][1], 3);
 }
 
 TEST(SyncKindOfApiCall, CudaDriverHipAndSuffixes) {

@@ -245,6 +245,10 @@ class KinetoReader {
 
   /// Top-level members other than traceEvents: small, parsed with nlohmann-json.
   void parse_metadata_member(std::string_view key, std::string_view json_text) {
+    if (key == "otherData" && json_text.find("\"emo_origin_ns\"") != std::string_view::npos) {
+      throw InputError(path_, "nothing to analyse: this is an overlay EMO wrote (--overlay, for "
+                              "viewing in Perfetto), not a profiler trace; give the original trace");
+    }
     if (key != "deviceProperties" && key != "distributedInfo" && key != "baseTimeNanoseconds") {
       return;
     }
