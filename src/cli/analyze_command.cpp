@@ -12,7 +12,8 @@
 
 #include "cli/commands.h"
 #include "timing/analysis.h"
-#include "timing/overlay.h"
+#include "output/analysis_output.h"
+#include "output/overlay.h"
 #include "core/error.h"
 #include "trace/load.h"
 
@@ -48,9 +49,9 @@ int run_analyze(const AnalyzeOptions& o) {
                                   : timing::find_window(src, o.durations_window, "", 0);
     a.durations = timing::durations_from(t, a.graph, src, src_window);
   }
-  if (o.json_out != "-") fmt::print("{}", timing::to_text(t, a));
-  if (!o.json_out.empty()) write_output(o.json_out, timing::to_json(t, a).dump(2) + "\n");
-  if (!o.overlay_out.empty()) timing::write_overlay(t, a, o.overlay_out);
+  if (o.json_out != "-") fmt::print("{}", output::to_text(t, a));
+  if (!o.json_out.empty()) write_output(o.json_out, output::to_json(t, a).dump(2) + "\n");
+  if (!o.overlay_out.empty()) output::write_overlay(t, a, o.overlay_out);
   return 0;
 }
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "timing/overlay.h"
+#include "output/overlay.h"
 
 namespace emo::output {
 
@@ -171,10 +171,10 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
 }
 
 void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::string& path) {
-  std::vector<timing::OverlayTrack> tracks;
+  std::vector<OverlayTrack> tracks;
   const Packing& p = r.packing;
   for (const std::int32_t d : devices(p)) {
-    timing::OverlayTrack track;
+    OverlayTrack track;
     track.name = fmt::format("EMO packs, GPU {}", d);
     track.pid = kPackPidBase + d;
     for (std::uint32_t i = 0; i < p.packs.size(); ++i) {
@@ -191,7 +191,7 @@ void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::stri
     }
     tracks.push_back(std::move(track));
   }
-  timing::write_overlay(t, r.analysis, path, tracks);
+  write_overlay(t, r.analysis, path, tracks);
 }
 
 }  // namespace emo::output

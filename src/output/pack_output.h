@@ -22,7 +22,7 @@ nlohmann::json to_json(const trace::Trace& trace, const pack::PackRun& r);
 /// Human-readable summary (per GPU, the first packs).
 std::string to_text(const trace::Trace& trace, const pack::PackRun& r);
 
-/// The `emo analyze` overlay (timing::write_overlay) plus one track of packs per GPU
+/// The `emo analyze` overlay (output::write_overlay) plus one track of packs per GPU
 /// ("EMO packs, GPU d"). Throws emo::InputError when `path` cannot be written.
 void write_pack_overlay(const trace::Trace& trace, const pack::PackRun& r, const std::string& path);
 

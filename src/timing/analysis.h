@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
 
 #include "graph/dep_graph.h"
 #include "timing/durations_from.h"
@@ -53,18 +52,5 @@ struct Analysis {
 /// CPU ops only, or an overlay EMO wrote).
 Analysis analyze(const trace::Trace& trace, const graph::Window& window,
                  const std::vector<WhatIf>& what_ifs);
-
-/// The `emo analyze --json` object: makespan_ns, replay_error, critical_path_ns, critical_path
-/// [{id, name, kind, device, stream, start_ns, dur_ns, via}], edges {type: count, inferred:
-/// {type: count}}, gpus [{device, busy_ns, critical_busy_ns, slack_ns, slack_windows}], bound_by
-/// {category: fraction of the makespan} (= bound_by_makespan), bound_by_critical_path {category:
-/// fraction of the path, lead left out}, path_lead {ns, category}, clock_skew_on_path_ns,
-/// time_base {...}, warnings [text], what_if [{spec, makespan_ns, change}], graph statistics,
-/// and durations_from {path, window, gpu_ops, gpu_matched, calls, calls_matched,
-/// source_gpu_ops, source_unmatched, unmatched, predicted_makespan_ns, source_makespan_ns, error} when set.
-nlohmann::json to_json(const trace::Trace& trace, const Analysis& a);
-
-/// Human-readable summary.
-std::string to_text(const trace::Trace& trace, const Analysis& a);
 
 }  // namespace emo::timing

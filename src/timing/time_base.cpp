@@ -10,7 +10,6 @@ namespace emo::timing {
 
 using graph::DepGraph;
 using graph::EdgeType;
-using TimeNs;
 
 TimeBaseCheck check_time_base(const trace::Trace& t, const DepGraph& g) {
   TimeBaseCheck c;

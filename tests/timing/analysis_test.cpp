@@ -1,6 +1,7 @@
 // `emo analyze` as a whole (timing/analysis.h): step windows (2021 `Operator` step markers too),
 // the lead before the critical path named for what it is, shares over the path and over the
 // makespan, "nothing to analyse", and the v100 step HTA was compared on.
+#include "output/analysis_output.h"
 #include "timing/analysis.h"
 
 #include <gtest/gtest.h>
@@ -62,13 +63,13 @@ TEST(Analysis, LeadBeforeTheStepIsBeforeWindowNotIdle) {
   EXPECT_NEAR(a.path.share_of_makespan(BoundBy::kBeforeWindow), 90.0 / 131.0, 1e-12);
   EXPECT_EQ(a.path.share_of_path(BoundBy::kBeforeWindow), 0.0);
   EXPECT_NEAR(a.path.share_of_path(BoundBy::kGpuCompute), 40.0 / 41.0, 1e-12);
-  const std::string text = timing::to_text(t, a);
+  const std::string text = output::to_text(t, a);
   EXPECT_NE(text.find("bound by, share of the critical path: gpu_compute 97.6 %, sync_wait 2.4 %"),
             std::string::npos) << text;
   EXPECT_NE(text.find("bound by, share of the makespan:      gpu_compute 30.5 %, sync_wait 0.8 %, "
                       "before_window 68.7 %"), std::string::npos) << text;
   EXPECT_EQ(text.find("idle "), std::string::npos) << text;  // no "idle N %" share
-  const nlohmann::json j = timing::to_json(t, a);
+  const nlohmann::json j = output::to_json(t, a);
   EXPECT_EQ(j["path_lead"]["category"], "before_window");
   EXPECT_EQ(j["path_lead"]["ns"], 90);
   EXPECT_NEAR(j["bound_by_critical_path"]["gpu_compute"].get<double>(), 40.0 / 41.0, 1e-12);
@@ -125,7 +126,7 @@ TEST(AnalysisRealData, V100StepOneLeadIsWorkBeforeTheWindow) {
   EXPECT_GT(a.path.share_of_path(BoundBy::kGpuCompute), 0.9);
   EXPECT_EQ(a.path.skew_ns, 0);
   for (int c = 0; c < BoundBy::kCount; ++c) EXPECT_GE(a.path.bound_by.ns[c], 0) << BoundBy::name(c);
-  const std::string text = timing::to_text(t, a);
+  const std::string text = output::to_text(t, a);
   EXPECT_NE(text.find("before_window — the GPU was still busy"), std::string::npos) << text;
 }
 

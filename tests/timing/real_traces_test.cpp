@@ -17,6 +17,7 @@
 #include "graph/hand_trace.h"
 #include "graph/independent_replay.h"
 #include "test_data.h"
+#include "output/analysis_output.h"
 #include "timing/analysis.h"
 #include "timing/timing.h"
 #include "trace/load.h"
@@ -115,7 +116,7 @@ TEST_P(EveryTrace, ReplaysAndAddsUp) {
     total += v;
   }
   EXPECT_EQ(total, a.schedule.makespan_ns + a.path.skew_ns);
-  const nlohmann::json j = timing::to_json(t, a);
+  const nlohmann::json j = output::to_json(t, a);
   double sum = 0;
   for (const auto& [k, v] : j["bound_by"].items()) sum += v.get<double>();
   EXPECT_NEAR(sum, 1.0, 1e-9);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "graph/hand_trace.h"
+#include "output/analysis_output.h"
 #include "timing/analysis.h"
 
 namespace emo::testing {
@@ -47,7 +48,7 @@ TEST(TimeBase, ClockSkewIsCountedWithItsLargestValue) {
   EXPECT_EQ(c.median_delay_ns, -10);
   EXPECT_FALSE(c.different_time_bases);
   EXPECT_TRUE(has_warning(a, "clock skew: 1 of 1 GPU ops")) << ::testing::PrintToString(c.warnings);
-  EXPECT_NE(timing::to_text(t, a).find("warning: clock skew"), std::string::npos);
+  EXPECT_NE(output::to_text(t, a).find("warning: clock skew"), std::string::npos);
 }
 
 TEST(TimeBase, SkewedLaunchNeverMakesANegativeShare) {
@@ -74,10 +75,10 @@ TEST(TimeBase, SkewedLaunchNeverMakesANegativeShare) {
   EXPECT_EQ(total, a.schedule.makespan_ns + a.path.skew_ns);
   EXPECT_NEAR(a.path.share_of_makespan(BoundBy::kGpuCompute), 50.0 / 61.0, 1e-12);
   EXPECT_NEAR(a.path.share_of_path(BoundBy::kGpuCompute), 50.0 / 51.0, 1e-12);
-  const nlohmann::json j = timing::to_json(t, a);
+  const nlohmann::json j = output::to_json(t, a);
   EXPECT_EQ(j["clock_skew_on_path_ns"], 10);
   for (const auto& [k, v] : j["bound_by"].items()) EXPECT_GE(v.get<double>(), 0.0) << k;
-  EXPECT_NE(timing::to_text(t, a).find("clock skew; that time is in no category"), std::string::npos);
+  EXPECT_NE(output::to_text(t, a).find("clock skew; that time is in no category"), std::string::npos);
 }
 
 TEST(TimeBase, GpuOpsDaysAfterTheirLaunchAreDifferentTimeBases) {
@@ -96,9 +97,9 @@ TEST(TimeBase, GpuOpsDaysAfterTheirLaunchAreDifferentTimeBases) {
   EXPECT_GE(c.median_delay_ns, kOffset);
   EXPECT_EQ(c.before_call_end, 0);
   EXPECT_TRUE(has_warning(a, "different time bases")) << ::testing::PrintToString(c.warnings);
-  EXPECT_NE(timing::to_text(t, a).find("warning: GPU and CPU timestamps are on different time bases"),
+  EXPECT_NE(output::to_text(t, a).find("warning: GPU and CPU timestamps are on different time bases"),
             std::string::npos);
-  EXPECT_TRUE(timing::to_json(t, a)["time_base"]["different_time_bases"].get<bool>());
+  EXPECT_TRUE(output::to_json(t, a)["time_base"]["different_time_bases"].get<bool>());
 }
 
 TEST(TimeBase, OrdinaryLaunchesAndBlockingCopiesRaiseNothing) {

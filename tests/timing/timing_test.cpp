@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/hand_trace.h"
+#include "output/analysis_output.h"
 #include "timing/analysis.h"
 #include "core/error.h"
 
@@ -103,7 +104,7 @@ TEST(Timing, TwoStreamsMakespanPathSlackAndGpuWindows) {
   EXPECT_EQ(bb.ns[BoundBy::kIdle], 0);
   EXPECT_EQ(bound_total(bb), a.schedule.makespan_ns);
 
-  const nlohmann::json j = timing::to_json(t, a);
+  const nlohmann::json j = output::to_json(t, a);
   double sum = 0;
   for (const auto& [k, v] : j["bound_by"].items()) sum += v.get<double>();
   EXPECT_NEAR(sum, 1.0, 1e-12);
@@ -417,7 +418,7 @@ TEST(WhatIf, AnalyzeReportsEachSpec) {
   EXPECT_DOUBLE_EQ(a.what_ifs[0].change, 230.0 / 130.0 - 1.0);
   EXPECT_EQ(a.what_ifs[1].makespan_ns, 130);
   EXPECT_DOUBLE_EQ(a.what_ifs[1].change, 0.0);
-  const nlohmann::json j = timing::to_json(t, a);
+  const nlohmann::json j = output::to_json(t, a);
   EXPECT_EQ(j["what_if"][0]["makespan_ns"], 230);
   EXPECT_EQ(j["what_if"][0]["spec"], "gpu:x2");
 }

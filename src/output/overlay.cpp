@@ -1,4 +1,4 @@
-#include "timing/overlay.h"
+#include "output/overlay.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -10,7 +10,11 @@
 
 #include "core/error.h"
 
-namespace emo::timing {
+namespace emo::output {
+
+using timing::GpuSlack;
+using timing::Interval;
+using timing::PathStep;
 namespace {
 
 
@@ -59,11 +63,11 @@ class Writer {
 
 }  // namespace
 
-void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& path) {
+void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::string& path) {
   write_overlay(t, a, path, {});
 }
 
-void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& path,
+void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::string& path,
                    const std::vector<OverlayTrack>& extra) {
   const graph::DepGraph& g = a.graph;
   const auto& ops = t.ops;
@@ -147,4 +151,4 @@ void write_overlay(const trace::Trace& t, const Analysis& a, const std::string& 
   w.close();
 }
 
-}  // namespace emo::timing
+}  // namespace emo::output

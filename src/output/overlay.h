@@ -7,7 +7,7 @@
 
 #include "timing/analysis.h"
 
-namespace emo::timing {
+namespace emo::output {
 
 /// Writes `path`: every op of the trace as a complete event ("X"; GPU ops on pid = device,
 /// tid = stream; host ops on their pid/tid), with args {id, correlation, slack_ns, critical
@@ -16,7 +16,7 @@ namespace emo::timing {
 /// track of slack windows ("EMO slack windows, GPU d"). Timestamps are µs with exact ns
 /// fractions, relative to the trace's first op (otherData.emo_origin_ns holds it, in ns), since
 /// Perfetto parses them as doubles. Throws emo::InputError when it cannot be written.
-void write_overlay(const trace::Trace& trace, const Analysis& a, const std::string& path);
+void write_overlay(const trace::Trace& trace, const timing::Analysis& a, const std::string& path);
 
 /// A track that a later stage adds to the overlay (e.g. the packs of `emo pack`): one process
 /// named `name` (pid `pid`, distinct from the trace's and EMO's own), tid 0, one complete event
@@ -34,7 +34,7 @@ struct OverlayTrack {
 };
 
 /// As above, with `extra` tracks appended.
-void write_overlay(const trace::Trace& trace, const Analysis& a, const std::string& path,
+void write_overlay(const trace::Trace& trace, const timing::Analysis& a, const std::string& path,
                    const std::vector<OverlayTrack>& extra);
 
-}  // namespace emo::timing
+}  // namespace emo::output

@@ -1,0 +1,26 @@
+// What `emo analyze` writes: the JSON object and the text summary of an analysis.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "timing/analysis.h"
+#include "trace/trace.h"
+
+namespace emo::output {
+
+/// The `emo analyze --json` object: makespan_ns, replay_error, critical_path_ns, critical_path
+/// [{id, name, kind, device, stream, start_ns, dur_ns, via}], edges {type: count, inferred:
+/// {type: count}}, gpus [{device, busy_ns, critical_busy_ns, slack_ns, slack_windows}], bound_by
+/// {category: fraction of the makespan} (= bound_by_makespan), bound_by_critical_path {category:
+/// fraction of the path, lead left out}, path_lead {ns, category}, clock_skew_on_path_ns,
+/// time_base {...}, warnings [text], what_if [{spec, makespan_ns, change}], graph statistics,
+/// and durations_from {path, window, gpu_ops, gpu_matched, calls, calls_matched,
+/// source_gpu_ops, source_unmatched, unmatched, predicted_makespan_ns, source_makespan_ns, error} when set.
+nlohmann::json to_json(const trace::Trace& trace, const timing::Analysis& a);
+
+/// Human-readable summary.
+std::string to_text(const trace::Trace& trace, const timing::Analysis& a);
+
+}  // namespace emo::output
