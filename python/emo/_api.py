@@ -56,14 +56,27 @@ def _window_args(window, annotation, instance):
 
 
 class _JsonResult:
-    """A result backed by the CLI's JSON object of the same call."""
+    """A result backed by the CLI's JSON object of the same call. `texts` is (the object's JSON
+    text, the JSON of its top-level scalars): the scalars are read at once, the whole object on
+    first use of a table (``_doc``)."""
 
-    def __init__(self, doc):
-        self._doc = doc
+    def __init__(self, texts):
+        self._text, head = texts
+        self._head = _json.loads(head)
+        self._parsed = None
+
+    @property
+    def _doc(self):
+        if self._parsed is None:
+            self._parsed = _json.loads(self._text)
+        return self._parsed
+
+    def _scalar(self, key):
+        return self._head[key]
 
     def to_dict(self):
         """The JSON object the CLI writes for the same call (``--json``), as a new dict."""
-        return _json.loads(_json.dumps(self._doc))
+        return _json.loads(self._text)
 
     def __getitem__(self, key):
         return self._doc[key]
@@ -78,8 +91,14 @@ class Trace:
 
     def __init__(self, handle):
         self._h = handle
-        self._summary = _json.loads(handle.summary_json)
+        self._summary_doc = None
         self._ops = None
+
+    @property
+    def _summary(self):
+        if self._summary_doc is None:  # made on first use: load_trace itself only reads
+            self._summary_doc = _json.loads(self._h.summary_json)
+        return self._summary_doc
 
     path = property(lambda self: self._h.path, doc="The file the trace was read from.")
     format = property(lambda self: self._summary["format"], doc='"kineto-json", "nsys-sqlite" or "emo-trace".')
@@ -154,9 +173,9 @@ class AnalysisResult(_JsonResult):
     """What :func:`analyze` found: the ``emo analyze --json`` object, with its main figures as
     attributes (ns unless said otherwise)."""
 
-    makespan_ns = property(lambda self: self._doc["makespan_ns"], doc="Replayed makespan of the window, ns.")
-    critical_path_ns = property(lambda self: self._doc["critical_path_ns"], doc="Length of the critical path, ns.")
-    replay_error = property(lambda self: self._doc["replay_error"], doc="Replay vs recorded makespan, fraction.")
+    makespan_ns = property(lambda self: self._scalar("makespan_ns"), doc="Replayed makespan of the window, ns.")
+    critical_path_ns = property(lambda self: self._scalar("critical_path_ns"), doc="Length of the critical path, ns.")
+    replay_error = property(lambda self: self._scalar("replay_error"), doc="Replay vs recorded makespan, fraction.")
     bound_by = property(lambda self: dict(self._doc["bound_by"]), doc="Share of the makespan per category.")
     critical_path = property(lambda self: self._doc["critical_path"], doc="The critical path's ops, in order.")
     gpus = property(lambda self: self._doc["gpus"], doc="Per GPU: busy, critical and slack time, slack windows.")
@@ -194,16 +213,16 @@ def analyze(trace, window=None, annotation=None, instance=0, what_if=()):
         what_if = [what_if]
     w, a, i = _window_args(window, annotation, instance)
     h = _handle(trace)
-    return AnalysisResult(_json.loads(_emo.analyze(h, w, a, i, [str(s) for s in what_if])))
+    return AnalysisResult(_emo.analyze(h, w, a, i, [str(s) for s in what_if]))
 
 
 class PackResult(_JsonResult):
     """What :func:`pack` found: the ``emo pack --json`` object."""
 
-    packs = property(lambda self: self._doc["packs"], doc="Number of packs.")
-    ops = property(lambda self: self._doc["ops"], doc="Number of GPU ops packed.")
-    min_pack_ns = property(lambda self: self._doc["min_pack_ns"], doc="Shortest pack, ns.")
-    contraction_error = property(lambda self: self._doc["contraction_error"],
+    packs = property(lambda self: self._scalar("packs"), doc="Number of packs.")
+    ops = property(lambda self: self._scalar("ops"), doc="Number of GPU ops packed.")
+    min_pack_ns = property(lambda self: self._scalar("min_pack_ns"), doc="Shortest pack, ns.")
+    contraction_error = property(lambda self: self._scalar("contraction_error"),
                                  doc="Pack graph vs op graph makespan when GPU work is slowed (0 = exact).")
     gpus = property(lambda self: self._doc["gpus"], doc="Per GPU: its packs.")
 
@@ -225,7 +244,7 @@ def pack(trace, min_pack_ms=None, window=None, annotation=None, instance=0):
     if min_pack_ms is not None:
         min_pack_ms = float(min_pack_ms)
     w, a, i = _window_args(window, annotation, instance)
-    return PackResult(_json.loads(_emo.pack(_handle(trace), min_pack_ms, w, a, i)))
+    return PackResult(_emo.pack(_handle(trace), min_pack_ms, w, a, i))
 
 
 class Policy(dict):
@@ -249,14 +268,14 @@ class OptimizeResult(_JsonResult):
     report (shown inline in Jupyter). Measured figures come from the simulated device."""
 
     def __init__(self, handle):
-        super().__init__(_json.loads(handle.json))
+        super().__init__(handle.json)
         self._h = handle
         self.policy = Policy(_json.loads(handle.policy_json))
         """The clock policy (a dict with save(path))."""
 
-    savings = property(lambda self: self._doc["savings"], doc="1 - EMO's energy / the baseline's (measured).")
-    slowdown = property(lambda self: self._doc["slowdown"], doc="EMO's time / the baseline's - 1 (measured).")
-    simulated = property(lambda self: self._doc["simulated"], doc="True when measured on the simulated device.")
+    savings = property(lambda self: self._scalar("savings"), doc="1 - EMO's energy / the baseline's (measured).")
+    slowdown = property(lambda self: self._scalar("slowdown"), doc="EMO's time / the baseline's - 1 (measured).")
+    simulated = property(lambda self: self._scalar("simulated"), doc="True when measured on the simulated device.")
     frontier = property(lambda self: self._doc["frontier"], doc="Predicted [{time_s, energy_j}], ascending time.")
     baseline = property(lambda self: self._doc["baseline"], doc="Every pack at the max clock: time, energy.")
     static_best = property(lambda self: self._doc["static_best"], doc="The best static clock: clock, time, energy.")

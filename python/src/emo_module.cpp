@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,14 +41,31 @@ namespace {
 /// A loaded trace, shared by the results computed from it (they refer to its strings).
 struct TraceHandle {
   std::shared_ptr<const trace::Trace> trace;
-  std::string summary_json;  ///< `emo inspect --json` of the trace.
+  /// `emo inspect --json` of the trace, made once on first use (threads may ask at once).
+  struct Summary {
+    std::once_flag once;
+    std::string text;
+  };
+  std::shared_ptr<Summary> summary;
 };
+
+/// A writer's JSON object as text, and its top-level scalar members alone (a small object that
+/// Python reads at once; the whole text is parsed only when a table is asked for).
+using JsonTexts = std::pair<std::string, std::string>;
+
+JsonTexts texts_of(const nlohmann::json& j) {
+  nlohmann::json head = nlohmann::json::object();
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_structured()) head[key] = value;
+  }
+  return {j.dump(), head.dump()};
+}
 
 /// One optimize() run: its JSON, its policy and what the HTML report needs.
 struct OptimizeHandle {
   std::shared_ptr<const trace::Trace> trace;
   std::shared_ptr<const driver::OptimizeResult> result;
-  std::string json;         ///< `emo optimize --json` of the trace.
+  JsonTexts json;           ///< `emo optimize --json` of the trace (texts_of).
   std::string policy_json;  ///< emo.policy/1 text (`emo optimize --policy`).
 };
 
@@ -108,22 +126,26 @@ std::vector<timing::WhatIf> what_ifs_of(const std::vector<std::string>& specs) {
 
 TraceHandle load(const std::string& path) {
   py::gil_scoped_release release;
-  auto t = std::make_shared<const trace::Trace>(trace::load_trace(path));
-  std::string summary = trace::to_json(trace::summarize(*t)).dump();
-  return TraceHandle{std::move(t), std::move(summary)};
+  return TraceHandle{std::make_shared<const trace::Trace>(trace::load_trace(path)), std::make_shared<TraceHandle::Summary>()};
 }
 
-std::string analyze(const TraceHandle& h, const std::optional<std::string>& window,
+const std::string& summary_json(const TraceHandle& h) {
+  py::gil_scoped_release release;
+  std::call_once(h.summary->once, [&h] { h.summary->text = trace::to_json(trace::summarize(*h.trace)).dump(); });
+  return h.summary->text;
+}
+
+JsonTexts analyze(const TraceHandle& h, const std::optional<std::string>& window,
                     const std::optional<std::string>& annotation, int instance,
                     const std::vector<std::string>& what_if) {
   py::gil_scoped_release release;
   const std::vector<timing::WhatIf> specs = what_ifs_of(what_if);
   const graph::Window w = window_of(*h.trace, window, annotation, instance);
   const timing::Analysis a = timing::analyze(*h.trace, w, specs);
-  return timing::to_json(*h.trace, a).dump();
+  return texts_of(timing::to_json(*h.trace, a));
 }
 
-std::string pack(const TraceHandle& h, std::optional<double> min_pack_ms, const std::optional<std::string>& window,
+JsonTexts pack(const TraceHandle& h, std::optional<double> min_pack_ms, const std::optional<std::string>& window,
                  const std::optional<std::string>& annotation, int instance) {
   py::gil_scoped_release release;
   const std::optional<TimeNs> min_pack = min_pack_ns_of(min_pack_ms);
@@ -131,7 +153,7 @@ std::string pack(const TraceHandle& h, std::optional<double> min_pack_ms, const 
   const model::MinPack catalog = model::min_pack_for(*h.trace);
   const pack::PackRun r = pack::run_pack(
       *h.trace, w, min_pack ? pack::PackOptions{*min_pack, "min_pack_ms"} : pack::PackOptions{catalog.ns, catalog.source});
-  return output::to_json(*h.trace, r).dump();
+  return texts_of(output::to_json(*h.trace, r));
 }
 
 OptimizeHandle optimize(const TraceHandle& h, double max_slowdown, const std::optional<std::string>& gpu,
@@ -151,7 +173,7 @@ OptimizeHandle optimize(const TraceHandle& h, double max_slowdown, const std::op
   opts.frontier_points = frontier_points;
   const graph::Window w = window_of(*h.trace, window, annotation, instance);
   auto r = std::make_shared<const driver::OptimizeResult>(driver::optimize(*h.trace, w, gpu_of(*h.trace, gpu), opts));
-  std::string json = output::to_json(*r).dump();
+  JsonTexts json = texts_of(output::to_json(*r));
   std::string policy_json = policy::to_json(r->policy());
   return OptimizeHandle{h.trace, std::move(r), std::move(json), std::move(policy_json)};
 }
@@ -214,22 +236,22 @@ PYBIND11_MODULE(_emo, m) {
   });
 
   py::class_<TraceHandle>(m, "TraceHandle", "A loaded trace (C++ side).")
-      .def_readonly("summary_json", &TraceHandle::summary_json, "`emo inspect --json` of the trace, as text.")
+      .def_property_readonly("summary_json", &summary_json, "`emo inspect --json` of the trace, as text.")
       .def_property_readonly("path", [](const TraceHandle& h) { return h.trace->meta.path; })
       .def_property_readonly("op_count", [](const TraceHandle& h) { return h.trace->ops.size(); })
       .def("columns", &columns, "The op table's columns: name -> (bytes, struct format).")
       .def("strings", &strings, "The trace's string table (index = name_id).");
 
   py::class_<OptimizeHandle>(m, "OptimizeHandle", "One optimize() run (C++ side).")
-      .def_readonly("json", &OptimizeHandle::json, "`emo optimize --json` of the run, as text.")
+      .def_readonly("json", &OptimizeHandle::json, "`emo optimize --json` of the run and its scalars, as texts.")
       .def_readonly("policy_json", &OptimizeHandle::policy_json, "The clock policy (emo.policy/1), as text.")
       .def("report_html", &report_html, "The self-contained HTML report (`emo optimize --report`).");
 
   m.def("load_trace", &load, py::arg("path"), "Reads a trace file (Kineto JSON, plain or gzip; nsys SQLite; emo.trace/1).");
   m.def("analyze", &analyze, py::arg("trace"), py::arg("window"), py::arg("annotation"), py::arg("instance"),
-        py::arg("what_if"), "`emo analyze --json` of a trace, as text.");
+        py::arg("what_if"), "`emo analyze --json` of a trace and its top-level scalars, as texts.");
   m.def("pack", &pack, py::arg("trace"), py::arg("min_pack_ms"), py::arg("window"), py::arg("annotation"),
-        py::arg("instance"), "`emo pack --json` of a trace, as text.");
+        py::arg("instance"), "`emo pack --json` of a trace and its top-level scalars, as texts.");
   m.def("optimize", &optimize, py::arg("trace"), py::arg("max_slowdown"), py::arg("gpu"), py::arg("seed"),
         py::arg("profile_clocks"), py::arg("min_pack_ms"), py::arg("frontier_points"), py::arg("window"),
         py::arg("annotation"), py::arg("instance"), "Runs `emo optimize` on the simulated device.");

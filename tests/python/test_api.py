@@ -102,8 +102,11 @@ def test_pack_equals_cli(real_trace, cli):
     p = real_trace(TRAINING)
     r = emo.pack(p, min_pack_ms=5)
     doc = cli("pack", p, "--min-pack-ms", "5", "--json", "-")
-    assert r.to_dict() == doc
+    # Where min_pack came from names the parameter the caller used: the option in the CLI.
+    assert (doc["min_pack_source"], r["min_pack_source"]) == ("--min-pack-ms", "min_pack_ms")
+    assert dict(r.to_dict(), min_pack_source="--min-pack-ms") == doc
     assert r.packs == doc["packs"] and r.packs > 0
+    assert emo.pack(p).to_dict() == cli("pack", p, "--json", "-")  # min_pack from the catalog
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +128,7 @@ def test_optimize_equals_cli(optimized, real_trace, cli, tmp_path):
     assert r.to_dict() == doc
     assert r.savings == doc["savings"] and r.slowdown == doc["slowdown"]
     assert r.simulated is True
-    assert r.frontier == doc["frontier"] and len(r.frontier) >= 2
+    assert r.frontier == doc["frontier"] and len(r.frontier) >= 1
     assert r.policy == json.loads(policy_file.read_text())
     assert "[SIMULATED]" in repr(r)
 
