@@ -3,6 +3,8 @@ stand-in records what emo.torch configures and plays the profiler's export). Whe
 importable, test_real_torch_profiler checks the configuration against it too."""
 import importlib
 import json
+import os
+import subprocess
 import sys
 import textwrap
 
@@ -57,8 +59,8 @@ def fake_torch(tmp_path, monkeypatch):
 
 
 def test_import_emo_does_not_import_torch():
-    assert "emo.torch" not in sys.modules or "torch" in sys.modules
-    assert "torch" not in emo.__dict__
+    code = "import sys, emo; assert 'torch' not in sys.modules and 'emo.torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
 
 
 def test_clear_message_without_torch(monkeypatch):
