@@ -97,6 +97,64 @@ def test_on_trace_ready_analyses(fake_torch, tmp_path):
     assert seen[0].critical_path_ns == 200_000
 
 
+def test_step_trigger_writes_progress_lines(fake_torch, tmp_path, monkeypatch):
+    import emo.torch as et
+    watch = tmp_path / "watch"
+    watch.write_text("emo.watch/1\npack 0 0 7 0 gemm\npack 0 1 7 3 relu\npack 2 0 9 0 gemm\n")
+    r, w = os.pipe()
+    monkeypatch.setenv("EMO_PROGRESS_FD", str(w))
+    monkeypatch.setenv("EMO_WATCH_FILE", str(watch))
+    trig = et.StepTrigger()
+    assert trig.active and trig.devices == [0, 2]
+    trig.step()
+    trig.pack(1, device=0)
+    trig.step()
+    os.close(w)
+    lines = os.read(r, 4096).decode().splitlines()
+    os.close(r)
+    fields = [line.split() for line in lines]
+    assert [f[:4] for f in fields] == [["P", "0", "0", "0"], ["P", "2", "0", "0"], ["P", "0", "1", "0"],
+                                       ["P", "0", "0", "1"], ["P", "2", "0", "1"]]
+    assert all(int(f[4]) > 0 for f in fields)  # CLOCK_MONOTONIC ns, as the tracer writes
+
+
+def test_step_without_emo_run_does_nothing(fake_torch, monkeypatch):
+    import emo.torch as et
+    monkeypatch.delenv("EMO_PROGRESS_FD", raising=False)
+    trig = et.StepTrigger()
+    assert not trig.active
+    trig.step()  # no pipe: nothing written, no error
+    with pytest.raises(ValueError, match="pack -1"):
+        trig.pack(-1)
+
+
+def test_step_drives_emo_run(fake_torch, cli, tmp_path):
+    """End to end: `emo run --dry-run --no-tracer` (NVML stand-in) switches clocks at the pack
+    starts a Python training loop reports with emo.torch.step()."""
+    import os
+    fake_nvml = os.environ.get("EMO_FAKE_NVML")
+    if not fake_nvml or not os.path.exists(fake_nvml):
+        from conftest import missing
+        missing("the NVML stand-in libemo_fake_nvml.so is not given (EMO_FAKE_NVML)")
+    packs = [{"index": i, "start": {"op_name": "kernel_{}".format(i), "stream": 7, "ordinal": 0},
+              "start_offset_ns": 10_000_000 * i, "duration_ns": 10_000_000, "ops": 3,
+              "clock_mhz": c, "predicted_energy_j": 1.0} for i, c in enumerate([1200.0, 990.0, 1410.0])]
+    policy = {"schema": "emo.policy/1", "emo_version": "0.1.0", "gpu": "A100-SXM4-80GB", "trace": "t.json",
+              "iteration_marker": "", "max_slowdown": 0.05, "latency_target_ns": 31_500_000,
+              "baseline": {"time_ns": 30_000_000, "energy_j": 4.0},
+              "predicted": {"time_ns": 31_000_000, "energy_j": 3.0}, "switch_latency_ms": 2, "simulated": True,
+              "gpus": [{"device": 0, "rank": -1, "default_clock_mhz": 1410, "packs": packs}]}
+    (tmp_path / "p.json").write_text(json.dumps(policy))
+    script = "import time, emo.torch\nfor _ in range(2):\n    emo.torch.step()\n    time.sleep(0.1)\n"
+    env = dict(os.environ, EMO_NVML_LIBRARY=fake_nvml, EMO_FAKE_NVML_LOG=str(tmp_path / "nvml.log"),
+               PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([cli.exe, "run", "--policy", str(tmp_path / "p.json"), "--dry-run", "--no-tracer", "--",
+                          sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "GPU 0 pack 1 iteration 0 -> 990 MHz (early)" in out.stderr, out.stderr
+    assert "GPU 0 pack 1 iteration 1 -> 990 MHz" in out.stderr, out.stderr
+
+
 def test_real_torch_profiler(tmp_path):
     torch = pytest.importorskip("torch", reason="real torch not installed (the stand-in tests above ran)")
     if getattr(torch.profiler, "STAND_IN", False):
