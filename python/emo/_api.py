@@ -183,7 +183,8 @@ class AnalysisResult(_JsonResult):
 
     @property
     def slack_windows(self):
-        """Per GPU device: its slack windows (list of dicts), as in the JSON's gpus[].slack_windows."""
+        """Per GPU device: its slack windows, [start_ns, end_ns] pairs (trace time), as in the
+        JSON's gpus[].slack_windows."""
         return {g["device"]: g.get("slack_windows", []) for g in self._doc["gpus"]}
 
     def gpus_frame(self):
@@ -192,9 +193,10 @@ class AnalysisResult(_JsonResult):
         return pd.DataFrame([{k: v for k, v in g.items() if k != "slack_windows"} for g in self._doc["gpus"]])
 
     def slack_windows_frame(self):
-        """Every GPU's slack windows as one pandas DataFrame (column ``device`` added)."""
+        """Every GPU's slack windows as one pandas DataFrame: device, start_ns, end_ns, dur_ns."""
         pd = _pandas("AnalysisResult.slack_windows_frame()")
-        return pd.DataFrame([dict(w, device=d) for d, ws in self.slack_windows.items() for w in ws])
+        rows = [(d, s, e, e - s) for d, ws in self.slack_windows.items() for s, e in ws]
+        return pd.DataFrame(rows, columns=["device", "start_ns", "end_ns", "dur_ns"])
 
     def __repr__(self):
         return "<emo.AnalysisResult makespan {:.3f} ms, critical path {:.3f} ms>".format(

@@ -78,6 +78,18 @@ def test_to_pandas(hand_trace):
 
 # --- Real traces: the same figures as the CLI --------------------------------------------------
 
+def test_frames(real_trace):
+    pytest.importorskip("pandas")
+    p = real_trace(TRAINING)
+    a = emo.analyze(p)
+    sw = a.slack_windows_frame()
+    assert len(sw) == sum(len(w) for w in a.slack_windows.values()) > 0
+    assert set(sw.device) <= set(a.slack_windows)
+    assert (sw.dur_ns > 0).all() and (sw.end_ns - sw.start_ns == sw.dur_ns).all()
+    packs = emo.pack(p).packs_frame()
+    assert len(packs) == emo.pack(p).packs
+
+
 def test_analyze_equals_cli(real_trace, cli):
     p = real_trace(TRAINING)
     a = emo.analyze(emo.load_trace(p))
@@ -131,6 +143,11 @@ def test_optimize_equals_cli(optimized, real_trace, cli, tmp_path):
     assert r.frontier == doc["frontier"] and len(r.frontier) >= 1
     assert r.policy == json.loads(policy_file.read_text())
     assert "[SIMULATED]" in repr(r)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return
+    assert r.frontier_frame().energy_j.tolist() == [f["energy_j"] for f in doc["frontier"]]
 
 
 def test_policy_round_trip(optimized, real_trace, tmp_path):
