@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages EMO builds and tests with. Idempotent: installs only what is missing.
+# Installs the Debian packages EMO builds and tests with, and pytest (PyPI) for the Python tests.
+# Idempotent: installs only what is missing.
 # Usage: scripts/setup-deps.sh        (needs root, or sudo on PATH)
 set -euo pipefail
 PKGS=(
@@ -9,20 +10,27 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   coinor-libcbc-dev
-  python3 time
+  python3 python3-dev pybind11-dev time
   chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  echo "setup-deps: all ${#PKGS[@]} packages present"
-  exit 0
-fi
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "setup-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ((${#missing[@]} == 0)); then
+  echo "setup-deps: all ${#PKGS[@]} packages present"
+else
+  echo "setup-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# pytest for tests/python, into the python3 on PATH (the one CMake builds the extension for):
+# from PyPI; where pip is missing or refuses (Debian's externally managed python3), Debian's
+# python3-pytest.
+if ! python3 -c 'import pytest' 2>/dev/null; then
+  echo "setup-deps: installing pytest"
+  python3 -m pip install -q pytest 2>/dev/null || $SUDO apt-get install -y -qq --no-install-recommends python3-pytest
+fi

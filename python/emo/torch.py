@@ -1,0 +1,156 @@
+"""PyTorch profiler helpers: record a trace the way EMO needs it and analyse it when it is ready.
+
+Imported only when used (``import emo.torch`` or ``emo.torch``); ``import emo`` never imports
+torch::
+
+    import emo.torch
+    with emo.torch.profiler("traces/", steps=3) as prof:   # writes traces/<worker>.<ts>.pt.trace.json.gz
+        for batch in loader:
+            train_step(batch)
+            prof.step()
+
+    # applying a policy without the CUPTI tracer: `emo run --policy P --no-tracer -- python train.py`
+    for batch in loader:
+        emo.torch.step()                                    # a step (the policy's iteration) begins
+        train_step(batch)
+
+    # or: analyse each trace as soon as it is written
+    handler = emo.torch.on_trace_ready("traces/", callback=lambda r: print(r.critical_path_ns))
+    with emo.torch.profiler("traces/", steps=3, on_trace_ready=handler) as prof: ...
+"""
+import os as _os
+import time as _time
+
+try:
+    import torch as _torch
+    import torch.profiler as _profiler
+except ImportError as _e:
+    raise ImportError(
+        "emo.torch needs PyTorch (pip install torch): {}. The rest of emo works without it.".format(_e)
+    ) from None
+
+import emo as _emo
+
+__all__ = ["profiler", "on_trace_ready", "StepTrigger", "step"]
+
+
+def profiler(dir, steps=3, wait=1, warmup=1, repeat=1, on_trace_ready=None, record_shapes=False, **kwargs):
+    """A ``torch.profiler.profile`` configured as EMO needs: CPU and CUDA activity, the CUDA sync
+    events EMO's dependency graph reads (``enable_cuda_sync_events``), and a schedule of `wait`
+    idle, `warmup` warm-up and `steps` recorded steps (call ``prof.step()`` once per training step).
+    Traces go to `dir` (gzip Kineto JSON, one per recorded cycle) unless `on_trace_ready` is given.
+    Other keyword arguments go to ``torch.profiler.profile``.
+    """
+    if int(steps) < 1:
+        raise ValueError("steps {!r}: at least one step must be recorded".format(steps))
+    _os.makedirs(dir, exist_ok=True)
+    handler = on_trace_ready or _profiler.tensorboard_trace_handler(str(dir), use_gzip=True)
+    return _profiler.profile(
+        activities=[_profiler.ProfilerActivity.CPU, _profiler.ProfilerActivity.CUDA],
+        schedule=_profiler.schedule(wait=wait, warmup=warmup, active=int(steps), repeat=repeat),
+        on_trace_ready=handler,
+        record_shapes=record_shapes,
+        experimental_config=_torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True),
+        **kwargs,
+    )
+
+
+class _TraceReady:
+    """The callable on_trace_ready() returns; its ``results`` and ``paths`` grow per trace."""
+
+    def __init__(self, dir, analyze, callback, what_if):
+        self.dir = str(dir)
+        self.analyze = analyze
+        self.callback = callback
+        self.what_if = list(what_if)
+        self.paths = []
+        self.results = []
+
+    def __call__(self, prof):
+        _os.makedirs(self.dir, exist_ok=True)
+        path = _os.path.join(self.dir, "emo_trace_{}_{}.json".format(_os.getpid(), _time.time_ns()))
+        prof.export_chrome_trace(path)
+        self.paths.append(path)
+        if not self.analyze:
+            return
+        result = _emo.analyze(_emo.load_trace(path), what_if=self.what_if)
+        self.results.append(result)
+        if self.callback is not None:
+            self.callback(result)
+
+
+def on_trace_ready(dir, analyze=True, callback=None, what_if=()):
+    """A callback for ``torch.profiler.profile(on_trace_ready=...)``: writes each trace to `dir`
+    (Kineto JSON) and, with `analyze`, runs :func:`emo.analyze` on it, appends the result to the
+    callback's ``results`` and passes it to `callback`. The written files are in ``paths``.
+    """
+    return _TraceReady(dir, analyze, callback, what_if)
+
+
+class StepTrigger:
+    """Framework-side pack triggers for ``emo run --policy FILE --no-tracer -- CMD``: tells EMO's
+    runtime where each step (the policy's iteration) and, optionally, each pack begins, by writing
+    ``P DEVICE PACK ITERATION T_NS`` lines (T_NS: CLOCK_MONOTONIC, shared with ``emo run``) to the
+    pipe in ``$EMO_PROGRESS_FD`` (docs/runtime.md). The runtime anchors the policy's predicted pack
+    offsets at each reported start, so reporting pack 0 of every step is enough.
+
+    `devices`: the GPUs to report (default: those of ``$EMO_WATCH_FILE``, the policy's watch list,
+    else GPU 0). Without ``$EMO_PROGRESS_FD`` (not under ``emo run``) every call does nothing.
+    """
+
+    def __init__(self, devices=None, fd=None, watch_file=None):
+        env_fd = _os.environ.get("EMO_PROGRESS_FD")
+        self.fd = fd if fd is not None else (int(env_fd) if env_fd and env_fd.isdigit() else None)
+        self.iteration = -1
+        if devices is None:
+            devices = _watch_devices(watch_file or _os.environ.get("EMO_WATCH_FILE")) or [0]
+        self.devices = sorted({int(d) for d in devices})
+
+    @property
+    def active(self):
+        """True when the lines go to a pipe (under ``emo run``)."""
+        return self.fd is not None
+
+    def _write(self, device, pack, iteration):
+        if self.fd is None:
+            return
+        line = "P {} {} {} {}\n".format(device, pack, iteration, _time.clock_gettime_ns(_time.CLOCK_MONOTONIC))
+        _os.write(self.fd, line.encode())
+
+    def step(self):
+        """A new step begins: reports pack 0 of the next iteration on every device."""
+        self.iteration += 1
+        for d in self.devices:
+            self._write(d, 0, self.iteration)
+
+    def pack(self, index, device=None):
+        """Pack `index` of the current step begins (on `device`, default every device)."""
+        if self.iteration < 0:
+            raise ValueError("pack {}: call step() first (no step has begun)".format(index))
+        if int(index) < 0:
+            raise ValueError("pack {}: must be >= 0".format(index))
+        for d in ([device] if device is not None else self.devices):
+            self._write(int(d), int(index), self.iteration)
+
+
+def _watch_devices(path):
+    """The devices of an emo.watch/1 file's `pack DEVICE PACK STREAM ORDINAL NAME` lines."""
+    if not path:
+        return []
+    try:
+        with open(path) as f:
+            return sorted({int(line.split()[1]) for line in f if line.startswith("pack ") and len(line.split()) > 2})
+    except (OSError, ValueError):
+        return []
+
+
+_trigger = None
+
+
+def step():
+    """``StepTrigger().step()`` on one trigger per process, made on first use: call it where each
+    training step begins. Does nothing outside ``emo run --no-tracer``."""
+    global _trigger
+    if _trigger is None:
+        _trigger = StepTrigger()
+    _trigger.step()
