@@ -24,6 +24,7 @@
 #include "core/version.h"
 #include "driver/optimize.h"
 #include "model/gpu_catalog.h"
+#include "output/analysis_output.h"
 #include "output/html_report.h"
 #include "output/optimize_output.h"
 #include "output/pack_output.h"
@@ -142,7 +143,7 @@ JsonTexts analyze(const TraceHandle& h, const std::optional<std::string>& window
   const std::vector<timing::WhatIf> specs = what_ifs_of(what_if);
   const graph::Window w = window_of(*h.trace, window, annotation, instance);
   const timing::Analysis a = timing::analyze(*h.trace, w, specs);
-  return texts_of(timing::to_json(*h.trace, a));
+  return texts_of(output::to_json(*h.trace, a));
 }
 
 JsonTexts pack(const TraceHandle& h, std::optional<double> min_pack_ms, const std::optional<std::string>& window,
