@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "timing/analysis.h"
 #include "output/analysis_output.h"
 #include "output/overlay.h"
@@ -22,9 +23,7 @@ namespace {
 
 struct AnalyzeOptions {
   std::string trace;
-  std::string window;
-  std::string annotation;
-  int instance = 0;
+  WindowOptions win;
   std::string json_out;
   std::string overlay_out;
   std::vector<std::string> what_ifs;
@@ -37,7 +36,7 @@ int run_analyze(const AnalyzeOptions& o) {
   std::vector<timing::WhatIf> what_ifs;
   for (const std::string& spec : o.what_ifs) what_ifs.push_back(timing::parse_what_if(spec));
   const trace::Trace t = trace::load_trace(o.trace);
-  const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
+  const graph::Window window = o.win.find(t);
   timing::Analysis a = timing::analyze(t, window, what_ifs);
   if (!o.durations_from.empty()) {
     // The same file is read once.
@@ -45,7 +44,7 @@ int run_analyze(const AnalyzeOptions& o) {
     if (o.durations_from != o.trace) other = trace::load_trace(o.durations_from);
     const trace::Trace& src = other ? *other : t;
     const graph::Window src_window =
-        o.durations_instance >= 0 ? timing::find_window(src, "", o.annotation, o.durations_instance)
+        o.durations_instance >= 0 ? timing::find_window(src, "", o.win.annotation, o.durations_instance)
                                   : timing::find_window(src, o.durations_window, "", 0);
     a.durations = timing::durations_from(t, a.graph, src, src_window);
   }
@@ -63,14 +62,7 @@ Action add_analyze_command(CLI::App& app) {
       "analyze", "Dependency graph, replay, critical path and slack of a trace; what-if timing");
   cmd->add_option("trace", opts->trace, "Trace file (Kineto JSON, plain or .gz, or nsys SQLite)")
       ->required();
-  auto* win = cmd->add_option("--window", opts->window,
-                              "Analyse one annotation, e.g. ProfilerStep#3 (first of that name)");
-  auto* ann = cmd->add_option("--annotation", opts->annotation,
-                              "Analyse an annotation by name (with --instance)");
-  cmd->add_option("--instance", opts->instance, "Which instance of --annotation (0-based)")
-      ->check(CLI::NonNegativeNumber)
-      ->needs(ann);
-  win->excludes(ann);
+  add_window_options(cmd, opts->win, "Analyse");
   cmd->add_option("--json", opts->json_out,
                   "Write the JSON result to FILE ('-' = stdout only, no text)");
   cmd->add_option("--overlay", opts->overlay_out,
@@ -89,7 +81,7 @@ Action add_analyze_command(CLI::App& app) {
   cmd->add_option("--durations-instance", opts->durations_instance,
                   "With --durations-from and --annotation NAME: the source window is instance K of NAME")
       ->needs(from)
-      ->needs(ann);
+      ->needs("--annotation");
   return [cmd, opts]() -> int {
     if (!cmd->parsed()) return -1;
     if (opts->durations_instance < -1 || (opts->durations_instance >= 0 && !opts->durations_window.empty())) {

@@ -14,6 +14,7 @@
 
 #include "cli/child_process.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "driver/optimize.h"
 #include "driver/workload_backend.h"
@@ -36,9 +37,7 @@ struct OptimizeCliOptions {
   std::string device = "sim";
   int profile_clocks = 3;
   std::string min_pack_ms;
-  std::string window;
-  std::string annotation;
-  int instance = 0;
+  WindowOptions win;
   std::uint64_t seed = 1;
   std::string policy_out, json_out, overlay_out, report_out;
   int gpu_index = -1;            ///< --device nvml: NVML index (-1 = the trace's GPU index).
@@ -202,7 +201,7 @@ int run_optimize(OptimizeCliOptions o) {
   const std::size_t n = o.traces.size();
   for (std::size_t i = 0; i < n; ++i) {
     const trace::Trace t = trace::load_trace(o.traces[i]);
-    const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
+    const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
     if (nvml) {
@@ -249,12 +248,7 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_option("--profile-clocks", o->profile_clocks, "Clocks profiled per pack (default 3)")
       ->check(CLI::Range(2, 10));
   cmd->add_option("--min-pack-ms", o->min_pack_ms, "Shortest pack in ms (default: the GPU's clock-switch latency)");
-  auto* win = cmd->add_option("--window", o->window, "Optimise one annotation, e.g. ProfilerStep#3");
-  auto* ann = cmd->add_option("--annotation", o->annotation, "Optimise an annotation by name (with --instance)");
-  cmd->add_option("--instance", o->instance, "Which instance of --annotation (0-based)")
-      ->check(CLI::NonNegativeNumber)
-      ->needs(ann);
-  win->excludes(ann);
+  add_window_options(cmd, o->win, "Optimise");
   cmd->add_option("--seed", o->seed, "Seed of the simulated device (per-op variation and noise)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--policy", o->policy_out, "Write the clock policy (emo.policy/1, docs/policy.md)");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "model/gpu_catalog.h"
 #include "output/pack_output.h"
 #include "pack/pack_run.h"
@@ -21,9 +22,7 @@ namespace {
 
 struct PackCliOptions {
   std::string trace;
-  std::string window;
-  std::string annotation;
-  int instance = 0;
+  WindowOptions win;
   std::string min_pack_ms;
   std::string json_out;
   std::string overlay_out;
@@ -32,7 +31,7 @@ struct PackCliOptions {
 int run_pack_command(const PackCliOptions& o) {
   const std::optional<TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
   const trace::Trace t = trace::load_trace(o.trace);
-  const graph::Window window = timing::find_window(t, o.window, o.annotation, o.instance);
+  const graph::Window window = o.win.find(t);
   const model::MinPack catalog = model::min_pack_for(t);
   const pack::PackRun r = pack::run_pack(
       t, window, min_pack ? pack::PackOptions{*min_pack, "--min-pack-ms"} : pack::PackOptions{catalog.ns, catalog.source});
@@ -79,14 +78,7 @@ Action add_pack_command(CLI::App& app) {
   cmd->add_option("--min-pack-ms", opts->min_pack_ms,
                   "Shortest pack in ms (default: the GPU's clock-switch latency from the catalog, "
                   "else 20)");
-  auto* win = cmd->add_option("--window", opts->window,
-                              "Pack one annotation, e.g. ProfilerStep#3 (first of that name)");
-  auto* ann = cmd->add_option("--annotation", opts->annotation,
-                              "Pack an annotation by name (with --instance)");
-  cmd->add_option("--instance", opts->instance, "Which instance of --annotation (0-based)")
-      ->check(CLI::NonNegativeNumber)
-      ->needs(ann);
-  win->excludes(ann);
+  add_window_options(cmd, opts->win, "Pack");
   cmd->add_option("--json", opts->json_out,
                   "Write the JSON result to FILE ('-' = stdout only, no text)");
   cmd->add_option("--overlay", opts->overlay_out,
