@@ -1,5 +1,9 @@
 #include "cli/options.h"
 
+#include <algorithm>
+
+#include "cli/commands.h"
+
 #include "timing/analysis.h"
 
 namespace emo::cli {
@@ -15,6 +19,12 @@ void add_window_options(CLI::App* cmd, WindowOptions& w, const std::string& verb
       ->check(CLI::NonNegativeNumber)
       ->needs(ann);
   win->excludes(ann);
+}
+
+std::string option_of(const std::string& field) {
+  std::string opt = "--" + field;
+  std::replace(opt.begin(), opt.end(), '_', '-');
+  return opt;
 }
 
 }  // namespace emo::cli

@@ -43,12 +43,6 @@ int run_pack_command(const PackCliOptions& o) {
 
 }  // namespace
 
-std::string option_of(const std::string& field) {
-  std::string opt = "--" + field;
-  std::replace(opt.begin(), opt.end(), '_', '-');
-  return opt;
-}
-
 std::optional<TimeNs> parse_min_pack(const std::string& text) {
   if (text.empty()) return std::nullopt;
   double ms = 0;
