@@ -24,6 +24,7 @@ def walk(x, y, path):
         if len(x) != len(y): diffs.append(f"{path}: {len(x)} vs {len(y)} items")
         for i, (u, v) in enumerate(zip(x, y)): walk(u, v, f"{path}[{i}]")
     elif x != y: diffs.append(f"{path}: {x} vs {y}")
+walk(a, b, "")
 for d in diffs[:20]: print("   ", d)
 sys.exit(1 if diffs else 0)
 PY

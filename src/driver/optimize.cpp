@@ -56,13 +56,16 @@ PlanStage plan_of(const ProblemStage& problem, std::vector<int> choice) {
   return p;
 }
 
-/// The static references of stage 6: the baseline at f_max and the best static clock within the
-/// measured target (an oracle over every option clock, or the clock the models predict best).
+/// The static references of stage 6: the baseline at f_max, the measured target (the baseline ×
+/// (1 + max_slowdown)) and the best static clock within it (an oracle over every option clock, or
+/// the clock the models predict best).
 void evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
-                     const ProfileStage& profile, runtime::OptimizeBackend& backend, Evaluation& ev) {
+                     const ProfileStage& profile, double max_slowdown, runtime::OptimizeBackend& backend,
+                     Evaluation& ev) {
   auto evaluated = [](const runtime::RunMeasurement& m) { return Evaluated{m.time_ns, m.energy_j, m.clock_mhz}; };
   const double f_max = profile.option_clocks_mhz.front();
   ev.baseline = evaluated(backend.run_static(trace, packs, f_max));
+  ev.target_ns = target_of(ev.baseline.time_ns, max_slowdown);
   ev.static_best = ev.baseline;
   if (backend.static_oracle()) {
     for (const double f : profile.option_clocks_mhz) {
@@ -229,8 +232,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
                     const OptimizeOptions& options, runtime::OptimizeBackend& backend) {
   Evaluation ev;
   const bool simulated = backend.device().simulated();
-  evaluate_static(trace, packs, problem, profile, backend, ev);  // sets baseline, static_best
-  ev.target_ns = target_of(ev.baseline.time_ns, options.max_slowdown);
+  evaluate_static(trace, packs, problem, profile, options.max_slowdown, backend, ev);
   auto run = [&](PlanStage p) {
     Candidate c{std::move(p), {}, {}};
     c.policy = plan_policy(trace, packs, problem, c.plan, gpu, options.max_slowdown, simulated);

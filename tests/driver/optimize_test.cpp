@@ -79,6 +79,28 @@ TEST(Optimize, MeetsTheTargetOnTheDevice) {
   }
 }
 
+TEST(Optimize, BestStaticClockIsTheCheapestMeasuredStaticRunWithinTheTarget) {
+  const trace::Trace t = phased_trace(2 * kMs, 30 * kMs);  // launch-bound: a low static clock fits
+  for (const double slowdown : {0.0, 0.05, 0.3}) {
+    SCOPED_TRACE(slowdown);
+    const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(slowdown));
+    // Every option clock run here on a fresh simulated device (its runs are deterministic per
+    // seed), the cheapest within the measured baseline × (1 + slowdown) kept.
+    runtime::SimBackend sim(a100(), 1);
+    const runtime::RunMeasurement base = sim.run_static(t, r.packs, 1410);
+    const auto target = static_cast<TimeNs>(std::floor(static_cast<double>(base.time_ns) * (1 + slowdown)));
+    runtime::RunMeasurement best = base;
+    for (const double f : r.profile.option_clocks_mhz) {
+      const runtime::RunMeasurement m = sim.run_static(t, r.packs, f);
+      if (m.time_ns <= target && m.energy_j < best.energy_j) best = m;
+    }
+    EXPECT_EQ(r.evaluation.baseline.time_ns, base.time_ns);
+    EXPECT_DOUBLE_EQ(r.evaluation.static_best.clock_mhz, best.clock_mhz);
+    EXPECT_DOUBLE_EQ(r.evaluation.static_best.energy_j, best.energy_j);
+    if (slowdown >= 0.3) EXPECT_LT(r.evaluation.static_best.clock_mhz, 1410);  // GPU idles: a lower clock fits
+  }
+}
+
 TEST(Optimize, StagesComposeAndTheSearchNeverExceedsItsLimit) {
   const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
   const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(0.05));
