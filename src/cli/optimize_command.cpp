@@ -242,7 +242,10 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_option("--max-slowdown", o->max_slowdown,
                   "Latency target over every GPU at its max clock: a fraction (0.05) or a percentage (5%)")
       ->required();
-  cmd->add_option("--gpu", o->gpu, "GPU model (catalog id or NVML name; default: the trace's own GPU)");
+  cmd->add_option("--gpu", o->gpu, "GPU model (catalog id or NVML name; default: the trace's own GPU)")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("an empty name; give a catalog id such as A100-SXM4-80GB") : std::string(); },
+          "NAME"));
   cmd->add_option("--device", o->device, "Where packs are profiled and the policy evaluated: sim (default) or nvml")
       ->check(CLI::IsMember({"sim", "nvml"}));
   cmd->add_option("--profile-clocks", o->profile_clocks, "Clocks profiled per pack (default 3)")

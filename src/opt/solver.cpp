@@ -39,7 +39,7 @@ struct Timing {
 class PathTimes {
  public:
   PathTimes(const Problem& p, const std::vector<int>& rank)
-      : p_(p), rank_(rank), tail(p.node_count(), 0.0), queued_(p.node_count(), 0) {}
+      : tail(p.node_count(), 0.0), p_(p), rank_(rank), queued_(p.node_count(), 0) {}
   /// Recomputes every earliest start and tail for durations `dur` (s, per node).
   void retime(std::vector<double> dur) {
     d = std::move(dur);

@@ -101,6 +101,7 @@ expect_error nvml_device "--device nvml" "$EMO" optimize "$a" --gpu A100-SXM4-80
 expect_error bad_device "device" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device tpu
 expect_error one_clock "profile-clocks" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --profile-clocks 1
 expect_error unknown_gpu "unknown GPU" "$EMO" optimize "$a" --gpu Z9000 --max-slowdown 0.05
+expect_error empty_gpu "an empty name" "$EMO" optimize "$a" --gpu "" --max-slowdown 0.05
 expect_error gpu_not_in_catalog "not in the GPU catalog" "$EMO" optimize "$DATA/kineto/hta_amd_mi250.json.gz" --max-slowdown 0.05
 expect_error missing_trace "nope.json" "$EMO" optimize "$out/nope.json" --gpu A100-SXM4-80GB --max-slowdown 0.05
 expect_error bad_min_pack "min-pack-ms" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --min-pack-ms -3
