@@ -275,8 +275,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
 
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
                         const OptimizeOptions& options) {
-  check_options(options);
-  runtime::SimBackend backend(gpu, options.seed);
+  runtime::SimBackend backend(gpu, options.seed);  // the options are checked by the overload below
   return optimize(trace, window, gpu, options, backend);
 }
 

@@ -62,7 +62,8 @@ class OptimizeBackend {
 };
 
 /// Clock changes per iteration of `policy`: one per change of clock between consecutive packs of
-/// a GPU, the iteration starting at its last pack's clock (steady state).
+/// a GPU, the iteration starting at its last pack's clock (steady state) — the number of
+/// runtime::switch_requests (runtime/sim_backend.h).
 std::int64_t switches_per_iteration(const policy::Policy& policy);
 
 }  // namespace emo::runtime

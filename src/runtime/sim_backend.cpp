@@ -11,16 +11,8 @@
 namespace emo::runtime {
 
 std::int64_t switches_per_iteration(const policy::Policy& policy) {
-  std::int64_t n = 0;
-  for (const auto& gp : policy.gpus) {
-    if (gp.packs.empty()) continue;
-    double prev = gp.packs.back().clock_mhz;
-    for (const auto& k : gp.packs) {
-      if (k.clock_mhz != prev) ++n;
-      prev = k.clock_mhz;
-    }
-  }
-  return n;
+  std::map<std::int32_t, double> initial;
+  return static_cast<std::int64_t>(switch_requests(policy, 0, initial).size());
 }
 
 Work pack_work(const trace::Trace& t, const graph::DepGraph& g, const pack::Packing& packing, std::uint32_t p) {
