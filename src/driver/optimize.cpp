@@ -1,8 +1,10 @@
 #include "driver/optimize.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -34,6 +36,36 @@ void check_options(const OptimizeOptions& o) {
     throw ArgumentError("frontier_points", fmt::format("{}", o.frontier_points), "the frontier needs at least 2 points");
 }
 
+/// Measured / model ratios of one pack's time and energy at its measured clocks (repeats at one
+/// clock averaged), interpolated linearly in clock, constant outside the measured range.
+class MeasuredRatios {
+ public:
+  MeasuredRatios(const model::ClockModel& m, const std::vector<model::ClockPoint>& points) {
+    std::map<double, std::array<double, 3>> at;  // clock → Σ time ratio, Σ energy ratio, count
+    for (const auto& pt : points) {
+      auto& a = at[pt.clock_mhz];
+      a[0] += pt.time_s / m.time_s(pt.clock_mhz);
+      a[1] += pt.energy_j / m.energy_j(pt.clock_mhz);
+      a[2] += 1;
+    }
+    for (const auto& [f, a] : at) clock_.push_back(f), time_.push_back(a[0] / a[2]), energy_.push_back(a[1] / a[2]);
+  }
+  double time(double f) const { return at(time_, f); }
+  double energy(double f) const { return at(energy_, f); }
+
+ private:
+  double at(const std::vector<double>& r, double f) const {
+    if (clock_.empty()) return 1;
+    const auto hi = std::lower_bound(clock_.begin(), clock_.end(), f);
+    if (hi == clock_.begin()) return r.front();
+    if (hi == clock_.end()) return r.back();
+    const auto i = static_cast<std::size_t>(hi - clock_.begin());
+    const double w = (f - clock_[i - 1]) / (clock_[i] - clock_[i - 1]);
+    return r[i - 1] + w * (r[i] - r[i - 1]);
+  }
+  std::vector<double> clock_, time_, energy_;  // ascending clock
+};
+
 /// Sorts `points` by time and keeps those whose energy strictly falls with time.
 void pareto_frontier(std::vector<FrontierPoint>& points) {
   opt::pareto_filter(points, [](const FrontierPoint& p) { return p.time_s; },
@@ -58,10 +90,10 @@ PlanStage plan_of(const ProblemStage& problem, std::vector<int> choice) {
 
 /// The static references of stage 6: the baseline at f_max, the measured target (the baseline ×
 /// (1 + max_slowdown)) and the best static clock within it (an oracle over every option clock, or
-/// the clock the models predict best).
+/// the models' best static plan, `model_static`, run once).
 void evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
-                     const ProfileStage& profile, double max_slowdown, runtime::OptimizeBackend& backend,
-                     Evaluation& ev) {
+                     const ProfileStage& profile, const std::optional<std::vector<int>>& model_static,
+                     double max_slowdown, runtime::OptimizeBackend& backend, Evaluation& ev) {
   auto evaluated = [](const runtime::RunMeasurement& m) { return Evaluated{m.time_ns, m.energy_j, m.clock_mhz}; };
   const double f_max = profile.option_clocks_mhz.front();
   ev.baseline = evaluated(backend.run_static(trace, packs, f_max));
@@ -74,16 +106,8 @@ void evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, cons
     }
     return;
   }
-  const std::size_t P = problem.choices.packs();
-  std::size_t best_k = 0;
-  double best_e = problem.predicted_baseline.energy_j;
-  for (std::size_t k = 1; k < profile.option_clocks_mhz.size(); ++k) {
-    const std::vector<int> all_k(P, static_cast<int>(k));
-    const TimeNs m = problem.choices.schedule(all_k).makespan_ns;
-    const double e = problem.choices.predicted_energy(all_k, m);
-    if (m <= problem.target_ns && e < best_e) best_e = e, best_k = k;
-  }
-  if (best_k != 0) ev.static_best = evaluated(backend.run_static(trace, packs, profile.option_clocks_mhz[best_k]));
+  if (model_static && (*model_static)[0] != 0)
+    ev.static_best = evaluated(backend.run_static(trace, packs, problem.choices.clocks(*model_static)[0]));
 }
 
 /// A plan with its policy and its measured run.
@@ -107,6 +131,55 @@ std::vector<int> probe_choice(const ProblemStage& problem, const ProfileStage& p
     if (options[p][best[p]].clock_mhz < profiled[1] && best[p] != lowest) probe[p] = lowest;
   }
   return probe;
+}
+
+/// Runs `first`; while a run misses the measured target (the pack models are approximate),
+/// tightens the model's target by the miss — or by the model's relative error on this plan when
+/// that is larger — and re-plans, up to backend.max_validation_runs() runs; then, when a run is
+/// left and the exact pack graph keeps it within the model's target, the lowest-clock probe, kept
+/// only if measured cheaper within the target. `run` measures a plan (counting validation_runs).
+template <typename RunFn>
+Candidate validate(const ProblemStage& problem, opt::FastSolver& solver, const ProfileStage& profile, PlanStage first,
+                   runtime::OptimizeBackend& backend, RunFn&& run, Evaluation& ev) {
+  const TimeNs base_ns = problem.predicted_baseline.time_ns;
+  TimeNs model_target_ns = problem.target_ns;
+  const int limit = ev.validation_runs + backend.max_validation_runs();
+  Candidate kept = run(std::move(first));
+  while (kept.run.time_ns > ev.target_ns && model_target_ns > base_ns && ev.validation_runs < limit) {
+    const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(kept.plan.predicted.time_ns) *
+                                                         static_cast<double>(ev.target_ns) /
+                                                         static_cast<double>(kept.run.time_ns)));
+    model_target_ns = std::max(base_ns, std::min(model_target_ns - (kept.run.time_ns - ev.target_ns) - 1000, by_ratio));
+    kept = run(plan(problem, solver, model_target_ns, ev.search));
+  }
+  if (kept.run.time_ns <= ev.target_ns && ev.validation_runs < limit && profile.profiled_clocks_mhz.size() >= 2) {
+    std::vector<int> probe = probe_choice(problem, profile, kept.plan.choice);
+    if (probe != kept.plan.choice && problem.choices.schedule(probe).makespan_ns <= model_target_ns) {
+      Candidate c = run(plan_of(problem, std::move(probe)));
+      ev.probe_runs = 1;
+      if (c.run.time_ns <= ev.target_ns && c.run.energy_j < kept.run.energy_j) kept = std::move(c), ev.probe_kept = true;
+    }
+  }
+  return kept;
+}
+
+/// Stages 2–4 on the current profiles: the fit, the problem (owned: the solver refers to it), its
+/// solver and the first plan.
+struct Planning {
+  FitStage fit;
+  std::unique_ptr<ProblemStage> problem;
+  std::unique_ptr<opt::FastSolver> solver;
+  PlanStage first;
+};
+
+Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const ProfileStage& profiled, double idle_w,
+                  double max_slowdown, opt::SearchStats& search) {
+  Planning pl;
+  pl.fit = fit(trace, profiled, profiled.option_clocks_mhz.front(), idle_w);
+  pl.problem = std::make_unique<ProblemStage>(build_problem(packs, pl.fit, idle_w, max_slowdown));
+  pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem);
+  pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
+  return pl;
 }
 
 }  // namespace
@@ -149,14 +222,53 @@ FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_ma
                                                     one_line(e.what())));
     }
     const model::ClockModel& m = s.models.back();
-    const double t_top = m.time_s(f_max);
+    const MeasuredRatios pin(m, points[p]);
+    const double t_top = m.time_s(f_max) * pin.time(f_max);
     std::vector<opt::PackOption>& options = s.options.emplace_back();
     for (const double f : profile.option_clocks_mhz) {
-      const double t = m.time_s(f);
-      options.push_back({f, t / t_top, m.energy_j(f) - idle_w * t});
+      const double t = m.time_s(f) * pin.time(f);
+      options.push_back({f, t / t_top, m.energy_j(f) * pin.energy(f) - idle_w * t});
     }
   }
   return s;
+}
+
+std::vector<std::vector<double>> refinement_clocks(const ProblemStage& problem, const ProfileStage& profile,
+                                                   const std::vector<int>& plan, const std::vector<int>& static_choice) {
+  const auto& options = problem.choices.options();
+  const auto K = static_cast<int>(profile.profiled_clocks_mhz.size());
+  std::vector<std::vector<double>> clocks(options.size());
+  for (std::size_t p = 0; p < options.size(); ++p) {
+    const auto& measured = profile.measured.points[p];
+    int budget = K + kRefineProfilesPerPack - static_cast<int>(measured.size());
+    auto want = [&](int k) {
+      const double f = options[p][static_cast<std::size_t>(k)].clock_mhz;
+      const bool known = std::any_of(measured.begin(), measured.end(), [&](const auto& pt) { return pt.clock_mhz == f; }) ||
+                         std::find(clocks[p].begin(), clocks[p].end(), f) != clocks[p].end();
+      if (!known && budget > 0) clocks[p].push_back(f), --budget;
+    };
+    want(plan[p]);
+    if (!static_choice.empty()) want(static_choice[p]);
+  }
+  return clocks;
+}
+
+void add_profiles(ProfileStage& profile, runtime::PackProfiles extra) {
+  auto& points = profile.measured.points;
+  if (extra.points.size() != points.size())
+    throw std::invalid_argument(fmt::format("add_profiles: {} packs measured, {} profiled", extra.points.size(), points.size()));
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    profile.refinement_profiles += static_cast<std::int64_t>(extra.points[p].size());
+    points[p].insert(points[p].end(), extra.points[p].begin(), extra.points[p].end());
+    std::stable_sort(points[p].begin(), points[p].end(),
+                     [](const model::ClockPoint& a, const model::ClockPoint& b) { return a.clock_mhz > b.clock_mhz; });
+  }
+  profile.pack_clock_profiles = static_cast<std::int64_t>(points.size()) *
+                                    static_cast<std::int64_t>(profile.profiled_clocks_mhz.size()) +
+                                profile.refinement_profiles;
+  profile.measured.runs += extra.runs;
+  profile.measured.device_s += extra.device_s;
+  profile.measured.packs_at_run_power += extra.packs_at_run_power;
 }
 
 ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown) {
@@ -232,38 +344,38 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
                     const OptimizeOptions& options, runtime::OptimizeBackend& backend) {
   Evaluation ev;
   const bool simulated = backend.device().simulated();
-  evaluate_static(trace, packs, problem, profile, options.max_slowdown, backend, ev);
-  auto run = [&](PlanStage p) {
+  const std::optional<std::vector<int>> model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
+  evaluate_static(trace, packs, problem, profile, model_static, options.max_slowdown, backend, ev);
+  auto with_policy = [&](PlanStage p) {
     Candidate c{std::move(p), {}, {}};
     c.policy = plan_policy(trace, packs, problem, c.plan, gpu, options.max_slowdown, simulated);
+    return c;
+  };
+  auto run = [&](PlanStage p) {
+    Candidate c = with_policy(std::move(p));
     c.run = backend.run_policy(trace, packs, c.policy, c.plan.pack_clock_mhz);
     ++ev.validation_runs;
     return c;
   };
-  // Run the plan; while the run misses the measured target (the pack models are approximate),
-  // tighten the model's target by the miss — or by the model's relative error on this plan when
-  // that is larger — and re-plan.
-  const TimeNs base_ns = problem.predicted_baseline.time_ns;
-  TimeNs model_target_ns = problem.target_ns;
-  Candidate kept = run(std::move(first));
-  while (kept.run.time_ns > ev.target_ns && model_target_ns > base_ns &&
-         ev.validation_runs < backend.max_validation_runs()) {
-    const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(kept.plan.predicted.time_ns) *
-                                                         static_cast<double>(ev.target_ns) /
-                                                         static_cast<double>(kept.run.time_ns)));
-    model_target_ns = std::max(base_ns, std::min(model_target_ns - (kept.run.time_ns - ev.target_ns) - 1000, by_ratio));
-    kept = run(plan(problem, solver, model_target_ns, ev.search));
-  }
-  // The lowest-clock probe, when a run is left and the exact pack graph keeps it within the
-  // model's target: kept only if measured cheaper within the target.
-  if (kept.run.time_ns <= ev.target_ns && ev.validation_runs < backend.max_validation_runs() &&
-      profile.profiled_clocks_mhz.size() >= 2) {
-    std::vector<int> probe = probe_choice(problem, profile, kept.plan.choice);
-    if (probe != kept.plan.choice && problem.choices.schedule(probe).makespan_ns <= model_target_ns) {
-      Candidate c = run(plan_of(problem, std::move(probe)));
-      ev.probe_runs = 1;
-      if (c.run.time_ns <= ev.target_ns && c.run.energy_j < kept.run.energy_j) kept = std::move(c), ev.probe_kept = true;
+  // The models' best static plan, measured (a real GPU: the static run above is that plan).
+  std::optional<Candidate> uniform;
+  if (model_static && *model_static != first.choice) {
+    ev.static_candidate_mhz = problem.choices.clocks(*model_static)[0];
+    if (backend.static_oracle()) {
+      uniform = run(plan_of(problem, *model_static));
+      ev.static_candidate_runs = 1;
+    } else {
+      uniform = with_policy(plan_of(problem, *model_static));
+      uniform->run = {ev.static_best.time_ns, ev.static_best.energy_j, 0, 0, 0};
     }
+  }
+  Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, ev);
+  // EMO keeps the cheapest measured plan within the target: its own or the static one.
+  if (uniform && uniform->run.time_ns <= ev.target_ns &&
+      (kept.run.time_ns > ev.target_ns || uniform->run.energy_j < kept.run.energy_j)) {
+    kept = std::move(*uniform);
+    ev.static_kept = true;
+    ev.probe_kept = false;
   }
   ev.emo = {kept.run.time_ns, kept.run.energy_j, 0};
   ev.clock_switches = kept.run.clock_switches;
@@ -295,24 +407,36 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
     throw InputError(trace.meta.path,
                      fmt::format("no GPU ops in {}: nothing to optimise", r.packs.analysis.graph.window.label));
   const double idle_w = backend.device().idle_power_w();
-  // Stages 1–3: profile, fit, problem.
+  // Stages 1–4 with 3½: profile, fit, problem, plan; then profile where the plan decides, refit
+  // and re-plan until the plan stops changing (at most kRefineRounds rounds).
   r.profile = profile(trace, r.packs, backend, options.profile_clocks);
-  r.fit = fit(trace, r.profile, r.profile.option_clocks_mhz.front(), idle_w);
-  const ProblemStage problem = build_problem(r.packs, r.fit, idle_w, options.max_slowdown);
+  opt::SearchStats search;
+  Planning pl = planning(trace, r.packs, r.profile, idle_w, options.max_slowdown, search);
+  for (int round = 0; round < kRefineRounds; ++round) {
+    const std::vector<int> uniform =
+        opt::best_static_choice(pl.problem->choices, pl.problem->target_ns + opt::kRoundingNs).value_or(std::vector<int>{});
+    const std::vector<std::vector<double>> clocks = refinement_clocks(*pl.problem, r.profile, pl.first.choice, uniform);
+    if (std::all_of(clocks.begin(), clocks.end(), [](const auto& c) { return c.empty(); })) break;
+    add_profiles(r.profile, backend.profile_pack_clocks(trace, r.packs, clocks));
+    ++r.profile.refinement_rounds;
+    const std::vector<int> before = pl.first.choice;
+    pl = planning(trace, r.packs, r.profile, idle_w, options.max_slowdown, search);
+    if (pl.first.choice == before) break;
+  }
+  const ProblemStage& problem = *pl.problem;
+  r.fit = pl.fit;
   r.predicted_baseline = problem.predicted_baseline;
   r.target_ns = problem.target_ns;
   r.negative_lags = problem.problem.negative_lags;
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   r.profiling_iterations = base_ns > 0 ? r.profile.measured.device_s / ns_to_s(base_ns) : 0;
-  opt::FastSolver solver(problem.problem.problem);
-  r.frontier = predicted_frontier(problem, solver, options.frontier_points);
-  // Stages 4–6: plan, policy, evaluate (re-planning while a run misses the target).
-  opt::SearchStats search;
-  PlanStage first = plan(problem, solver, problem.target_ns, search);
-  r.evaluation = evaluate(trace, r.packs, problem, solver, r.profile, std::move(first), gpu, options, backend);
+  r.frontier = predicted_frontier(problem, *pl.solver, options.frontier_points);
+  // Stages 5–6: policy, evaluate (re-planning while a run misses the target).
+  r.evaluation = evaluate(trace, r.packs, problem, *pl.solver, r.profile, std::move(pl.first), gpu, options, backend);
   r.evaluation.search.deadline_repairs += search.deadline_repairs;
   r.evaluation.search.polish_moves += search.polish_moves;
   r.evaluation.search.greedy_wins += search.greedy_wins;
+  r.evaluation.search.static_wins += search.static_wins;
   r.workload_runs = backend.workload_runs();
   r.device_label = backend.label();
   // The predicted frontier holds the kept plan too (the exact search can beat the solver's

@@ -59,7 +59,9 @@ struct ProfileStage {
   std::vector<double> profiled_clocks_mhz;  ///< The K clocks, descending.
   std::vector<double> option_clocks_mhz;    ///< Clocks offered to the optimiser (the trusted range), descending.
   runtime::PackProfiles measured;           ///< Per pack, one (clock, time, energy) point per profiled clock.
-  std::int64_t pack_clock_profiles = 0;     ///< packs × K.
+  std::int64_t pack_clock_profiles = 0;     ///< packs × K + the refinement profiles.
+  std::int64_t refinement_profiles = 0;     ///< Pack-clock profiles added where the plan decides (refine()).
+  int refinement_rounds = 0;                ///< Rounds of refine() that measured something (≤ kRefineRounds).
   std::int64_t every_clock_profiles = 0;    ///< packs × supported clocks (what profiling every clock costs).
 };
 
@@ -97,6 +99,10 @@ struct Evaluation {
   int validation_runs = 0;                 ///< Policy runs (re-planned while one missed the target).
   int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1; within validation_runs).
   bool probe_kept = false;                 ///< The probe's plan measured cheaper within the target.
+  double static_candidate_mhz = 0;         ///< The models' best static plan's clock (0: none fits, or it is the first plan).
+  int static_candidate_runs = 0;           ///< Its policy runs (0 or 1, within validation_runs; 0 on a real GPU,
+                                           ///< where the static run is that plan).
+  bool static_kept = false;                ///< That static plan measured cheapest within the target: EMO keeps it.
 };
 
 /// Everything `emo optimize` computes for one trace: each stage's value.
@@ -128,14 +134,35 @@ struct OptimizeResult {
 ProfileStage profile(const trace::Trace& trace, const pack::PackRun& packs, runtime::OptimizeBackend& backend,
                      int profile_clocks);
 
+/// Refinement rounds at most (stage 3½, refine()).
+inline constexpr int kRefineRounds = 2;
+/// New pack-clock profiles per pack at most over every refinement round: with K = 3, at most 5
+/// profiles per pack (issue 15's budget), against every supported clock (81 on an A100).
+inline constexpr int kRefineProfilesPerPack = 2;
+
 /// Stage 2: per pack, model::fit_clock_model on its measured points, and its options at every
-/// option clock: factor = time(f) / time(f_max), dynamic energy = energy(f) − idle_w × time(f).
-/// Throws emo::InputError (the trace's path) when a pack's points cannot be fitted.
+/// option clock: time t(f) and energy E(f) are the model's, pinned to the measurements: each is
+/// scaled by measured / model, interpolated linearly in clock between the pack's measured clocks,
+/// so that an option at a measured clock is the measurement (the model gives the shape between).
+/// factor = t(f) / t(f_max), dynamic energy = E(f) − idle_w × t(f). Throws emo::InputError (the
+/// trace's path) when a pack's points cannot be fitted.
 FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_max, double idle_w);
 
 /// Stage 3: the choices over `packs.pack_graph` (the result refers to it), the predicted
 /// baseline, the models' target and the linearised pack problem (opt::build_pack_problem).
 ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown);
+
+/// Stage 3½, one round of "profile where you decide": per pack, the clock `plan` gives it, then the
+/// clock of `static_choice` (the best static plan; may be empty), each only where the pack has no
+/// measured point at that clock, and no more than kRefineProfilesPerPack beyond the K profiled
+/// clocks over all rounds. One list per pack (empty: nothing to measure).
+std::vector<std::vector<double>> refinement_clocks(const ProblemStage& problem, const ProfileStage& profile,
+                                                   const std::vector<int>& plan, const std::vector<int>& static_choice);
+
+/// Adds `extra` (OptimizeBackend::profile_pack_clocks's points, one list per pack) to `profile`:
+/// each pack's points stay in descending clock; runs, device time, pack_clock_profiles and
+/// refinement_profiles grow. Throws std::invalid_argument when the pack counts differ.
+void add_profiles(ProfileStage& profile, runtime::PackProfiles extra);
 
 /// Stage 4: the cheapest plan whose exact pack-graph makespan is within `model_target_ns`
 /// (opt::solve_within), its schedule and prediction. Adds its counters to `stats`.

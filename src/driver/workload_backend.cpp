@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
@@ -134,47 +135,81 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
   return out;
 }
 
-runtime::PackProfiles WorkloadBackend::profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
-                                                     const std::vector<double>& clocks_mhz) {
+void WorkloadBackend::use_device_of(const trace::Trace& trace, const pack::PackRun& packs) {
   const std::int32_t packs_device = single_device(trace, packs);
   if (options_.trace_device < 0) options_.trace_device = packs_device;
   if (options_.trace_device != packs_device) {
     throw InputError(trace.meta.path, fmt::format("the packs are on GPU {} of the trace, not GPU {}", packs_device,
                                                   options_.trace_device));
   }
+}
+
+void WorkloadBackend::measure_run(const trace::Trace& trace, const StaticPolicy& sp, double lock_mhz,
+                                  const std::vector<double>& clock_mhz, const std::string& what,
+                                  runtime::PackProfiles& out) {
+  const std::vector<std::uint32_t>& ids = sp.pack_ids.at(options_.trace_device);
+  const WorkloadRun run = this->run(sp.policy, lock_mhz, what);
+  out.runs += 1;
+  out.device_s += ns_to_s(run.end_ns - run.start_ns);
+  if (run.samples.empty()) {
+    throw InputError(trace.meta.path,
+                     fmt::format("the packs of the trace were not seen in the workload: no pack start of GPU {} "
+                                 "during {} ({} progress lines); check that the command runs the traced program "
+                                 "and that the tracer follows it (emo run --dry-run --log -)",
+                                 options_.trace_device, what, run.progress_lines));
+  }
+  const std::vector<PackMeasure> m = measure_packs(run, ids.size());
+  std::vector<std::string> missing;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (m[i].spans == 0 && clock_mhz[ids[i]] > 0)
+      missing.push_back(fmt::format("{} ('{}')", i, sp.policy.gpus.front().packs[i].start.op_name));
+  }
+  if (!missing.empty()) {
+    throw InputError(trace.meta.path,
+                     fmt::format("the packs of the trace were not seen in the workload: {} of {} packs of GPU {} "
+                                 "never started during {}: {}",
+                                 missing.size(), ids.size(), options_.trace_device, what,
+                                 one_line(fmt::format("{}", fmt::join(missing, ", ")), 200)));
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (clock_mhz[ids[i]] <= 0) continue;
+    out.points[ids[i]].push_back({clock_mhz[ids[i]], ns_to_s(m[i].time_ns), m[i].energy_j});
+    if (m[i].run_power) ++out.packs_at_run_power;
+  }
+}
+
+runtime::PackProfiles WorkloadBackend::profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
+                                                     const std::vector<double>& clocks_mhz) {
+  use_device_of(trace, packs);
   runtime::PackProfiles out;
   out.points.assign(packs.packing.packs.size(), {});
   for (const double f : clocks_mhz) {
-    const StaticPolicy sp = static_policy(trace, packs, gpu_, f);
-    const std::vector<std::uint32_t>& ids = sp.pack_ids.at(options_.trace_device);
-    const std::string what = fmt::format("profiling at {:.0f} MHz", f);
-    const WorkloadRun run = this->run(sp.policy, f, what);
-    out.runs += 1;
-    out.device_s += ns_to_s(run.end_ns - run.start_ns);
-    if (run.samples.empty()) {
-      throw InputError(trace.meta.path,
-                       fmt::format("the packs of the trace were not seen in the workload: no pack start of GPU {} "
-                                   "during {} ({} progress lines); check that the command runs the traced program "
-                                   "and that the tracer follows it (emo run --dry-run --log -)",
-                                   options_.trace_device, what, run.progress_lines));
-    }
-    const std::vector<PackMeasure> m = measure_packs(run, ids.size());
-    std::vector<std::string> missing;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (m[i].spans == 0) missing.push_back(fmt::format("{} ('{}')", i, sp.policy.gpus.front().packs[i].start.op_name));
-    }
-    if (!missing.empty()) {
-      throw InputError(trace.meta.path,
-                       fmt::format("the packs of the trace were not seen in the workload: {} of {} packs of GPU {} "
-                                   "never started during {}: {}",
-                                   missing.size(), ids.size(), options_.trace_device, what,
-                                   one_line(fmt::format("{}", fmt::join(missing, ", ")), 200)));
-    }
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      out.points[ids[i]].push_back({f, ns_to_s(m[i].time_ns), m[i].energy_j});
-      if (m[i].run_power) ++out.packs_at_run_power;
+    const std::vector<double> every(packs.packing.packs.size(), f);
+    measure_run(trace, static_policy(trace, packs, gpu_, f), f, every, fmt::format("profiling at {:.0f} MHz", f), out);
+  }
+  return out;
+}
+
+runtime::PackProfiles WorkloadBackend::profile_pack_clocks(const trace::Trace& trace, const pack::PackRun& packs,
+                                                           const std::vector<std::vector<double>>& clocks_mhz) {
+  const std::size_t P = packs.packing.packs.size();
+  if (clocks_mhz.size() != P)
+    throw std::invalid_argument(fmt::format("profile_pack_clocks: {} clock lists for {} packs", clocks_mhz.size(), P));
+  use_device_of(trace, packs);
+  runtime::PackProfiles out;
+  out.points.assign(P, {});
+  // One run per distinct clock, locked at it like the profiling runs (the same measurement: no
+  // switch inside a run), measuring the packs that asked for that clock.
+  std::map<double, std::vector<double>, std::greater<>> by_clock;
+  for (std::size_t p = 0; p < P; ++p) {
+    for (const double f : clocks_mhz[p]) {
+      auto& measured = by_clock.try_emplace(f, std::vector<double>(P, 0.0)).first->second;
+      measured[p] = f;
     }
   }
+  for (const auto& [f, measured] : by_clock)
+    measure_run(trace, static_policy(trace, packs, gpu_, f), f, measured,
+                fmt::format("refinement profiling at {:.0f} MHz", f), out);
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/policy_builder.h"
 #include "model/gpu_catalog.h"
 #include "runtime/backend.h"
 #include "runtime/device.h"
@@ -99,6 +100,10 @@ class WorkloadBackend final : public runtime::OptimizeBackend {
   /// device throws.
   runtime::PackProfiles profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
                                       const std::vector<double>& clocks_mhz) override;
+  /// One run locked at each distinct clock asked for, measuring the packs that asked for it (as
+  /// profile_packs measures). Throws as profile_packs.
+  runtime::PackProfiles profile_pack_clocks(const trace::Trace& trace, const pack::PackRun& packs,
+                                            const std::vector<std::vector<double>>& clocks_mhz) override;
   /// One run at `clock_mhz`. Throws emo::InputError when the workload exits non-zero.
   runtime::RunMeasurement run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) override;
   /// One run with `policy`. Throws emo::InputError when the workload exits non-zero.
@@ -109,6 +114,14 @@ class WorkloadBackend final : public runtime::OptimizeBackend {
   /// Runs the workload under `policy`; with `static_clock_mhz` > 0 the clock is locked at it
   /// from the start. `what` names the run in errors.
   WorkloadRun run(const policy::Policy& policy, double static_clock_mhz, const std::string& what);
+  /// Sets options_.trace_device to the packs' one GPU; throws emo::InputError when they span
+  /// several or another GPU was set.
+  void use_device_of(const trace::Trace& trace, const pack::PackRun& packs);
+  /// One run under `sp` (locked at `lock_mhz` when > 0): appends to out.points[p] the point of each
+  /// pack p with clock_mhz[p] > 0, measured at that clock. Throws emo::InputError when no pack start
+  /// or not every measured pack's was seen, and what run() throws.
+  void measure_run(const trace::Trace& trace, const StaticPolicy& sp, double lock_mhz,
+                   const std::vector<double>& clock_mhz, const std::string& what, runtime::PackProfiles& out);
 
   runtime::Device& device_;
   const model::GpuSpec& gpu_;

@@ -94,6 +94,22 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
   return choice;
 }
 
+std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns) {
+  std::size_t K = 0;
+  for (const auto& o : pc.options()) K = std::max(K, o.size());
+  std::optional<std::vector<int>> best;
+  double best_e = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    std::vector<int> c(pc.packs());
+    for (std::size_t p = 0; p < c.size(); ++p) c[p] = static_cast<int>(std::min(k, pc.options()[p].size() - 1));
+    const TimeNs m = pc.schedule(c).makespan_ns;
+    if (m > limit_ns) continue;
+    const double e = pc.predicted_energy(c, m);
+    if (!best || e < best_e) best = std::move(c), best_e = e;
+  }
+  return best;
+}
+
 std::vector<int> choice_of(const PackProblem& pp, const Solution& s) {
   std::vector<int> choice(pp.work_node.size());
   for (std::size_t p = 0; p < choice.size(); ++p) choice[p] = s.choice[pp.work_node[p]];
@@ -106,8 +122,8 @@ namespace {
 /// tightened by each overshoot (at most 8 tries), raise_critical repairs a plan at the fastest
 /// deadline; every pack at option 0 when nothing fits.
 std::vector<int> solver_plan(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
-                             SearchStats& stats) {
-  std::vector<int> best(pc.packs(), 0);
+                             const std::vector<int>& start, SearchStats& stats) {
+  std::vector<int> best = start;
   double best_energy = pc.predicted_energy(best, pc.schedule(best).makespan_ns);
   double deadline_s = ns_to_s(target_ns);
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -142,19 +158,24 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
                               SearchStats& stats) {
   const std::size_t P = pc.packs();
   const int max_moves = static_cast<int>(P) * 16;
-  // The solver's plan, polished; and the exact local search alone from every pack at option 0
-  // (it sees port-edge growth the problem does not): the cheaper prediction wins.
-  std::vector<int> polished =
-      polish(pc, solver_plan(pc, pp, solver, target_ns, stats), target_ns + kRoundingNs, max_moves, stats.polish_moves);
+  const TimeNs limit = target_ns + kRoundingNs;
+  const std::vector<int> all_max(P, 0);
+  const std::vector<int> uniform = best_static_choice(pc, limit).value_or(all_max);
+  auto energy = [&](const std::vector<int>& c) { return pc.predicted_energy(c, pc.schedule(c).makespan_ns); };
+  // The solver's plan, polished; and the exact local search alone (it sees port-edge growth the
+  // problem does not) from every pack at option 0 and from the best static plan: the cheapest
+  // prediction wins.
+  std::vector<int> best =
+      polish(pc, solver_plan(pc, pp, solver, target_ns, uniform, stats), limit, max_moves, stats.polish_moves);
+  double best_e = energy(best);
   int scratch_moves = 0;
-  std::vector<int> greedy = polish(pc, std::vector<int>(P, 0), target_ns + kRoundingNs, max_moves, scratch_moves);
-  const double e_polished = pc.predicted_energy(polished, pc.schedule(polished).makespan_ns);
-  const double e_greedy = pc.predicted_energy(greedy, pc.schedule(greedy).makespan_ns);
-  if (e_greedy < e_polished - 1e-9) {
-    ++stats.greedy_wins;
-    return greedy;
+  std::vector<int> greedy = polish(pc, all_max, limit, max_moves, scratch_moves);
+  if (const double e = energy(greedy); e < best_e - 1e-9) best = std::move(greedy), best_e = e, ++stats.greedy_wins;
+  if (uniform != all_max) {
+    std::vector<int> from_static = polish(pc, uniform, limit, max_moves, scratch_moves);
+    if (const double e = energy(from_static); e < best_e - 1e-9) best = std::move(from_static), ++stats.static_wins;
   }
-  return polished;
+  return best;
 }
 
 }  // namespace emo::opt

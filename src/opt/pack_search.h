@@ -58,6 +58,7 @@ struct SearchStats {
   int deadline_repairs = 0;  ///< Re-solves after the exact re-evaluation overshot.
   int polish_moves = 0;      ///< Exact local-search moves applied to the solver's plan.
   int greedy_wins = 0;       ///< Searches where the local search from f_max beat the solver's plan.
+  int static_wins = 0;       ///< Searches where the local search from the best static plan won.
 };
 
 /// Pack durations are rounded to whole ns per op (pack::scale_ns), so an exact makespan may exceed
@@ -79,11 +80,17 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
 
 /// The cheapest choice whose exact pack-graph makespan is within `target_ns` (+ kRoundingNs): the
 /// fast solver on `pp` at a deadline tightened by each overshoot of the exact re-evaluation (at
-/// most 8 tries; every pack at option 0 when none fits; at the fastest deadline, raise_critical
-/// repairs the plan), then polish(); the same polish from every pack at option 0 competes, and the
-/// cheaper prediction wins. Counts into `stats`.
+/// most 8 tries; at the fastest deadline, raise_critical repairs the plan), starting from the best
+/// static plan (best_static_choice; every pack at option 0 when none fits), then polish(); the
+/// same polish from every pack at option 0 and from the best static plan compete, and the
+/// cheapest prediction wins — never worse than the best static plan. Counts into `stats`.
 std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
                               SearchStats& stats);
+
+/// The static plans' best: among the uniform choices (every pack at option index k, clamped to its
+/// last option; options share their clocks, so one clock for every pack) whose exact makespan is
+/// within `limit_ns`, the one of least predicted energy; nullopt when none fits. O(K · (V + E)).
+std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns);
 
 /// Per pack, the option of `s` (a solution of the pack problem `pp`).
 std::vector<int> choice_of(const PackProblem& pp, const Solution& s);

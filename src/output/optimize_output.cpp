@@ -88,6 +88,8 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"profiled_runs", prof.measured.runs},
       {"profiling",
        {{"pack_clock_profiles", prof.pack_clock_profiles},
+        {"refinement_profiles", prof.refinement_profiles},
+        {"refinement_rounds", prof.refinement_rounds},
         {"every_clock_profiles", prof.every_clock_profiles},
         {"device_s", prof.measured.device_s},
         {"equivalent_iterations", r.profiling_iterations},
@@ -97,6 +99,9 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"deadline_repairs", ev.search.deadline_repairs},
       {"polish_moves", ev.search.polish_moves},
       {"greedy_wins", ev.search.greedy_wins},
+      {"static_wins", ev.search.static_wins},
+      {"static_candidate_mhz", ev.static_candidate_mhz},
+      {"static_kept", ev.static_kept},
       {"probe_runs", ev.probe_runs},
       {"probe_kept", ev.probe_kept},
       {"validation_runs", ev.validation_runs},
@@ -120,10 +125,11 @@ std::string to_text(const OptimizeResult& r) {
                                 r.simulated ? " — simulated device: every time and energy below is simulated"
                                             : fmt::format(" — measured on {} by running the workload ({} runs)",
                                                           r.device_label, r.workload_runs));
-  out += fmt::format("  {} packs of {} GPU ops; profiled at {} MHz: {} pack-clock profiles ({} runs, {:.2f} s of device "
-                     "time, {:.1f} iterations); every clock would be {} profiles (~{:.0f} iterations)\n",
+  out += fmt::format("  {} packs of {} GPU ops; profiled at {} MHz, then {} profiles where the plan decides ({} "
+                     "rounds): {} pack-clock profiles ({} runs, {:.2f} s of device time, {:.1f} iterations); every "
+                     "clock would be {} profiles (~{:.0f} iterations)\n",
                      r.packs.pack_graph.packs, r.packs.packing.nodes.size(), fmt::join(prof.profiled_clocks_mhz, ","),
-                     prof.pack_clock_profiles, prof.measured.runs, prof.measured.device_s, r.profiling_iterations,
+                     prof.refinement_profiles, prof.refinement_rounds, prof.pack_clock_profiles, prof.measured.runs, prof.measured.device_s, r.profiling_iterations,
                      prof.every_clock_profiles, every_clock_iterations(r));
   out += fmt::format("  {:<26} {:>12} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
   auto row = [&](const std::string& name, const Evaluated& e) {
@@ -132,7 +138,7 @@ std::string to_text(const OptimizeResult& r) {
   };
   out += row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline);
   out += row(fmt::format("best static ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best);
-  out += row("EMO policy", ev.emo);
+  out += row(ev.static_kept ? fmt::format("EMO (static {:.0f} MHz)", ev.static_candidate_mhz) : "EMO policy", ev.emo);
   out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
                      "predicted {} and {:.3f} J; {} clock switches per window ({})\n",
                      100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1),

@@ -43,6 +43,12 @@ class OptimizeBackend {
   /// cannot be measured, and what the device throws.
   virtual PackProfiles profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
                                      const std::vector<double>& clocks_mhz) = 0;
+  /// Measures pack p at each clock of `clocks_mhz[p]` (one list per pack of `packs`, empty: not
+  /// measured) — the refinement profiles of docs/optimize.md ("profile where you decide"). Returns
+  /// per pack the points in the order asked (empty where nothing was asked) and the cost. Throws
+  /// std::invalid_argument when clocks_mhz.size() != the number of packs, and what profile_packs throws.
+  virtual PackProfiles profile_pack_clocks(const trace::Trace& trace, const pack::PackRun& packs,
+                                           const std::vector<std::vector<double>>& clocks_mhz) = 0;
   /// One iteration with every pack at `clock_mhz` (one of the device's clocks).
   virtual RunMeasurement run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) = 0;
   /// One iteration under `policy`, whose packs run at `pack_clock_mhz` (per pack of `packs`), with

@@ -38,7 +38,8 @@ std::vector<double> trusted_clocks(const std::vector<double>& supported, const s
   return out;
 }
 
-ProfileResult profile_work(Device& device, Work work, const std::vector<double>& clocks, int counter_periods) {
+ProfileResult measure_work(Device& device, Work work, const std::vector<double>& clocks, int counter_periods) {
+  if (clocks.empty()) throw std::invalid_argument(fmt::format("{}: '{}': no clock to measure at", device.name(), work.label));
   ProfileResult r;
   r.simulated = device.simulated();
   // One timing run at the first clock sizes the repetitions.
@@ -56,6 +57,11 @@ ProfileResult profile_work(Device& device, Work work, const std::vector<double>&
     r.runs += m.repetitions;
     r.device_time_s += ns_to_s(m.time_ns) * m.repetitions;
   }
+  return r;
+}
+
+ProfileResult profile_work(Device& device, Work work, const std::vector<double>& clocks, int counter_periods) {
+  ProfileResult r = measure_work(device, std::move(work), clocks, counter_periods);
   r.model = model::fit_clock_model(r.points);
   return r;
 }

@@ -31,8 +31,13 @@ struct ProfileResult {
 };
 
 /// Runs `work` at each of `clocks` (repeated so that each clock spans ≥ `counter_periods` energy-
-/// counter periods, from a first timing run at the first clock) and fits its model. Throws what
-/// Device::run throws, and std::invalid_argument when a measurement has zero energy or time.
+/// counter periods, from a first timing run at the first clock); `model` is left unfitted (one
+/// clock is enough). Throws what Device::run throws, and std::invalid_argument when `clocks` is
+/// empty or a measurement has zero energy or time.
+ProfileResult measure_work(Device& device, Work work, const std::vector<double>& clocks, int counter_periods = 50);
+
+/// measure_work, then the model fitted on the points (model::fit_clock_model). Throws what
+/// measure_work and the fit throw.
 ProfileResult profile_work(Device& device, Work work, const std::vector<double>& clocks, int counter_periods = 50);
 
 }  // namespace emo::runtime

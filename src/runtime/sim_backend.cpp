@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -78,6 +79,24 @@ PackProfiles SimBackend::profile_packs(const trace::Trace& trace, const pack::Pa
     out.runs += prof.runs;
     out.device_s += prof.device_time_s;
     out.points.push_back(std::move(prof.points));
+  }
+  return out;
+}
+
+PackProfiles SimBackend::profile_pack_clocks(const trace::Trace& trace, const pack::PackRun& packs,
+                                             const std::vector<std::vector<double>>& clocks_mhz) {
+  if (clocks_mhz.size() != packs.packing.packs.size())
+    throw std::invalid_argument(fmt::format("profile_pack_clocks: {} clock lists for {} packs", clocks_mhz.size(),
+                                            packs.packing.packs.size()));
+  const graph::DepGraph& g = packs.analysis.graph;
+  PackProfiles out;
+  out.points.resize(clocks_mhz.size());
+  for (std::uint32_t p = 0; p < clocks_mhz.size(); ++p) {
+    if (clocks_mhz[p].empty()) continue;
+    ProfileResult prof = measure_work(device_, pack_work(trace, g, packs.packing, p), clocks_mhz[p]);
+    out.runs += prof.runs;
+    out.device_s += prof.device_time_s;
+    out.points[p] = std::move(prof.points);
   }
   return out;
 }

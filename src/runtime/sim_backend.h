@@ -37,6 +37,8 @@ class SimBackend final : public OptimizeBackend {
   int max_validation_runs() const override { return 4; }
   PackProfiles profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
                              const std::vector<double>& clocks_mhz) override;
+  PackProfiles profile_pack_clocks(const trace::Trace& trace, const pack::PackRun& packs,
+                                   const std::vector<std::vector<double>>& clocks_mhz) override;
   RunMeasurement run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) override;
   RunMeasurement run_policy(const trace::Trace& trace, const pack::PackRun& packs, const policy::Policy& policy,
                             const std::vector<double>& pack_clock_mhz) override;

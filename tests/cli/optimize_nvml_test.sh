@@ -55,9 +55,9 @@ EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown $SLOWDOW
   -- python3 "$HERE/fake_workload.py" 8 0 $PACKS > "$dir/r.txt" 2> "$dir/r.err"; rc=$?
 if [[ $rc -eq 0 ]]; then ok "optimize --device nvml runs"; else bad "optimize --device nvml: rc=$rc $(cat "$dir/r.err")"; fi
 cat "$dir/r.txt"
-if ! grep -q SIMULATED "$dir/r.txt" && grep -q "measured on GPU 0 (NVIDIA A100-SXM4-80GB) by running the workload (6 runs)" "$dir/r.txt"; then
+if ! grep -q SIMULATED "$dir/r.txt" && grep -qE "measured on GPU 0 \(NVIDIA A100-SXM4-80GB\) by running the workload \([0-9]+ runs\)" "$dir/r.txt"; then
   ok "text: measured on the GPU, not labelled simulated"; else bad "text labels"; fi
-[[ -s "$dir/run.0.jsonl" && -s "$dir/run.5.jsonl" ]] && ok "--run-log writes one runtime log per run" || bad "run logs: $(ls "$dir")"
+[[ -s "$dir/run.0.jsonl" && -s "$dir/run.$(( $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['workload_runs'])" "$dir/r.json") - 1 )).jsonl" ]] && ok "--run-log writes one runtime log per run" || bad "run logs: $(ls "$dir")"
 
 if python3 - "$dir" "$SLOWDOWN" "$(setters "$log")" "$PACKS" <<'PY'
 import json, sys
@@ -79,24 +79,31 @@ want = [min(supported, key=lambda c: (abs(c - 1410 * x), -c)) for x in (1, 0.75,
 assert r["profiled_clocks_mhz"] == want, r["profiled_clocks_mhz"]
 assert r["simulated"] is False and pol["simulated"] is False
 assert r["packs"] == 3 and r["device"] == "GPU 0 (NVIDIA A100-SXM4-80GB)"
-assert r["profiled_runs"] == 3 and r["workload_runs"] == 6 and r["validation_runs"] == 1
-assert r["profiling"]["pack_clock_profiles"] == 9 and r["packs_at_run_power"] == 0
+# Runs: 3 profiling clocks, then one run per refinement clock (profile where the plan decides),
+# then baseline, static and EMO.
+points = [[pt["clock_mhz"] for pt in prof["points"]] for prof in r["pack_profiles"]]
+refined = sorted({f for p in points for f in p if f not in want}, reverse=True)
+assert r["profiled_runs"] == 3 + len(refined) and len(refined) >= 1, (r["profiled_runs"], refined)
+assert r["workload_runs"] == r["profiled_runs"] + 3 and r["validation_runs"] == 1, r
+assert r["profiling"]["pack_clock_profiles"] == sum(map(len, points)) and r["packs_at_run_power"] == 0
+assert r["profiling"]["refinement_profiles"] == sum(map(len, points)) - 9
+assert all(len(p) <= 5 for p in points), points  # K = 3 plus at most 2 refinement clocks per pack
 
-# Clock locks: per profiling clock reset / lock / reset; then baseline (1410), static, EMO; reset last.
+# Clock locks: per profiling clock, then per refinement clock (descending), reset / lock / reset;
+# then baseline (1410), static, EMO; reset last.
 calls = [c for c in setters.split(";") if c]
-locks = lambda f: ["nvmlDeviceResetGpuLockedClocks 0", f"nvmlDeviceSetGpuLockedClocks 0 {f} {f}",
+locks = lambda f: ["nvmlDeviceResetGpuLockedClocks 0", f"nvmlDeviceSetGpuLockedClocks 0 {f:.0f} {f:.0f}",
                    "nvmlDeviceResetGpuLockedClocks 0"]
-head = sum((locks(f) for f in want + [1410]), [])
-assert calls[:len(head)] == head, calls[:len(head)]
 static = r["static_best"]["clock_mhz"]
-assert calls[len(head):len(head) + 3] == locks(int(static)), calls[len(head):]
-emo_calls = calls[len(head) + 3:]
+head = sum((locks(f) for f in want + refined + [1410, static]), [])
+assert calls[:len(head)] == head, calls[:len(head)]
+emo_calls = calls[len(head):]
 assert emo_calls[0] == emo_calls[-1] == "nvmlDeviceResetGpuLockedClocks 0" and len(emo_calls) >= 3, emo_calls
 
 # Measured pack times follow MEM + COMP * 1410 / f; energies P(f) * t; the fit reproduces them.
 for prof in r["pack_profiles"]:
     k = prof["pack"]
-    assert [pt["clock_mhz"] for pt in prof["points"]] == want
+    assert set(want) <= {pt["clock_mhz"] for pt in prof["points"]}, prof["points"]
     for pt in prof["points"]:
         f = pt["clock_mhz"]
         close(pt["time_s"] * 1e3, t_ms(k, f), TIME_TOL, f"pack {k} time at {f}")

@@ -187,6 +187,10 @@ class ScriptedBackend final : public runtime::OptimizeBackend {
                                       const std::vector<double>& clocks) override {
     return sim_.profile_packs(t, p, clocks);
   }
+  runtime::PackProfiles profile_pack_clocks(const trace::Trace& t, const pack::PackRun& p,
+                                            const std::vector<std::vector<double>>& clocks) override {
+    return sim_.profile_pack_clocks(t, p, clocks);
+  }
   runtime::RunMeasurement run_static(const trace::Trace& t, const pack::PackRun& p, double f) override {
     return sim_.run_static(t, p, f);
   }
@@ -216,7 +220,8 @@ TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   EXPECT_FALSE(a.evaluation.probe_kept);
   EXPECT_EQ(rejected.policy_runs, a.evaluation.validation_runs);
   // The same optimisation with no run left for the probe: what the result was before the probe.
-  ScriptedBackend no_probe(+1e6, a.evaluation.validation_runs - 1);
+  // (The models' best static plan is measured too, outside the validation budget.)
+  ScriptedBackend no_probe(+1e6, a.evaluation.validation_runs - a.evaluation.static_candidate_runs - 1);
   const driver::OptimizeResult b = driver::optimize(t, {}, a100(), o, no_probe);
   EXPECT_EQ(b.evaluation.probe_runs, 0);
   EXPECT_EQ(a.plan().choice, b.plan().choice);
