@@ -94,14 +94,15 @@ class Planner {
  public:
   Planner(const RandomTraceParams& p, Rng& rng) : p_(p), rng_(rng) {}
 
+  /// The training loop: per iteration a step mark, stretches until ops_per_iteration GPU ops are
+  /// launched, then cudaDeviceSynchronize; CPU-only work (optimizer step, logging) between iterations.
   std::vector<Action> main_thread() {
     std::vector<Action> plan;
     for (int it = 0; it < p_.iterations; ++it) {
-      // Before each iteration but the first: optimizer step, logging (CPU only: the GPU idles).
-      plan.push_back(control(Act::kStep, it == 0 ? gap_us(20, 200) : gap_us(50, 3000)));
+      plan.push_back(control(Act::kStep, it == 0 ? draw_us(20, 200) : draw_us(50, 3000)));
       int ops = 0;
       while (ops < p_.ops_per_iteration) ops += stretch(plan);
-      plan.push_back(control(Act::kDeviceSync, gap_us(5, 50)));
+      plan.push_back(control(Act::kDeviceSync, draw_us(5, 50)));
     }
     return plan;
   }
@@ -112,17 +113,18 @@ class Planner {
     std::vector<Action> plan;
     const int s = p_.streams - 1;
     for (int it = 0; it < p_.iterations; ++it) {
-      plan.push_back(launch(gap_us(500, 8000), s, OpKind::kMemcpy, "Memcpy HtoD (Pinned -> Device)", scaled(20, 2000)));
-      for (int k = rng_.between(1, 4); k > 0; --k) plan.push_back(launch_of(gap_us(2, 40), s, kMemory));
-      plan.push_back(control(Act::kStreamSync, gap_us(5, 50), s));
+      plan.push_back(launch(draw_us(500, 8000), s, OpKind::kMemcpy, "Memcpy HtoD (Pinned -> Device)", draw_us(20, 2000)));
+      for (int k = rng_.between(1, 4); k > 0; --k) plan.push_back(launch_of(draw_us(2, 40), s, kMemory));
+      plan.push_back(control(Act::kStreamSync, draw_us(5, 50), s));
     }
     return plan;
   }
 
  private:
-  TimeNs gap_us(double lo, double hi) { return scale(rng_.log_us(lo, hi)); }
-  TimeNs scale(TimeNs t) const { return std::max<TimeNs>(1, static_cast<TimeNs>(static_cast<double>(t) * p_.time_scale)); }
-  TimeNs scaled(double lo_us, double hi_us) { return scale(rng_.log_us(lo_us, hi_us)); }
+  /// A CPU gap or GPU op duration: log-uniform in [lo_us, hi_us] µs, times the trace's time scale (ns, ≥ 1).
+  TimeNs draw_us(double lo_us, double hi_us) {
+    return std::max<TimeNs>(1, static_cast<TimeNs>(static_cast<double>(rng_.log_us(lo_us, hi_us)) * p_.time_scale));
+  }
   int any_stream() { return rng_.u01() < 0.5 ? 0 : rng_.between(0, p_.streams - 1); }
 
   static Action launch(TimeNs gap, int stream, OpKind kind, std::string name, TimeNs dur) {
@@ -133,7 +135,7 @@ class Planner {
     return a;
   }
   Action launch_of(TimeNs gap, int stream, const OpFamily& f) {
-    Action a = launch(gap, stream, OpKind::kKernel, rng_.pick(f.names), scaled(f.lo_us, f.hi_us));
+    Action a = launch(gap, stream, OpKind::kKernel, rng_.pick(f.names), draw_us(f.lo_us, f.hi_us));
     a.collective = &f == &kComm;
     return a;
   }
@@ -154,7 +156,7 @@ class Planner {
     for (int k = 0; k < n; ++k) {
       const double c = rng_.u01();
       const OpFamily& f = c < 0.5 ? kCompute : c < 0.85 ? kMemory : kMixed;
-      plan.push_back(launch_of(gap_us(1, 20), any_stream(), f));
+      plan.push_back(launch_of(draw_us(1, 20), any_stream(), f));
     }
     return n;
   }
@@ -165,8 +167,8 @@ class Planner {
     for (int k = 0; k < n; ++k) {
       const double c = rng_.u01();
       const OpFamily& f = c < 0.5 ? kMemory : c < 0.8 ? kMixed : kCompute;
-      Action a = launch_of(gap_us(100, 3000), any_stream(), f);
-      if (c < 0.1) a = launch(a.gap, a.stream, OpKind::kMemset, "Memset (Device)", scaled(2, 50));
+      Action a = launch_of(draw_us(100, 3000), any_stream(), f);
+      if (c < 0.1) a = launch(a.gap, a.stream, OpKind::kMemset, "Memset (Device)", draw_us(2, 50));
       plan.push_back(std::move(a));
     }
     return n;
@@ -174,37 +176,37 @@ class Planner {
 
   /// Compute stream -> NCCL on stream 1 -> back: two cross-stream event waits.
   int communication(std::vector<Action>& plan) {
-    plan.push_back(control(Act::kEventRecord, gap_us(2, 10), 0));
-    plan.push_back(control(Act::kWaitEvent, gap_us(2, 10), 1, static_cast<int>(plan.size()) - 1));
-    plan.push_back(launch_of(gap_us(2, 20), 1, kComm));
+    plan.push_back(control(Act::kEventRecord, draw_us(2, 10), 0));
+    plan.push_back(control(Act::kWaitEvent, draw_us(2, 10), 1, static_cast<int>(plan.size()) - 1));
+    plan.push_back(launch_of(draw_us(2, 20), 1, kComm));
     const int extra = rng_.between(0, 3);  // compute overlapping the collective
-    for (int k = 0; k < extra; ++k) plan.push_back(launch_of(gap_us(2, 20), 0, kCompute));
-    plan.push_back(control(Act::kEventRecord, gap_us(2, 10), 1));
-    plan.push_back(control(Act::kWaitEvent, gap_us(2, 10), 0, static_cast<int>(plan.size()) - 1));
+    for (int k = 0; k < extra; ++k) plan.push_back(launch_of(draw_us(2, 20), 0, kCompute));
+    plan.push_back(control(Act::kEventRecord, draw_us(2, 10), 1));
+    plan.push_back(control(Act::kWaitEvent, draw_us(2, 10), 0, static_cast<int>(plan.size()) - 1));
     return 1 + extra;
   }
 
   /// A kernel, then a host sync of one of four kinds on it.
   int host_sync(std::vector<Action>& plan) {
     const int s = any_stream();
-    plan.push_back(launch_of(gap_us(2, 20), s, rng_.u01() < 0.5 ? kCompute : kMemory));
+    plan.push_back(launch_of(draw_us(2, 20), s, rng_.u01() < 0.5 ? kCompute : kMemory));
     switch (rng_.between(0, 3)) {
       case 0:
-        plan.push_back(control(Act::kStreamSync, gap_us(2, 30), s));
+        plan.push_back(control(Act::kStreamSync, draw_us(2, 30), s));
         return 1;
       case 1: {
-        plan.push_back(control(Act::kEventRecord, gap_us(2, 10), s));
-        plan.push_back(control(Act::kEventSync, gap_us(2, 30), s, static_cast<int>(plan.size()) - 1));
+        plan.push_back(control(Act::kEventRecord, draw_us(2, 10), s));
+        plan.push_back(control(Act::kEventSync, draw_us(2, 30), s, static_cast<int>(plan.size()) - 1));
         return 1;
       }
       case 2: {
-        Action copy = launch(gap_us(2, 30), s, OpKind::kMemcpy, "Memcpy DtoH (Device -> Pageable)", scaled(5, 300));
+        Action copy = launch(draw_us(2, 30), s, OpKind::kMemcpy, "Memcpy DtoH (Device -> Pageable)", draw_us(5, 300));
         copy.act = Act::kCopyDtoH;
         plan.push_back(copy);
         return 2;
       }
       default:
-        plan.push_back(control(Act::kDeviceSync, gap_us(2, 30)));
+        plan.push_back(control(Act::kDeviceSync, draw_us(2, 30)));
         return 1;
     }
   }
