@@ -151,9 +151,7 @@ JsonTexts pack(const TraceHandle& h, std::optional<double> min_pack_ms, const st
   py::gil_scoped_release release;
   const std::optional<TimeNs> min_pack = min_pack_ns_of(min_pack_ms);
   const graph::Window w = window_of(*h.trace, window, annotation, instance);
-  const model::MinPack catalog = model::min_pack_for(*h.trace);
-  const pack::PackRun r = pack::run_pack(
-      *h.trace, w, min_pack ? pack::PackOptions{*min_pack, "min_pack_ms"} : pack::PackOptions{catalog.ns, catalog.source});
+  const pack::PackRun r = pack::run_pack(*h.trace, w, model::pack_options_for(*h.trace, min_pack, "min_pack_ms"));
   return texts_of(output::to_json(*h.trace, r));
 }
 

@@ -32,9 +32,7 @@ int run_pack_command(const PackCliOptions& o) {
   const std::optional<TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
   const trace::Trace t = trace::load_trace(o.trace);
   const graph::Window window = o.win.find(t);
-  const model::MinPack catalog = model::min_pack_for(t);
-  const pack::PackRun r = pack::run_pack(
-      t, window, min_pack ? pack::PackOptions{*min_pack, "--min-pack-ms"} : pack::PackOptions{catalog.ns, catalog.source});
+  const pack::PackRun r = pack::run_pack(t, window, model::pack_options_for(t, min_pack, "--min-pack-ms"));
   if (o.json_out != "-") fmt::print("{}", output::to_text(t, r));
   if (!o.json_out.empty()) write_output(o.json_out, output::to_json(t, r).dump(2) + "\n");
   if (!o.overlay_out.empty()) output::write_pack_overlay(t, r, o.overlay_out);

@@ -99,6 +99,9 @@ struct Evaluation {
   int validation_runs = 0;                 ///< Policy runs (re-planned while one missed the target).
   int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1; within validation_runs).
   bool probe_kept = false;                 ///< The probe's plan measured cheaper within the target.
+  TimeNs calibrated_target_ns = 0;         ///< The model target that measured as the target (0: not calibrated).
+  int calibration_runs = 0;                ///< Runs of the plan at the calibrated target (0 or 1, within validation_runs).
+  bool calibration_kept = false;           ///< That plan measured cheaper within the target.
   double static_candidate_mhz = 0;         ///< The models' best static plan's clock (0: none fits, or it is the first plan).
   int static_candidate_runs = 0;           ///< Its policy runs (0 or 1, within validation_runs; 0 on a real GPU,
                                            ///< where the static run is that plan).

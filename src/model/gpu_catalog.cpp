@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "model/op_class.h"
 
 namespace emo::model {
 
@@ -175,6 +176,19 @@ MinPack min_pack_for(const trace::Trace& trace) {
   if (best_ms > 0)
     return {ms_to_ns(best_ms), fmt::format("GPU catalog: {} clock-switch latency", from)};
   return {kFallbackMinPackNs, "default (the trace's GPU is not in the GPU catalog)"};
+}
+
+pack::PackOptions pack_options_for(const trace::Trace& trace, std::optional<TimeNs> min_pack_ns,
+                                   const std::string& option) {
+  pack::PackOptions o;
+  if (min_pack_ns) {
+    o.min_pack_ns = *min_pack_ns, o.min_pack_source = option;
+  } else {
+    MinPack m = min_pack_for(trace);
+    o.min_pack_ns = m.ns, o.min_pack_source = std::move(m.source);
+  }
+  o.op_sensitivity = clock_sensitivity(trace);
+  return o;
 }
 
 }  // namespace emo::model

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/timestamp.h"
+#include "pack/packer.h"
 #include "trace/trace.h"
 
 namespace emo::model {
@@ -74,5 +75,11 @@ inline constexpr TimeNs kFallbackMinPackNs = 20'000'000;
 /// Default min_pack for a trace: the largest clock-switch latency (GpuSpec::switch_latency_ms) of
 /// its GPUs found in the built-in catalog, or kFallbackMinPackNs when none is found. Never throws.
 MinPack min_pack_for(const trace::Trace& trace);
+
+/// How `emo pack`, `emo optimize` and the Python package pack a trace: min_pack `min_pack_ns` (named
+/// `option` in reports) or, without it, min_pack_for(trace); per op its clock_sensitivity
+/// (model/op_class.h) for the phase cuts. Never throws.
+pack::PackOptions pack_options_for(const trace::Trace& trace, std::optional<TimeNs> min_pack_ns,
+                                   const std::string& option);
 
 }  // namespace emo::model

@@ -46,4 +46,25 @@ OpClass classify_op(trace::OpKind kind, std::string_view name) {
   return OpClass::kMixed;
 }
 
+double clock_sensitivity(OpClass c) {
+  switch (c) {
+    case OpClass::kCompute: return 1.0;
+    case OpClass::kMemory: return 0.2;
+    case OpClass::kCommunication: return 0.0;
+    case OpClass::kMixed: return 0.5;
+  }
+  return 0.5;
+}
+
+std::vector<float> clock_sensitivity(const trace::Trace& trace) {
+  const std::size_t n = trace.ops.size();
+  std::vector<float> out(n, 0.0F);
+  for (std::size_t i = 0; i < n; ++i) {
+    const trace::OpKind k = trace.ops.kind[i];
+    if (k != trace::OpKind::kKernel && k != trace::OpKind::kMemcpy && k != trace::OpKind::kMemset) continue;
+    out[i] = static_cast<float>(clock_sensitivity(classify_op(k, trace.strings.view(trace.ops.name[i]))));
+  }
+  return out;
+}
+
 }  // namespace emo::model

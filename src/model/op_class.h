@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "trace/trace.h"
 
@@ -28,5 +29,15 @@ std::string_view op_class_name(OpClass c);
 /// Compute rules are tried before memory rules ("gemm_reduce" is compute). Host kinds (runtime,
 /// driver, framework ops) are not GPU work; they classify as mixed.
 OpClass classify_op(trace::OpKind kind, std::string_view name);
+
+/// A prior of how a class's time responds to the SM clock, 0 (not at all) to 1 (∝ 1/f): compute
+/// 1, mixed 0.5, memory 0.2, communication 0. Used only to find phases (where the mix changes)
+/// for pack::PackOptions::op_sensitivity. An ordinal prior, not fitted: compute-bound work slows
+/// most with the clock, then unrecognised (mixed) work, memory-bound work, communication
+/// (docs/design.md §4); the packs' own models are fitted from their profiles.
+double clock_sensitivity(OpClass c);
+
+/// clock_sensitivity(classify_op(...)) per op row of `trace` (0 for host ops).
+std::vector<float> clock_sensitivity(const trace::Trace& trace);
 
 }  // namespace emo::model

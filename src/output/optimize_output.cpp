@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -102,11 +103,16 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"static_wins", ev.search.static_wins},
       {"static_candidate_mhz", ev.static_candidate_mhz},
       {"static_kept", ev.static_kept},
+      {"static_candidate_runs", ev.static_candidate_runs},
+      {"calibrated_target_ns", ev.calibrated_target_ns},
+      {"calibration_runs", ev.calibration_runs},
+      {"calibration_kept", ev.calibration_kept},
       {"probe_runs", ev.probe_runs},
       {"probe_kept", ev.probe_kept},
       {"validation_runs", ev.validation_runs},
       {"negative_lags", r.negative_lags},
       {"frontier", frontier}};
+  if (std::getenv("EMO_DEBUG_PROFILES")) out["pack_profiles"] = pack_profiles(r);
   if (!r.simulated) {  // measured on a real GPU by running the workload (driver/workload_backend.h)
     out["device"] = r.device_label;
     out["workload_runs"] = r.workload_runs;

@@ -27,13 +27,15 @@ struct Island {
   bool critical = false;
   bool collective = false;
   bool feeds_host = false;  ///< An op of it has an edge to a host timepoint (or another device).
+  TimeNs busy_ns = 0;       ///< Σ its ops' recorded durations.
+  double sensitivity = 0;   ///< Busy-time-weighted mean of its ops' clock sensitivity.
 };
 
 class Packer {
  public:
   Packer(const trace::Trace& t, const DepGraph& g, const timing::Schedule& s,
-         std::span<const TimeNs> slack, TimeNs min_pack)
-      : t_(t), g_(g), s_(s), slack_(slack), min_pack_(min_pack) {}
+         std::span<const TimeNs> slack, TimeNs min_pack, std::span<const float> op_sensitivity)
+      : t_(t), g_(g), s_(s), slack_(slack), min_pack_(min_pack), op_sensitivity_(op_sensitivity) {}
 
   Packing run() {
     out_.min_pack_ns = min_pack_;
@@ -88,6 +90,12 @@ class Packer {
       is.critical = is.critical || slack_[n] == 0;
       is.collective = is.collective || t_.is_collective(g_.op[n]);
       is.feeds_host = is.feeds_host || feeds_host_[n] != 0;
+      const TimeNs d = std::max<TimeNs>(0, g_.rec_end[n] - g_.rec_start[n]);
+      const double sens = op_sensitivity_.empty() ? 0.0 : op_sensitivity_[g_.op[n]];
+      is.sensitivity = is.busy_ns + d > 0 ? (is.sensitivity * static_cast<double>(is.busy_ns) + sens * static_cast<double>(d)) /
+                                                static_cast<double>(is.busy_ns + d)
+                                          : sens;
+      is.busy_ns += d;
       island_of_[n] = static_cast<std::uint32_t>(islands_.size() - 1);
     }
     out_.stats.islands = static_cast<std::int64_t>(islands_.size());
@@ -184,6 +192,7 @@ class Packer {
     }
     if (islands_[k].collective != islands_[k - 1].collective) return Cut::kCollective;
     if (islands_[k].critical != islands_[k - 1].critical) return Cut::kCriticality;
+    if (phase_start_[k]) return Cut::kPhase;
     return std::nullopt;
   }
 
@@ -191,6 +200,7 @@ class Packer {
   /// min_pack long and what is left of the device's timeline is too.
   void pack_device(std::size_t b, std::size_t e) {
     const TimeNs device_end = islands_[e - 1].end_ns;  // islands are disjoint and in order
+    mark_phases(b, e);
     std::size_t cur = b;
     Cut why = Cut::kFirst;
     std::uint32_t anchor = anchor_of(b);
@@ -214,6 +224,20 @@ class Packer {
       pk.forced_short = pk.span_ns < min_pack_;
       if (pk.forced_short) ++out_.stats.forced_short;
     }
+  }
+
+  /// phase_start_[k] for the islands [b, e) of one device (phase_starts()).
+  void mark_phases(std::size_t b, std::size_t e) {
+    phase_start_.resize(islands_.size(), 0);
+    if (op_sensitivity_.empty()) return;
+    std::vector<TimeNs> start, busy;
+    std::vector<double> sens;
+    for (std::size_t k = b; k < e; ++k) {
+      start.push_back(islands_[k].start_ns);
+      busy.push_back(islands_[k].busy_ns);
+      sens.push_back(islands_[k].sensitivity);
+    }
+    for (const std::size_t k : phase_starts(start, busy, sens, islands_[e - 1].end_ns, min_pack_)) phase_start_[b + k] = 1;
   }
 
   void emit_pack(std::size_t ib, std::size_t ie, Cut why) {
@@ -252,7 +276,9 @@ class Packer {
   const timing::Schedule& s_;
   std::span<const TimeNs> slack_;
   TimeNs min_pack_;
+  std::span<const float> op_sensitivity_;  // per trace op row, or empty
   Packing out_;
+  std::vector<std::uint8_t> phase_start_;  // per island
   std::vector<std::uint32_t> sorted_;      // GPU nodes by (device, start)
   std::vector<std::uint32_t> island_of_;   // per graph node
   std::vector<Island> islands_;
@@ -265,6 +291,58 @@ class Packer {
 
 }  // namespace
 
+namespace {
+
+/// Binary segmentation of blocks [i, j) (prefix sums of busy time W and of busy × sensitivity S,
+/// block starts `at`, the stretch's end `end`): the split with the largest weighted contrast
+/// W_L·W_R/(W_L+W_R)·(μ_L − μ_R)² whose sides both span ≥ min_pack and differ by ≥
+/// kPhaseMinContrast; recursion on both sides. Appends the split blocks to `out`.
+void split_phases(const std::vector<double>& W, const std::vector<double>& S, const std::vector<TimeNs>& at,
+                  TimeNs end, std::size_t i, std::size_t j, TimeNs min_pack, std::vector<std::size_t>& out) {
+  std::size_t best = 0;
+  double best_score = 0;
+  for (std::size_t m = i + 1; m < j; ++m) {
+    const TimeNs right_end = j < at.size() ? at[j] : end;
+    if (at[m] - at[i] < min_pack || right_end - at[m] < min_pack) continue;
+    const double wl = W[m] - W[i], wr = W[j] - W[m];
+    if (wl <= 0 || wr <= 0) continue;
+    const double mu_l = (S[m] - S[i]) / wl, mu_r = (S[j] - S[m]) / wr;
+    if (std::abs(mu_l - mu_r) < kPhaseMinContrast) continue;
+    const double score = wl * wr / (wl + wr) * (mu_l - mu_r) * (mu_l - mu_r);
+    if (score > best_score) best_score = score, best = m;
+  }
+  if (best == 0) return;
+  split_phases(W, S, at, end, i, best, min_pack, out);
+  out.push_back(best);
+  split_phases(W, S, at, end, best, j, min_pack, out);
+}
+
+}  // namespace
+
+std::vector<std::size_t> phase_starts(std::span<const TimeNs> start_ns, std::span<const TimeNs> busy_ns,
+                                      std::span<const double> sensitivity, TimeNs end_ns, TimeNs min_pack_ns) {
+  if (start_ns.size() != busy_ns.size() || start_ns.size() != sensitivity.size())
+    throw std::invalid_argument("phase_starts: one start, busy time and sensitivity per island");
+  // Blocks: runs of islands of at least kPhaseBlockFraction × min_pack from start to start.
+  const auto block_ns = static_cast<TimeNs>(kPhaseBlockFraction * static_cast<double>(min_pack_ns));
+  std::vector<std::size_t> first;  // island index of each block's start
+  std::vector<double> W{0}, S{0};
+  std::vector<TimeNs> at;
+  for (std::size_t k = 0; k < start_ns.size(); ++k) {
+    if (first.empty() || start_ns[k] - at.back() >= block_ns) {
+      first.push_back(k), at.push_back(start_ns[k]);
+      W.push_back(W.back()), S.push_back(S.back());
+    }
+    W.back() += static_cast<double>(busy_ns[k]);
+    S.back() += static_cast<double>(busy_ns[k]) * sensitivity[k];
+  }
+  std::vector<std::size_t> blocks;
+  split_phases(W, S, at, end_ns, 0, at.size(), min_pack_ns, blocks);
+  std::vector<std::size_t> out;
+  for (const std::size_t b : blocks) out.push_back(first[b]);
+  return out;
+}
+
 std::string_view cut_name(Cut c) noexcept {
   switch (c) {
     case Cut::kFirst: return "first";
@@ -272,6 +350,7 @@ std::string_view cut_name(Cut c) noexcept {
     case Cut::kEntry: return "entry";
     case Cut::kCollective: return "collective";
     case Cut::kCriticality: return "criticality";
+    case Cut::kPhase: return "phase";
   }
   return "unknown";
 }
@@ -282,7 +361,10 @@ Packing pack_timeline(const trace::Trace& trace, const DepGraph& g, const timing
   if (node_slack.size() != g.nodes() || s.time.size() != 2 * g.nodes()) {
     throw std::invalid_argument("pack_timeline: schedule or slack does not match the graph");
   }
-  return Packer(trace, g, s, node_slack, options.min_pack_ns).run();
+  if (!options.op_sensitivity.empty() && options.op_sensitivity.size() != trace.ops.size()) {
+    throw std::invalid_argument("pack_timeline: op_sensitivity does not match the trace's ops");
+  }
+  return Packer(trace, g, s, node_slack, options.min_pack_ns, options.op_sensitivity).run();
 }
 
 }  // namespace emo::pack

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -41,9 +42,10 @@ enum class Cut : std::uint8_t {
   kEntry,        ///< An outside dependency, not carried by the pack's start, binds an op here.
   kCollective,   ///< A collective kernel starts here or ended the previous island.
   kCriticality,  ///< Criticality changes here.
+  kPhase,        ///< The work's clock sensitivity changes here (phase_starts).
 };
-inline constexpr int kCutCount = 5;
-/// "first", "host_sync", "entry", "collective", "criticality".
+inline constexpr int kCutCount = 6;
+/// "first", "host_sync", "entry", "collective", "criticality", "phase".
 std::string_view cut_name(Cut c) noexcept;
 
 /// One pack: a window of one device's timeline. Times are recorded (trace) ns.
@@ -91,7 +93,24 @@ struct Packing {
 struct PackOptions {
   TimeNs min_pack_ns = 0;       ///< Shortest pack, ns; > 0 (required).
   std::string min_pack_source;  ///< Where min_pack came from, for reports ("--min-pack-ms", ...).
+  /// Per trace op row: how its time responds to the SM clock, 0 (not at all) to 1 (∝ 1/f); the
+  /// caller's estimate (model::clock_sensitivity from op classes). Empty: no phase cuts.
+  std::vector<float> op_sensitivity;
 };
+
+/// Phase cuts (docs/packing.md): a device's islands are grouped into blocks of at least
+/// kPhaseBlockFraction × min_pack of busy time; a stretch of blocks is split in two where the
+/// busy-time-weighted mean sensitivity of the two sides differs most (binary segmentation, the
+/// classic change-point method), while both sides span ≥ min_pack and the means differ by ≥
+/// kPhaseMinContrast; each side is split again the same way.
+inline constexpr double kPhaseBlockFraction = 0.5;
+inline constexpr double kPhaseMinContrast = 0.02;
+
+/// The phase starts of one device's timeline: `busy_ns[i]`, `sensitivity[i]` (busy-time-weighted
+/// mean) and `start_ns[i]` of its islands in time order, `end_ns` the device's last end. Returns
+/// the island indices (> 0, ascending) where a phase starts. O(n log n).
+std::vector<std::size_t> phase_starts(std::span<const TimeNs> start_ns, std::span<const TimeNs> busy_ns,
+                                      std::span<const double> sensitivity, TimeNs end_ns, TimeNs min_pack_ns);
 
 /// Packs every GPU op of `g` (all devices, all streams). `s` is the replay of `g` with its own
 /// durations (the recorded times) and `node_slack` the per-node slack of that schedule

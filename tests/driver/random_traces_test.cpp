@@ -194,6 +194,7 @@ trace::Trace static_fits_trace(int iterations) {
 /// oracle's energy + 0.2 %. Prints the figures.
 void expect_never_loses_where_static_fits(int iterations, std::size_t packs) {
   const trace::Trace t = static_fits_trace(iterations);
+  maybe_dump(t, 9000 + static_cast<std::uint64_t>(iterations));  // seed9001.json: one iteration
   for (const double slowdown : {0.02, 0.05, 0.1}) {
     driver::OptimizeOptions o;
     o.max_slowdown = slowdown;
