@@ -1,6 +1,6 @@
 // `emo optimize TRACE... --max-slowdown FRAC [--gpu NAME] [--device sim|nvml] [--profile-clocks K]
 // [--min-pack-ms X] [--window ...] [--seed N] [--policy FILE] [--json FILE|-] [--overlay FILE]
-// [--report FILE.html] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [-- CMD ARGS...]`: the main
+// [--report FILE.html] [--true-optimum] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [-- CMD ARGS...]`: the main
 // job, a trace in, a clock policy and its savings out. With --device nvml, CMD (the traced
 // workload) runs on the real GPU for profiling and evaluation (policy/workload_backend.h).
 #include <cmath>
@@ -17,6 +17,7 @@
 #include "cli/options.h"
 #include "core/error.h"
 #include "driver/optimize.h"
+#include "driver/true_optimum.h"
 #include "driver/workload_backend.h"
 #include "model/gpu_catalog.h"
 #include "output/html_report.h"
@@ -43,6 +44,7 @@ struct OptimizeCliOptions {
   int gpu_index = -1;            ///< --device nvml: NVML index (-1 = the trace's GPU index).
   bool no_tracer = false;
   std::string run_log;
+  bool true_optimum = false;     ///< Also the exact optimum with true costs (simulated device only).
   std::vector<std::string> command;  ///< After `--`.
 };
 
@@ -166,6 +168,8 @@ double parse_max_slowdown(const std::string& text) {
 int run_optimize(OptimizeCliOptions o) {
   split_command(o);
   const bool nvml = o.device == "nvml";
+  if (nvml && o.true_optimum)
+    throw ArgumentError("true_optimum", "--device nvml", "the true optimum needs the simulated device's ground truth");
   if (nvml && o.command.empty()) {
     throw InputError("--device nvml", "needs the workload to run: emo optimize TRACE ... --device nvml -- CMD ARGS...");
   }
@@ -215,6 +219,7 @@ int run_optimize(OptimizeCliOptions o) {
     } else {
       const GpuChoice gpu = gpu_for(t, o.gpu);
       r = driver::optimize(t, window, *gpu.spec, opts);
+      if (o.true_optimum) r.true_optimum = driver::true_optimum(t, r, *gpu.spec, opts);
       note = gpu.note;
     }
     if (o.json_out != "-") fmt::print("{}{}", output::to_text(r), note);
@@ -267,6 +272,9 @@ Action add_optimize_command(CLI::App& app) {
   // this one does, though the trace list takes it first (split_command separates them).
   cmd->add_option("command", o->command, "--device nvml: the workload to run, after --");
   cmd->add_option("--run-log", o->run_log, "--device nvml: write each workload run's runtime log to PREFIX.N.jsonl");
+  cmd->add_flag("--true-optimum", o->true_optimum,
+                "Simulated device: also solve the same packs exactly with the device's true costs (CBC, up to 200 "
+                "packs), run that plan and report EMO's gap to it (slower; docs/optimize.md)");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
     return run_optimize(*o);

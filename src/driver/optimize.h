@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/true_optimum.h"
 #include "graph/dep_graph.h"
 #include "model/clock_model.h"
 #include "model/gpu_catalog.h"
@@ -124,6 +125,7 @@ struct OptimizeResult {
   std::vector<FrontierPoint> frontier;  ///< Predicted, Pareto-filtered, ascending time (the kept plan included).
   Evaluation evaluation;            ///< Stage 6, with the kept plan (stage 4) and policy (stage 5).
   double profiling_iterations = 0;  ///< Profiling device time / the predicted baseline iteration.
+  std::optional<TrueOptimum> true_optimum;  ///< `--true-optimum` only (driver/true_optimum.h); set by the caller.
 
   const PlanStage& plan() const { return evaluation.plan; }
   const policy::Policy& policy() const { return evaluation.policy; }

@@ -51,6 +51,35 @@ nlohmann::json pack_profiles(const OptimizeResult& r) {
   return profiles;
 }
 
+/// `true_optimum` of --json (driver/true_optimum.h); every figure simulated.
+nlohmann::json true_optimum_json(const driver::TrueOptimum& t, const Evaluated& baseline) {
+  nlohmann::json j = {{"computed", t.computed}, {"packs", t.packs}, {"simulated", true}};
+  if (!t.computed) {
+    j["not_computed"] = t.not_computed;
+    return j;
+  }
+  std::map<std::string, int> clocks;
+  for (double f : t.pack_clock_mhz) clocks[fmt::format("{:.0f}", f)]++;
+  j.update({{"time_ns", t.time_ns},
+            {"energy_j", t.energy_j},
+            {"savings", t.savings},
+            {"slowdown", slowdown_of({t.time_ns, t.energy_j, 0}, baseline)},
+            {"gap", t.gap},
+            {"met_target", t.met_target},
+            {"solver_status", t.status},
+            {"solver_gap", t.solver_gap},
+            {"seconds", t.seconds},
+            {"solves", t.solves},
+            {"runs", t.runs},
+            {"model_target_ns", t.model_target_ns},
+            {"predicted_time_ns", t.predicted_time_ns},
+            {"predicted_energy_j", t.predicted_energy_j},
+            {"emo_true_time_ns", t.emo_true_time_ns},
+            {"emo_true_energy_j", t.emo_true_energy_j},
+            {"pack_clocks_mhz", clocks}});
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const OptimizeResult& r) {
@@ -119,6 +148,7 @@ nlohmann::json to_json(const OptimizeResult& r) {
     out["packs_at_run_power"] = prof.measured.packs_at_run_power;
     out["pack_profiles"] = pack_profiles(r);
   }
+  if (r.true_optimum) out["true_optimum"] = true_optimum_json(*r.true_optimum, ev.baseline);
   return out;
 }
 
@@ -153,6 +183,14 @@ std::string to_text(const OptimizeResult& r) {
                                                                     static_cast<double>(r.predicted_baseline.time_ns)))),
                      format_duration(r.target_ns), format_duration(ev.plan.predicted.time_ns),
                      ev.plan.predicted.energy_j, ev.clock_switches, r.packs.analysis.graph.window.label);
+  if (const auto& t = r.true_optimum; t && t->computed) {
+    out += row("true optimum (oracle)", {t->time_ns, t->energy_j, 0});
+    out += fmt::format("  true optimum: the same packs and target with true costs, solved exactly (CBC {}, {:.1f} s) "
+                       "and run on the simulated device{}; EMO's gap to it {:+.2f} % [SIMULATED]\n",
+                       t->status, t->seconds, t->met_target ? "" : " (misses the target)", 100 * t->gap);
+  } else if (t) {
+    out += fmt::format("  true optimum: not computed ({}) [SIMULATED]\n", t->not_computed);
+  }
   return out;
 }
 

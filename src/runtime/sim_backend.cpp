@@ -101,6 +101,27 @@ PackProfiles SimBackend::profile_pack_clocks(const trace::Trace& trace, const pa
   return out;
 }
 
+std::vector<std::vector<model::ClockPoint>> true_pack_points(const SimDevice& device, const trace::Trace& trace,
+                                                             const pack::PackRun& packs,
+                                                             const std::vector<double>& clocks_mhz) {
+  const std::vector<double> supported = device.supported_sm_clocks_mhz();
+  for (const double f : clocks_mhz) {
+    if (std::none_of(supported.begin(), supported.end(), [f](double c) { return std::abs(c - f) <= 0.5; }))
+      throw std::invalid_argument(fmt::format("{}: {} MHz is not a supported clock", device.name(), f));
+  }
+  const graph::DepGraph& g = packs.analysis.graph;
+  std::vector<std::vector<model::ClockPoint>> out;
+  for (std::uint32_t p = 0; p < packs.packing.packs.size(); ++p) {
+    const Work w = pack_work(trace, g, packs.packing, p);
+    std::vector<model::ClockPoint>& points = out.emplace_back();
+    for (const double f : clocks_mhz) {
+      const TrueRun t = device.true_run(w, f);
+      points.push_back({f, ns_to_s(t.time_ns), t.energy_j});
+    }
+  }
+  return out;
+}
+
 RunMeasurement SimBackend::run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) {
   const graph::DepGraph& g = packs.analysis.graph;
   const std::vector<double> clocks(packs.pack_graph.packs, clock_mhz);

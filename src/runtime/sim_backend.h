@@ -28,6 +28,17 @@ std::vector<double> node_clocks(const graph::DepGraph& g, const pack::Packing& p
 std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs latency_ns,
                                           std::map<std::int32_t, double>& initial_clock_mhz);
 
+/// The simulated device's ground truth of every pack of `packs` at each of `clocks_mhz`: per
+/// pack, one (clock MHz, time s, energy J) point per clock, in the order of `clocks_mhz`. A pack
+/// is the same unit of work that SimBackend::profile_packs measures (pack_work: its ops back to
+/// back per stream), evaluated by SimDevice::true_run: noise-free (no run-to-run noise, no
+/// energy-counter steps, no repetitions), time rounded to the ns. The true costs of
+/// `emo optimize --true-optimum` (driver/true_optimum.h). Throws std::invalid_argument for a
+/// clock the device does not support, and what true_run throws.
+std::vector<std::vector<model::ClockPoint>> true_pack_points(const SimDevice& device, const trace::Trace& trace,
+                                                             const pack::PackRun& packs,
+                                                             const std::vector<double>& clocks_mhz);
+
 class SimBackend final : public OptimizeBackend {
  public:
   /// A simulated `gpu`; `seed` draws the per-op variation, seed + 1 the evaluation noise.
