@@ -3,6 +3,8 @@
 # two builds (before and after a change) can be compared figure by figure:
 #   scripts/optimize-figures.sh BUILD_DIR OUT_DIR        run every shared trace (A100 simulated)
 #   scripts/optimize-figures.sh --diff DIR_A DIR_B       compare two such folders (exit 1 on a change)
+#   scripts/optimize-figures.sh --times BUILD_DIR [RUNS] wall time of each trace's run, median of
+#                                                        RUNS (default 3), s: docs/optimize.md "Speed"
 # Data: ../shared/data (override EMO_DATA_DIR). Kineto traces run with --gpu A100-SXM4-80GB, nsys
 # traces on their own GPU; target +5 %, seed 1 — the table of docs/optimize.md.
 set -euo pipefail
@@ -32,14 +34,36 @@ PY
   done
   exit $status
 fi
+data=${EMO_DATA_DIR:-$(dirname "$0")/../../shared/data}
+traces=("$data"/kineto/*.json.gz "$data"/nsys/*.sqlite)
+# optimize TRACE ARGS...: the table's run of one trace (Kineto on the A100, nsys on its own GPU).
+optimize() {
+  local t=$1; shift
+  local gpu=(--gpu A100-SXM4-80GB); [[ $t == *.sqlite ]] && gpu=()
+  "$build/emo" optimize "$t" "${gpu[@]}" --max-slowdown 0.05 --seed 1 "$@"
+}
+if [[ "${1:-}" == "--times" ]]; then
+  build=${2:?usage: optimize-figures.sh --times BUILD_DIR [RUNS]} runs=${3:-3}
+  printf '%-45s %9s   %s\n' trace "median s" runs
+  for t in "${traces[@]}"; do
+    n=$(basename "$t"); n=${n%%.*} times=()
+    for ((i = 0; i < runs; ++i)); do
+      start=$(date +%s%N)
+      optimize "$t" >/dev/null 2>&1 || { echo "failed: $n"; exit 1; }
+      times+=($(( ($(date +%s%N) - start) / 1000000 )))  # ms
+    done
+    median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$((runs / 2 + 1))p")
+    s() { printf '%d.%02d' $(($1 / 1000)) $(($1 % 1000 / 10)); }
+    printf '%-45s %9s   %s\n' "$n" "$(s "$median")" "$(for x in "${times[@]}"; do printf '%s ' "$(s "$x")"; done)"
+  done
+  exit 0
+fi
 build=${1:?usage: optimize-figures.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: optimize-figures.sh BUILD_DIR OUT_DIR}
-data=${EMO_DATA_DIR:-$(dirname "$0")/../../shared/data}
 mkdir -p "$out"
-for t in "$data"/kineto/*.json.gz "$data"/nsys/*.sqlite; do
+for t in "${traces[@]}"; do
   n=$(basename "$t"); n=${n%%.*}
-  gpu=(--gpu A100-SXM4-80GB); [[ $t == *.sqlite ]] && gpu=()
-  if "$build/emo" optimize "$t" "${gpu[@]}" --max-slowdown 0.05 --seed 1 --json "$out/$n.json" >/dev/null 2>"$out/$n.err"; then
+  if optimize "$t" --json "$out/$n.json" >/dev/null 2>"$out/$n.err"; then
     rm -f "$out/$n.err"; echo "ok: $n"
   else
     echo "failed (exit $?): $n: $(head -1 "$out/$n.err")"

@@ -95,6 +95,10 @@ void SimDevice::advance(std::int64_t ns, double power_w) {
 }
 
 OpTruth SimDevice::truth(const WorkOp& op) const {
+  const bool kernel = op.kind == trace::OpKind::kKernel;
+  if (kernel) {
+    if (const auto it = kernel_truth_.find(std::string_view(op.name)); it != kernel_truth_.end()) return it->second;
+  }
   OpTruth t;
   t.cls = model::classify_op(op.kind, op.name);
   const auto& curve = options_.ground_truth.curve(t.cls);
@@ -107,17 +111,22 @@ OpTruth SimDevice::truth(const WorkOp& op) const {
   }
   t.power_at_max_w = t.cls == model::OpClass::kCommunication ? blocked_power_ : level * gpu_.power_limit_default_w;
   t.power_at_max_w = std::max(t.power_at_max_w, gpu_.idle_power_w);
+  if (kernel) kernel_truth_.emplace(op.name, t);
   return t;
 }
 
 double SimDevice::true_time_ns(const WorkOp& op, double clock_mhz) const {
-  const OpTruth t = truth(op);
-  const double x = clock_mhz / gpu_.max_sm_clock_mhz();
-  return static_cast<double>(op.duration_ns) * options_.ground_truth.curve(t.cls).time_ratio(x, t.beta);
+  return true_time_ns(truth(op), op.duration_ns, clock_mhz);
 }
 
-double SimDevice::true_power_w(const WorkOp& op, double clock_mhz) const {
-  const OpTruth t = truth(op);
+double SimDevice::true_time_ns(const OpTruth& t, std::int64_t duration_ns, double clock_mhz) const {
+  const double x = clock_mhz / gpu_.max_sm_clock_mhz();
+  return static_cast<double>(duration_ns) * options_.ground_truth.curve(t.cls).time_ratio(x, t.beta);
+}
+
+double SimDevice::true_power_w(const WorkOp& op, double clock_mhz) const { return true_power_w(truth(op), clock_mhz); }
+
+double SimDevice::true_power_w(const OpTruth& t, double clock_mhz) const {
   const double x = clock_mhz / gpu_.max_sm_clock_mhz();
   return std::max(gpu_.idle_power_w, t.power_at_max_w * options_.ground_truth.curve(t.cls).power_ratio(x));
 }

@@ -20,9 +20,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/gpu_catalog.h"
@@ -85,12 +88,19 @@ class SimDevice final : public Device {
   /// True energy since creation (what the counter approximates), J.
   double true_energy_j() const { return energy_j_; }
 
-  /// Ground truth of `op` (deterministic for a seed and the op's name and kind).
+  /// Ground truth of `op` (deterministic for a seed and the op's name and kind). A kernel's is
+  /// computed once per name and remembered (classifying the name is most of a simulated run's
+  /// cost), so the const members of one SimDevice are not to be called from several threads
+  /// at once.
   OpTruth truth(const WorkOp& op) const;
   /// Noise-free time of `op` at `clock_mhz`, ns (fractional).
   double true_time_ns(const WorkOp& op, double clock_mhz) const;
+  /// The same for an op of truth `t` (from truth()) and traced duration `duration_ns` (ns).
+  double true_time_ns(const OpTruth& t, std::int64_t duration_ns, double clock_mhz) const;
   /// Noise-free average power of `op` at `clock_mhz`, W.
   double true_power_w(const WorkOp& op, double clock_mhz) const;
+  /// The same for an op of truth `t` (from truth()).
+  double true_power_w(const OpTruth& t, double clock_mhz) const;
   /// Noise-free time and energy of `work` at `clock_mhz` (one repetition).
   TrueRun true_run(const Work& work, double clock_mhz) const;
 
@@ -98,6 +108,12 @@ class SimDevice final : public Device {
   const SimDeviceOptions& options() const { return options_; }
 
  private:
+  /// std::hash of a name, so that kernel_truth_ is looked up by std::string_view.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+
   void check_clock(double mhz) const;
   void advance(std::int64_t ns, double power_w);
 
@@ -110,6 +126,7 @@ class SimDevice final : public Device {
   double counter_j_ = 0;
   std::int64_t next_update_ns_;
   std::mt19937_64 rng_;
+  mutable std::unordered_map<std::string, OpTruth, NameHash, std::equal_to<>> kernel_truth_;  // by name
 };
 
 }  // namespace emo::runtime

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "core/units.h"
 #include "timing/timing.h"
@@ -22,7 +23,8 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   for (const auto& r : requests) effective[r.device].push_back({r.request_ns + latency_ns, r.clock_mhz});
   for (auto& [dev, v] : effective) std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first < b.first; });
 
-  std::vector<WorkOp> work(n);
+  std::vector<OpTruth> truth(n);  // looked up once per node, not per pass
+  std::unordered_map<StringId, OpTruth> kernel_truth;  // and once per kernel name
   std::vector<double> noise(n, 1.0);
   std::mt19937_64 rng(options.seed);
   std::normal_distribution<double> z(0.0, 1.0);
@@ -30,7 +32,14 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   for (std::size_t i = 0; i < n; ++i) {
     if (!g.gpu[i]) continue;
     const auto row = g.op[i];
-    work[i] = {std::string(trace.strings.view(trace.ops.name[row])), trace.ops.kind[row], 0, 0, g.dur[i]};
+    const auto name = trace.ops.name[row];
+    const bool kernel = trace.ops.kind[row] == trace::OpKind::kKernel;
+    if (const auto it = kernel ? kernel_truth.find(name) : kernel_truth.end(); it != kernel_truth.end()) {
+      truth[i] = it->second;
+    } else {
+      truth[i] = device.truth({std::string(trace.strings.view(name)), trace.ops.kind[row], 0, 0, g.dur[i]});
+      if (kernel) kernel_truth.emplace(name, truth[i]);
+    }
     if (options.noise) noise[i] = std::exp(sd * z(rng));
   }
   std::vector<double> clock(node_clock_mhz.begin(), node_clock_mhz.end());
@@ -40,7 +49,7 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
     for (std::size_t i = 0; i < n; ++i) {
       if (!g.gpu[i] || g.dur[i] <= 0) continue;
-      const double t = device.true_time_ns(work[i], clock[i]) * noise[i];
+      const double t = device.true_time_ns(truth[i], g.dur[i], clock[i]) * noise[i];
       dur[i] = std::max<TimeNs>(1, std::llround(t));
     }
     s = timing::replay(g, dur);
@@ -68,9 +77,12 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
     }
     if (!changed) break;
   }
+  double supported = std::nan("");  // the last clock found supported (most nodes share a few)
   for (std::size_t i = 0; i < n; ++i) {
-    if (g.gpu[i] && std::abs(gpu.nearest_sm_clock(clock[i]) - clock[i]) > 0.5)
+    if (!g.gpu[i] || clock[i] == supported) continue;
+    if (std::abs(gpu.nearest_sm_clock(clock[i]) - clock[i]) > 0.5)
       throw std::invalid_argument("run_on_sim: a node's clock is not supported by " + gpu.id);
+    supported = clock[i];
   }
   result.makespan_ns = s.makespan_ns;
   // Energy: idle power over the makespan on every device that ran work, plus each op above idle.
@@ -78,7 +90,7 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
     if (!g.gpu[i]) continue;
     const auto dev = trace.ops.device[g.op[i]];
     auto [it, inserted] = result.gpu_energy_j.try_emplace(dev, gpu.idle_power_w * static_cast<double>(s.makespan_ns) * kSPerNs);
-    const double p = device.true_power_w(work[i], clock[i]);
+    const double p = device.true_power_w(truth[i], clock[i]);
     it->second += (p - gpu.idle_power_w) * static_cast<double>(dur[i]) * kSPerNs;
   }
   for (const auto& [dev, e] : result.gpu_energy_j) result.energy_j += e;

@@ -14,6 +14,7 @@
 #include "graph/independent_replay.h"
 #include "pack/random_trace.h"
 #include "pack/packer.h"
+#include "pack/test_rng.h"
 #include "timing/analysis.h"
 
 namespace emo::testing {

@@ -8,21 +8,9 @@
 #include <vector>
 
 #include "graph/hand_trace.h"
+#include "pack/test_rng.h"
 
 namespace emo::testing {
-
-/// A small deterministic generator (splitmix64).
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  TimeNs in(TimeNs lo, TimeNs hi) { return lo + static_cast<TimeNs>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
-  bool chance(int percent) { return static_cast<int>(next() % 100) < percent; }
-};
 
 /// A random trace as a CUDA program would record it: `threads` CPU threads issuing kernel
 /// launches onto `streams` streams of `devices` GPUs, device and stream syncs (with records),
