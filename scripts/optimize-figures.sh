@@ -3,6 +3,7 @@
 # two builds (before and after a change) can be compared figure by figure:
 #   scripts/optimize-figures.sh BUILD_DIR OUT_DIR        run every shared trace (A100 simulated)
 #   scripts/optimize-figures.sh --diff DIR_A DIR_B       compare two such folders (exit 1 on a change)
+#   scripts/optimize-figures.sh --table DIR              the Markdown table of docs/optimize.md from a folder
 #   scripts/optimize-figures.sh --times BUILD_DIR [RUNS] wall time of each trace's run, median of
 #                                                        RUNS (default 3), s: docs/optimize.md "Speed"
 # Data: ../shared/data (override EMO_DATA_DIR). Kineto traces run with --gpu A100-SXM4-80GB, nsys
@@ -56,6 +57,22 @@ if [[ "${1:-}" == "--times" ]]; then
     s() { printf '%d.%02d' $(($1 / 1000)) $(($1 % 1000 / 10)); }
     printf '%-45s %9s   %s\n' "$n" "$(s "$median")" "$(for x in "${times[@]}"; do printf '%s ' "$(s "$x")"; done)"
   done
+  exit 0
+fi
+if [[ "${1:-}" == "--table" ]]; then  # the docs/optimize.md table of a folder the figures mode wrote
+  python3 - "${2:?usage: optimize-figures.sh --table DIR}" <<'PY'
+import json, pathlib, sys
+print("| trace | packs | baseline ms | baseline J | static MHz | static savings % | static slowdown % | EMO savings % "
+      "| EMO slowdown % | EMO keeps | switches/iter | profiles per pack | profiling (iterations) | policy runs |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    r = json.load(open(f)); b = r["baseline"]; prof = r["profiling"]
+    keeps = f"static {r['static_candidate_mhz']:.0f} MHz" if r.get("static_kept") else "its plan"
+    print(f"| {f.stem} | {r['packs']} | {b['time_ns'] / 1e6:.3f} | {b['energy_j']:.3f} | {r['static_best']['clock_mhz']:.0f} "
+          f"| {100 * r['static_savings']:.2f} | {100 * r['static_slowdown']:.2f} | {100 * r['savings']:.2f} "
+          f"| {100 * r['slowdown']:.2f} | {keeps} | {r['clock_switches']} | {prof['pack_clock_profiles'] / r['packs']:.1f} "
+          f"| {prof['equivalent_iterations']:.1f} | {r['validation_runs']} |")
+PY
   exit 0
 fi
 build=${1:?usage: optimize-figures.sh BUILD_DIR OUT_DIR}

@@ -110,15 +110,19 @@ void evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, cons
   ev.baseline = evaluated(backend.run_static(trace, packs, f_max));
   ev.target_ns = target_of(ev.baseline.time_ns, max_slowdown);
   ev.static_best = ev.baseline;
+  ev.static_curve = {ev.baseline};
   if (backend.static_oracle()) {
     for (const double f : profile.option_clocks_mhz) {
-      const Evaluated e = evaluated(backend.run_static(trace, packs, f));
+      const Evaluated e = f == f_max ? ev.baseline : evaluated(backend.run_static(trace, packs, f));
+      if (f != f_max) ev.static_curve.push_back(e);
       if (e.time_ns <= ev.target_ns && e.energy_j < ev.static_best.energy_j) ev.static_best = e;
     }
     return;
   }
-  if (model_static && (*model_static)[0] != 0)
+  if (model_static && (*model_static)[0] != 0) {
     ev.static_best = evaluated(backend.run_static(trace, packs, problem.choices.clocks(*model_static)[0]));
+    ev.static_curve.push_back(ev.static_best);
+  }
 }
 
 /// A plan with its policy and its measured run.

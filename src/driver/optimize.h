@@ -91,6 +91,9 @@ struct PlanStage {
 /// Stage 6: what the device measured, and how the kept plan was found.
 struct Evaluation {
   Evaluated baseline, static_best, emo;    ///< Measured on the device (simulated: ground truth + noise).
+  std::vector<Evaluated> static_curve;     ///< Every static run measured, descending clock (the simulated
+                                           ///< device: every option clock; a real GPU: the baseline and
+                                           ///< the models' best static clock): the static time–energy curve.
   TimeNs target_ns = 0;                    ///< The measured baseline × (1 + max_slowdown), floored.
   std::int64_t clock_switches = 0;         ///< Clock changes per iteration in EMO's run.
   std::int64_t ops_at_other_clock = 0;     ///< GPU ops that ran before their pack's clock took effect.

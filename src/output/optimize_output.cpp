@@ -86,6 +86,9 @@ nlohmann::json to_json(const OptimizeResult& r) {
   const driver::Evaluation& ev = r.evaluation;
   nlohmann::json frontier = nlohmann::json::array();
   for (const auto& p : r.frontier) frontier.push_back({{"time_s", p.time_s}, {"energy_j", p.energy_j}});
+  nlohmann::json static_curve = nlohmann::json::array();
+  for (const auto& e : ev.static_curve)
+    static_curve.push_back({{"clock_mhz", e.clock_mhz}, {"time_ns", e.time_ns}, {"energy_j", e.energy_j}});
   std::map<double, int> clocks;
   for (double f : ev.plan.pack_clock_mhz) clocks[f]++;
   nlohmann::json clock_hist = nlohmann::json::object();
@@ -140,7 +143,8 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"probe_kept", ev.probe_kept},
       {"validation_runs", ev.validation_runs},
       {"negative_lags", r.negative_lags},
-      {"frontier", frontier}};
+      {"frontier", frontier},
+      {"static_curve", static_curve}};
   if (std::getenv("EMO_DEBUG_PROFILES")) out["pack_profiles"] = pack_profiles(r);
   if (!r.simulated) {  // measured on a real GPU by running the workload (driver/workload_backend.h)
     out["device"] = r.device_label;

@@ -92,10 +92,10 @@ struct Packing {
 /// the GPU's clock-switch latency from the catalog, model::min_pack_for).
 struct PackOptions {
   TimeNs min_pack_ns = 0;       ///< Shortest pack, ns; > 0 (required).
-  std::string min_pack_source;  ///< Where min_pack came from, for reports ("--min-pack-ms", ...).
+  std::string min_pack_source{};  ///< Where min_pack came from, for reports ("--min-pack-ms", ...).
   /// Per trace op row: how its time responds to the SM clock, 0 (not at all) to 1 (∝ 1/f); the
   /// caller's estimate (model::clock_sensitivity from op classes). Empty: no phase cuts.
-  std::vector<float> op_sensitivity;
+  std::vector<float> op_sensitivity{};
 };
 
 /// Phase cuts (docs/packing.md): a device's islands are grouped into blocks of at least

@@ -97,7 +97,9 @@ TEST(Optimize, BestStaticClockIsTheCheapestMeasuredStaticRunWithinTheTarget) {
     EXPECT_EQ(r.evaluation.baseline.time_ns, base.time_ns);
     EXPECT_DOUBLE_EQ(r.evaluation.static_best.clock_mhz, best.clock_mhz);
     EXPECT_DOUBLE_EQ(r.evaluation.static_best.energy_j, best.energy_j);
-    if (slowdown >= 0.3) EXPECT_LT(r.evaluation.static_best.clock_mhz, 1410);  // GPU idles: a lower clock fits
+    if (slowdown >= 0.3) {
+      EXPECT_LT(r.evaluation.static_best.clock_mhz, 1410);  // GPU idles: a lower clock fits
+    }
   }
 }
 
@@ -239,6 +241,95 @@ TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   EXPECT_TRUE(c.evaluation.probe_kept);
   const auto& clocks = c.plan().pack_clock_mhz;
   EXPECT_NE(std::find(clocks.begin(), clocks.end(), 705.0), clocks.end());
+}
+
+/// Stage 2 pins the fitted models to the measurements: an option at a measured clock is the
+/// measurement. One pack measured at 1410, 1200, 1065 and 705 MHz with times and energies that no
+/// fitted model passes through exactly (a bump at 1200 MHz); the expected options are worked out
+/// from the points alone: factor = t(f) / t(1410), dynamic energy = E(f) − idle × t(f).
+TEST(Optimize, FitPinsTheOptionsToTheMeasuredPoints) {
+  driver::ProfileStage prof;
+  prof.option_clocks_mhz = {1410, 1200, 1065, 900, 705};
+  prof.measured.points = {{{1410, 0.010, 3.0}, {1200, 0.0125, 2.9}, {1065, 0.0130, 2.4}, {705, 0.0180, 2.2}}};
+  trace::Trace t;
+  const double idle_w = 50;
+  const driver::FitStage f = driver::fit(t, prof, 1410, idle_w);
+  ASSERT_EQ(f.options.size(), 1u);
+  const auto& o = f.options[0];
+  ASSERT_EQ(o.size(), 5u);
+  const std::map<double, std::pair<double, double>> measured{
+      {1410, {0.010, 3.0}}, {1200, {0.0125, 2.9}}, {1065, {0.0130, 2.4}}, {705, {0.0180, 2.2}}};
+  for (const auto& opt : o) {
+    const auto it = measured.find(opt.clock_mhz);
+    if (it == measured.end()) continue;  // 900 MHz: the model's shape between 1065 and 705
+    const auto [time, energy] = it->second;
+    EXPECT_NEAR(opt.factor, time / 0.010, 1e-9) << opt.clock_mhz;
+    EXPECT_NEAR(opt.dynamic_energy_j, energy - idle_w * time, 1e-9) << opt.clock_mhz;
+  }
+  // Between measured clocks the pinned curve stays between its neighbours' measured times.
+  EXPECT_GT(o[3].factor, 0.0130 / 0.010);
+  EXPECT_LT(o[3].factor, 0.0180 / 0.010);
+}
+
+/// A backend that records what stage 3½ asks to measure.
+class RecordingBackend final : public runtime::OptimizeBackend {
+ public:
+  RecordingBackend() : sim_(a100(), 1) {}
+  runtime::Device& device() override { return sim_.device(); }
+  bool static_oracle() const override { return true; }
+  int max_validation_runs() const override { return 4; }
+  runtime::PackProfiles profile_packs(const trace::Trace& t, const pack::PackRun& p,
+                                      const std::vector<double>& clocks) override {
+    return sim_.profile_packs(t, p, clocks);
+  }
+  runtime::PackProfiles profile_pack_clocks(const trace::Trace& t, const pack::PackRun& p,
+                                            const std::vector<std::vector<double>>& clocks) override {
+    asked.push_back(clocks);
+    return sim_.profile_pack_clocks(t, p, clocks);
+  }
+  runtime::RunMeasurement run_static(const trace::Trace& t, const pack::PackRun& p, double f) override {
+    return sim_.run_static(t, p, f);
+  }
+  runtime::RunMeasurement run_policy(const trace::Trace& t, const pack::PackRun& p, const policy::Policy& pol,
+                                     const std::vector<double>& clocks) override {
+    return sim_.run_policy(t, p, pol, clocks);
+  }
+  std::vector<std::vector<std::vector<double>>> asked;  // per round, per pack
+
+ private:
+  runtime::SimBackend sim_;
+};
+
+/// Stage 3½: at most kRefineRounds rounds, each asking only for option clocks not yet measured,
+/// at most kRefineProfilesPerPack new clocks per pack in all; what was measured is what the result
+/// counts, and the kept plan's clocks are measured ones wherever the budget allowed.
+TEST(Optimize, RefinementMeasuresWhereThePlanDecidesWithinItsBudget) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  for (const double slowdown : {0.02, 0.1}) {
+    RecordingBackend b;
+    const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(slowdown), b);
+    ASSERT_GE(b.asked.size(), 1u) << slowdown;
+    ASSERT_LE(b.asked.size(), static_cast<std::size_t>(driver::kRefineRounds));
+    EXPECT_EQ(r.profile.refinement_rounds, static_cast<int>(b.asked.size()));
+    const std::size_t P = r.packs.packing.packs.size();
+    std::int64_t asked = 0;
+    for (std::size_t p = 0; p < P; ++p) {
+      std::vector<double> seen = r.profile.profiled_clocks_mhz;
+      for (const auto& round : b.asked) {
+        ASSERT_EQ(round.size(), P);
+        for (const double f : round[p]) {
+          EXPECT_EQ(std::count(seen.begin(), seen.end(), f), 0) << "pack " << p << " measured twice at " << f;
+          EXPECT_NE(std::find(r.profile.option_clocks_mhz.begin(), r.profile.option_clocks_mhz.end(), f),
+                    r.profile.option_clocks_mhz.end());
+          seen.push_back(f), ++asked;
+        }
+      }
+      EXPECT_LE(seen.size(), r.profile.profiled_clocks_mhz.size() + driver::kRefineProfilesPerPack) << "pack " << p;
+      EXPECT_EQ(r.profile.measured.points[p].size(), seen.size());
+    }
+    EXPECT_EQ(r.profile.refinement_profiles, asked);
+    EXPECT_EQ(r.profile.pack_clock_profiles, static_cast<std::int64_t>(3 * P) + asked);
+  }
 }
 
 TEST(Optimize, ImpossibleRequestsNameTheParameter) {

@@ -12,6 +12,7 @@
 #include "graph/hand_trace.h"
 #include "pack/pack_graph.h"
 #include "model/gpu_catalog.h"
+#include "model/op_class.h"
 #include "output/pack_output.h"
 #include "pack/pack_run.h"
 #include "timing/analysis.h"
@@ -283,6 +284,61 @@ TEST(Packer, LaunchFromAnotherCpuChainIsAnEntryBoundary) {
   EXPECT_EQ(r.p.packs[2].start_ns, 90);
   expect_partition(r);
   expect_exact(r);
+}
+
+/// phase_starts on islands 10 ns apart, each 10 ns busy, min_pack 20 (blocks of one island). The
+/// expected starts are worked out by hand from the rule: the split with the largest
+/// W_L·W_R/(W_L+W_R)·(μ_L − μ_R)² whose sides both span ≥ 20 and differ by ≥ 0.02, then each side.
+std::vector<std::size_t> phases_of(const std::vector<double>& sens) {
+  std::vector<TimeNs> start, busy;
+  for (std::size_t i = 0; i < sens.size(); ++i) start.push_back(static_cast<TimeNs>(10 * i)), busy.push_back(10);
+  return pack::phase_starts(start, busy, sens, static_cast<TimeNs>(10 * sens.size()), 20);
+}
+
+TEST(Packer, PhaseStartsWhereTheSensitivityChanges) {
+  // Two phases: one split at 4 (μ 1 vs 0.2); each side is uniform.
+  EXPECT_EQ(phases_of({1, 1, 1, 1, 0.2, 0.2, 0.2, 0.2}), (std::vector<std::size_t>{4}));
+  // Three: at 3 and 6 the scores tie (30·60/90 · 0.4² = 3.2); the first wins, then [3, 9) splits at 6.
+  EXPECT_EQ(phases_of({1, 1, 1, 0.2, 0.2, 0.2, 1, 1, 1}), (std::vector<std::size_t>{3, 6}));
+  // The change at 1 would leave a 10 ns side (< min_pack): the split moves to 2 (μ 0.6 vs 1).
+  EXPECT_EQ(phases_of({0.2, 1, 1, 1, 1, 1, 1, 1}), (std::vector<std::size_t>{2}));
+  // A contrast below 0.02 is no phase.
+  EXPECT_TRUE(phases_of({1, 1, 1, 1, 0.99, 0.99, 0.99, 0.99}).empty());
+  EXPECT_TRUE(phases_of({0.5}).empty());
+  EXPECT_THROW(pack::phase_starts(std::vector<TimeNs>{0}, std::vector<TimeNs>{}, std::vector<double>{1}, 10, 20),
+               std::invalid_argument);
+}
+
+/// One thread launches 8 kernels at once onto stream 7; they run back to back from 10 ns, 10 ns
+/// each: 4 GEMMs (compute-bound) then 4 elementwise kernels (memory-bound). No sync, no entry, all
+/// critical: without sensitivities one pack; with the op classes' priors a phase cut after the
+/// GEMMs (min_pack 20: both sides are 40 ns).
+trace::Trace gemm_then_elementwise() {
+  HandTrace h;
+  for (int i = 0; i < 8; ++i) {
+    h.call("cudaLaunchKernel", i, 1, i + 1);
+    h.kernel(i < 4 ? "ampere_sgemm_128x64_tn" : "vectorized_elementwise_kernel", 10 + 10 * i, 10, 7, i + 1);
+  }
+  return h.finish();
+}
+
+TEST(Packer, PhaseCutBetweenComputeAndMemoryBoundWork) {
+  const trace::Trace t = gemm_then_elementwise();
+  const Packed plain = pack_of(t, 20 * kNs);
+  EXPECT_EQ(plain.p.packs.size(), 1u);
+  Packed r;
+  r.a = timing::analyze(t, graph::Window{}, {});
+  pack::PackOptions o{20 * kNs, "test", model::clock_sensitivity(t)};
+  r.p = pack::pack_timeline(t, r.a.graph, r.a.schedule, r.a.node_slack, o);
+  r.pg = pack::contract(r.a.graph, r.p);
+  ASSERT_EQ(r.p.packs.size(), 2u);
+  EXPECT_EQ(r.p.packs[0].count, 4u);
+  EXPECT_EQ(r.p.packs[1].starts_at, Cut::kPhase);
+  EXPECT_EQ(r.p.stats.cuts[static_cast<int>(Cut::kPhase)], 1);
+  expect_partition(r);
+  expect_exact(r);
+  o.op_sensitivity.pop_back();
+  EXPECT_THROW(pack::pack_timeline(t, r.a.graph, r.a.schedule, r.a.node_slack, o), std::invalid_argument);
 }
 
 TEST(Packer, RejectsBadMinPack) {

@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "graph/independent_replay.h"
+#include "model/gpu_catalog.h"
 #include "pack/catalog_min_pack.h"
 #include "pack/pack_run.h"
 #include "test_data.h"
@@ -25,7 +27,8 @@ void check_trace(const std::filesystem::path& path) {
   const trace::Trace t = trace::load_trace(path.string());
   pack::ContractionOptions o;
   o.per_pack_cases = 16;
-  const pack::PackRun r = pack::run_pack(t, graph::Window{}, catalog_min_pack(t), o);
+  // As `emo pack` and `emo optimize` pack: the catalog's min_pack and the phase cuts.
+  const pack::PackRun r = pack::run_pack(t, graph::Window{}, model::pack_options_for(t, std::nullopt, "catalog"), o);
   const graph::DepGraph& g = r.analysis.graph;
   std::size_t gpu_ops = 0;
   for (std::uint32_t n = 0; n < g.nodes(); ++n) gpu_ops += g.gpu[n];
@@ -87,6 +90,20 @@ TEST(PackRealTraces, V100PacksCompress) {
   EXPECT_EQ(r.packing.nodes.size(), 6095u);
   EXPECT_LE(r.packing.packs.size(), 5u);
   EXPECT_EQ(r.packing.min_pack_ns, 20'000'000);  // V100's catalog figure
+  EXPECT_EQ(r.contraction.contraction_error, 0.0);
+}
+
+/// The same trace with the phase cuts (issue 15): the GPU-bound stretch that made one pack is cut
+/// where its mix of compute- and memory-bound kernels changes — every pack at least min_pack, the
+/// contraction still exact.
+TEST(PackRealTraces, V100PhaseCuts) {
+  EMO_REQUIRE_DATA(path, "kineto/hta_v100_ns_resolution.json.gz");
+  const trace::Trace t = trace::load_trace(path);
+  const pack::PackRun r = pack::run_pack(t, graph::Window{}, model::pack_options_for(t, std::nullopt, "catalog"));
+  EXPECT_GE(r.packing.packs.size(), 4u);
+  EXPECT_EQ(r.packing.stats.cuts[static_cast<int>(pack::Cut::kPhase)],
+            static_cast<std::int64_t>(r.packing.packs.size()) - 1);
+  EXPECT_EQ(r.packing.stats.forced_short, 0);
   EXPECT_EQ(r.contraction.contraction_error, 0.0);
 }
 
