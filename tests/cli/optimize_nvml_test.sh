@@ -109,8 +109,10 @@ for prof in r["pack_profiles"]:
         close(pt["time_s"] * 1e3, t_ms(k, f), TIME_TOL, f"pack {k} time at {f}")
         # Energy: the parent reads the stand-in's counter when it receives each P line, so the
         # scheduler's delay on a loaded machine (CI runs tests in parallel, also under ASan) moves
-        # energy between neighbouring spans: 5 % (2.2 % seen under load, < 1 % idle).
-        close(pt["energy_j"], p_w(f) * t_ms(k, f) * 1e-3, 0.05, f"pack {k} energy at {f}")
+        # energy between neighbouring spans: 10 % (< 1 % idle; 2.2 % seen under load with 3
+        # profiling runs, 8 % once in ~6 runs under ASan with three builds beside it). A wrong
+        # clock is far outside it: P(1005 MHz) is half of P(1410 MHz).
+        close(pt["energy_j"], p_w(f) * t_ms(k, f) * 1e-3, 0.10, f"pack {k} energy at {f}")
         close(pt["fitted_time_s"], pt["time_s"], 0.005, f"pack {k} fitted time at {f}")
 
 # The best static clock within the target, from the fake's curves (over EMO's option clocks).
