@@ -226,7 +226,7 @@ int run_optimize(OptimizeCliOptions o) {
     docs.push_back(output::to_json(r));
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));
     if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), output::render_html_report(output::to_report(t, r)));
-    if (!o.overlay_out.empty()) output::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n));
+    if (!o.overlay_out.empty()) output::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n), r.plan().pack_clock_mhz);
   }
   if (!o.json_out.empty()) {
     nlohmann::json out = docs.size() == 1 ? docs[0] : nlohmann::json{{"traces", docs}, {"simulated", true}};

@@ -107,7 +107,9 @@ void evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, cons
                      double max_slowdown, runtime::OptimizeBackend& backend, Evaluation& ev) {
   auto evaluated = [](const runtime::RunMeasurement& m) { return Evaluated{m.time_ns, m.energy_j, m.clock_mhz}; };
   const double f_max = profile.option_clocks_mhz.front();
-  ev.baseline = evaluated(backend.run_static(trace, packs, f_max));
+  runtime::RunMeasurement base = backend.run_static(trace, packs, f_max);
+  ev.baseline = evaluated(base);
+  ev.baseline_power = std::move(base.power);  // issue 18: the report's power plot
   ev.target_ns = target_of(ev.baseline.time_ns, max_slowdown);
   ev.static_best = ev.baseline;
   ev.static_curve = {ev.baseline};
@@ -407,7 +409,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
       ev.static_candidate_runs = 1;
     } else {
       uniform = with_policy(plan_of(problem, *model_static));
-      uniform->run = {ev.static_best.time_ns, ev.static_best.energy_j, 0, 0, 0};
+      uniform->run = {ev.static_best.time_ns, ev.static_best.energy_j, 0, 0, 0, {}, {}};  // not measured per pack
     }
   }
   Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, ev);
@@ -456,6 +458,8 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   ev.emo = {kept.run.time_ns, kept.run.energy_j, 0};
   ev.clock_switches = kept.run.clock_switches;
   ev.ops_at_other_clock = kept.run.ops_at_other_clock;
+  ev.emo_power = std::move(kept.run.power);  // issue 18: the report's power plot and pack table
+  ev.emo_packs = std::move(kept.run.pack_costs);
   ev.plan = std::move(kept.plan);
   ev.policy = std::move(kept.policy);
   return ev;

@@ -110,6 +110,11 @@ struct Evaluation {
   int static_candidate_runs = 0;           ///< Its policy runs (0 or 1, within validation_runs; 0 on a real GPU,
                                            ///< where the static run is that plan).
   bool static_kept = false;                ///< That static plan measured cheapest within the target: EMO keeps it.
+  // Issue 18 (the report): what the baseline and the kept plan's runs spent over the iteration,
+  // where the backend measures it (runtime::RunMeasurement; the simulated device). Empty on a
+  // real GPU, and for a kept static plan that was not run as a policy (a real GPU).
+  runtime::PowerSeries baseline_power, emo_power;  ///< Power of every GPU over the iteration.
+  runtime::PackCosts emo_packs;                    ///< Per pack of the kept plan's run.
 };
 
 /// Everything `emo optimize` computes for one trace: each stage's value.

@@ -1,18 +1,25 @@
 // The HTML report of `emo optimize --report FILE.html`: one self-contained file (no network, no
-// external scripts) with a timeline — GPU streams, the critical path, packs coloured by their
-// clock — the energy–latency frontier with the chosen point, and the summary table.
+// external scripts) with the summary table; the energy–latency plot (EMO's predicted frontier and
+// the measured static-clock curve, the baseline, the best static clock and EMO as markers, the
+// latency target as a line); power over the iteration at baseline and under the policy; a
+// timeline — one lane group per GPU (its packs coloured by their clock, its streams) and one for
+// the CPU threads, the critical path drawn through every lane it crosses, gaps included; and a
+// per-pack table (ops, time, slack, clock, predicted and measured time and energy).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace emo::output {
 
-/// One row of the timeline: a GPU stream or a CPU thread.
+/// One row of the timeline: a GPU stream or a CPU thread. Lanes are drawn in the order given,
+/// under a header per run of lanes with the same `group`; a GPU's packs row opens its group.
 struct ReportLane {
   std::string label;  ///< e.g. "GPU 0 · stream 7".
   int gpu = -1;       ///< GPU index, -1 for a CPU thread.
+  std::string group;  ///< e.g. "GPU 0 · rank 3", "CPU threads"; "" = the label's own group.
   /// Busy intervals [start_ns, end_ns) relative to the trace start, sorted, and whether each holds
   /// an op on the critical path. Adjacent intervals closer than the report's resolution are merged
   /// by render_html_report (critical wins), so any number of ops can be passed.
@@ -32,10 +39,39 @@ struct ReportPack {
   std::int64_t ops = 0;
 };
 
+/// One step of the critical path on the timeline: lane `lane` (index into HtmlReport::lanes)
+/// busy on the path over [start_ns, end_ns) (relative to the trace start). Consecutive steps are
+/// joined lane to lane, so the gaps between them (launch lags, waits) are drawn too.
+struct ReportPathStep {
+  int lane = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
 /// One (time, energy) point: a frontier point or a named schedule.
 struct ReportPoint {
   double time_s = 0, energy_j = 0;
-  std::string label;  ///< "" for frontier points; "baseline", "static best", "EMO" for markers.
+  std::string label;  ///< "" for curve points; "baseline", "static best", "EMO", "EMO (predicted)" for markers.
+};
+
+/// Power of every GPU over one iteration: power_w[i] is the mean over the i-th of
+/// power_w.size() equal intervals of [0, duration_ns). Empty: not measured.
+struct ReportPower {
+  std::int64_t duration_ns = 0;
+  std::vector<double> power_w;
+};
+
+/// One row of the per-pack table. Predicted: by the pack models at the plan; measured: the
+/// policy run's (nullopt: not measured, e.g. a policy run on a real GPU).
+struct ReportPackRow {
+  int id = 0, gpu = 0;
+  std::int64_t ops = 0;
+  std::int64_t recorded_ns = 0;    ///< First op's start to last op's end, as recorded.
+  std::int64_t slack_ns = 0;       ///< The least slack of its ops, as recorded.
+  double clock_mhz = 0;            ///< The plan's clock.
+  std::int64_t predicted_ns = 0;   ///< Predicted time at that clock.
+  double predicted_j = 0;          ///< Predicted energy at that clock.
+  std::optional<std::int64_t> measured_ns;
+  std::optional<double> measured_j;
 };
 
 /// One row of the summary table.
@@ -53,15 +89,26 @@ struct HtmlReport {
   std::int64_t makespan_ns = 0;      ///< Timeline extent.
   std::vector<ReportLane> lanes;
   std::vector<ReportPack> packs;
+  std::vector<ReportPathStep> path;   ///< The critical path, in time order.
   double min_clock_mhz = 0, max_clock_mhz = 0;  ///< Colour scale of the packs.
-  std::vector<ReportPoint> frontier;  ///< Ascending time.
-  std::vector<ReportPoint> markers;   ///< Baseline, static best, EMO.
+  std::vector<ReportPoint> frontier;  ///< EMO's predicted frontier, ascending time.
+  std::vector<ReportPoint> static_curve;  ///< Every static clock run, measured (any order).
+  std::vector<ReportPoint> markers;   ///< Baseline, static best, EMO, EMO (predicted).
+  double target_s = 0;                ///< The latency target (a vertical line); 0: none.
+  ReportPower baseline_power, emo_power;
+  std::vector<ReportPackRow> pack_rows;
+  /// Under the pack table: the measured run's time and energy outside the packs (gaps, lead-in,
+  /// tail) and in total; nullopt when not measured.
+  std::optional<ReportPoint> outside_packs, run_total;
   std::vector<ReportRow> rows;
   std::vector<std::string> notes;     ///< Lines under the table (profiling cost, target, ...).
 };
 
-/// Renders `r` as one self-contained HTML document. Intervals are merged per lane at
-/// makespan / 4000 resolution. Throws std::invalid_argument when makespan_ns ≤ 0.
+/// Renders `r` as one self-contained HTML document. Intervals are merged per lane and path steps
+/// per lane at makespan / 4000 resolution. The script sets body[data-drawn] = "<timeline rects>,
+/// <frontier points and markers>" and body[data-frontier-box] = "x,y,width,height" of the
+/// energy–latency plot in CSS pixels (what the headless-browser test reads). Throws
+/// std::invalid_argument when makespan_ns ≤ 0 or a path step names no lane.
 std::string render_html_report(const HtmlReport& r);
 
 }  // namespace emo::output

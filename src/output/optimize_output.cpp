@@ -200,27 +200,94 @@ std::string to_text(const OptimizeResult& r) {
 
 namespace {
 
-/// The timeline's lanes: one per GPU stream and CPU thread of the window, GPU lanes first.
-std::vector<ReportLane> lanes_of(const trace::Trace& t, const OptimizeResult& r) {
+/// The timeline's lanes: one per GPU stream and CPU thread of the window, grouped per GPU ("GPU d",
+/// with the trace's rank when it has one) and then the CPU threads; `lane_of` receives each graph
+/// node's lane. A trace holds one rank: a multi-rank job gives one report per rank's trace (docs/optimize.md).
+std::vector<ReportLane> lanes_of(const trace::Trace& t, const OptimizeResult& r, std::vector<int>& lane_of) {
   const graph::DepGraph& g = r.packs.analysis.graph;
+  const std::string rank = t.meta.rank >= 0 ? fmt::format(" · rank {}", t.meta.rank) : "";
   std::map<std::pair<int, std::int64_t>, ReportLane> lanes;  // (device or -1, stream or thread)
+  std::vector<std::pair<int, std::int64_t>> key_of(g.nodes());
   for (std::uint32_t n = 0; n < g.nodes(); ++n) {
     const auto row = g.op[n];
     const bool gpu = g.gpu[n] != 0;
     const int dev = gpu ? t.ops.device[row] : -1;
     const std::int64_t key = gpu ? t.ops.stream[row] : t.ops.thread[row];
+    key_of[n] = {dev, key};
     ReportLane& lane = lanes[{dev, key}];
     if (lane.label.empty()) {
-      lane.label = gpu ? fmt::format("GPU {} · stream {}", dev, key) : fmt::format("CPU thread {}", key);
+      lane.label = gpu ? fmt::format("stream {}", key) : fmt::format("thread {}", key);
       lane.gpu = dev;
+      lane.group = gpu ? fmt::format("GPU {}{}", dev, rank) : fmt::format("CPU threads{}", rank);
     }
     lane.intervals.push_back({g.rec_start[n] - g.window_start_ns, g.rec_end[n] - g.window_start_ns,
                               r.packs.analysis.node_slack[n] == 0, std::string(t.strings.view(t.ops.name[row]))});
   }
   std::vector<ReportLane> out;
-  for (auto& [k, lane] : lanes) out.push_back(std::move(lane));
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return (a.gpu < 0) < (b.gpu < 0); });
+  std::map<std::pair<int, std::int64_t>, int> index;
+  for (auto& [k, lane] : lanes) {
+    if (k.first < 0) continue;  // GPU lanes first (by device, stream), then the CPU threads
+    index[k] = static_cast<int>(out.size());
+    out.push_back(std::move(lane));
+  }
+  for (auto& [k, lane] : lanes) {
+    if (k.first >= 0) continue;
+    index[k] = static_cast<int>(out.size());
+    out.push_back(std::move(lane));
+  }
+  lane_of.resize(g.nodes());
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) lane_of[n] = index[key_of[n]];
   return out;
+}
+
+/// Per pack id, the policy's predicted energy: make_policy lists each GPU's packs in pack-id order
+/// stably sorted by predicted start, so the same sort over the plan's schedule pairs them.
+std::vector<double> predicted_pack_energy(const OptimizeResult& r) {
+  const auto& packs = r.packs.packing.packs;
+  std::vector<double> out(packs.size(), 0.0);
+  for (const policy::GpuPolicy& gp : r.policy().gpus) {
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t p = 0; p < packs.size(); ++p)
+      if (packs[p].device == gp.device) ids.push_back(p);
+    std::stable_sort(ids.begin(), ids.end(),
+                     [&](auto a, auto b) { return r.plan().schedule.start(a) < r.plan().schedule.start(b); });
+    for (std::size_t i = 0; i < ids.size() && i < gp.packs.size(); ++i) out[ids[i]] = gp.packs[i].predicted_energy_j;
+  }
+  return out;
+}
+
+/// The per-pack table's rows, and the measured rest of the run and its total when measured.
+void add_pack_rows(const OptimizeResult& r, HtmlReport& h) {
+  const driver::Evaluation& ev = r.evaluation;
+  const auto& packs = r.packs.packing.packs;
+  const std::vector<double> predicted_j = predicted_pack_energy(r);
+  const bool measured = ev.emo_packs.packs.size() == packs.size();
+  for (std::uint32_t p = 0; p < packs.size(); ++p) {
+    ReportPackRow row{static_cast<int>(p), packs[p].device, packs[p].count, packs[p].dur_ns(), r.packs.pack_slack[p],
+                      ev.plan.pack_clock_mhz[p], r.plan().schedule.end(p) - r.plan().schedule.start(p),
+                      predicted_j[p], std::nullopt, std::nullopt};
+    if (measured) row.measured_ns = ev.emo_packs.packs[p].time_ns, row.measured_j = ev.emo_packs.packs[p].energy_j;
+    h.pack_rows.push_back(row);
+  }
+  if (measured) {
+    h.outside_packs = ReportPoint{ns_to_s(ev.emo_packs.outside_ns), ev.emo_packs.outside_energy_j, "outside"};
+    h.run_total = ReportPoint{ns_to_s(ev.emo.time_ns), ev.emo.energy_j, "total"};
+  }
+}
+
+/// The energy–latency plot: EMO's predicted frontier, the measured static curve, the markers and
+/// the measured target.
+void add_plot(const OptimizeResult& r, HtmlReport& h) {
+  const driver::Evaluation& ev = r.evaluation;
+  for (const auto& p : r.frontier) h.frontier.push_back({p.time_s, p.energy_j, ""});
+  for (const auto& e : ev.static_curve) h.static_curve.push_back({ns_to_s(e.time_ns), e.energy_j, ""});
+  h.markers = {{ns_to_s(ev.baseline.time_ns), ev.baseline.energy_j, "baseline"},
+               {ns_to_s(ev.static_best.time_ns), ev.static_best.energy_j, "static best"},
+               {ns_to_s(ev.emo.time_ns), ev.emo.energy_j, "EMO"},
+               {ns_to_s(ev.plan.predicted.time_ns), ev.plan.predicted.energy_j, "EMO (predicted)"}};
+  h.target_s = ns_to_s(ev.target_ns);
+  h.baseline_power = {ev.baseline_power.duration_ns, ev.baseline_power.power_w};
+  h.emo_power = {ev.emo_power.duration_ns, ev.emo_power.power_w};
 }
 
 }  // namespace
@@ -233,7 +300,11 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
   h.gpu = r.gpu;
   h.simulated = r.simulated;
   h.makespan_ns = std::max<TimeNs>(1, r.packs.analysis.schedule.makespan_ns);
-  h.lanes = lanes_of(t, r);
+  std::vector<int> lane_of;
+  h.lanes = lanes_of(t, r, lane_of);
+  for (const auto& step : r.packs.analysis.path.steps)
+    h.path.push_back({lane_of[step.node], r.packs.analysis.schedule.start(step.node) - g.window_start_ns,
+                      r.packs.analysis.schedule.end(step.node) - g.window_start_ns});
   const auto& packs = r.packs.packing.packs;
   for (std::size_t p = 0; p < packs.size(); ++p)
     h.packs.push_back({packs[p].device, packs[p].start_ns - g.window_start_ns, packs[p].end_ns - g.window_start_ns,
@@ -241,23 +312,24 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
   const auto& options = r.profile.option_clocks_mhz;
   h.min_clock_mhz = options.empty() ? 0 : options.back();
   h.max_clock_mhz = options.empty() ? 0 : options.front();
-  for (const auto& p : r.frontier) h.frontier.push_back({p.time_s, p.energy_j, ""});
-  h.markers = {{ns_to_s(r.predicted_baseline.time_ns), r.predicted_baseline.energy_j, "baseline"},
-               {ns_to_s(ev.plan.predicted.time_ns), ev.plan.predicted.energy_j, "EMO"}};
+  add_plot(r, h);
+  add_pack_rows(r, h);
   auto row = [&](const std::string& name, const Evaluated& e) {
     return ReportRow{name, ns_to_s(e.time_ns), e.energy_j, savings_of(e, ev.baseline), slowdown_of(e, ev.baseline)};
   };
   h.rows = {row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline),
             row(fmt::format("best static clock ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best),
-            row("EMO policy", ev.emo)};
-  h.notes = {fmt::format("Table: evaluated on the {} device. Frontier and markers: predicted by the pack models.",
-                         r.simulated ? "simulated" : "real"),
+            row(ev.static_kept ? fmt::format("EMO (static {:.0f} MHz)", ev.static_candidate_mhz) : "EMO policy", ev.emo)};
+  h.notes = {fmt::format("Table: evaluated on the {} device. Energy–latency plot: EMO's frontier predicted by the pack "
+                         "models; the static curve, the markers and the target {}.",
+                         r.simulated ? "simulated" : "real", r.simulated ? "from simulated runs" : "measured"),
              fmt::format("{} packs; profiled at {} MHz ({} pack-clock profiles; every clock: {}).", r.packs.pack_graph.packs,
                          fmt::join(r.profile.profiled_clocks_mhz, ", "), r.profile.pack_clock_profiles,
                          r.profile.every_clock_profiles),
-             fmt::format("Latency target {} (+{:.1f} %); {} clock switches per window ({}).",
-                         format_duration(r.target_ns),
-                         100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1), ev.clock_switches,
+             fmt::format("Latency target {} (+{:.1f} % on the {} baseline; the models' target {}); {} clock switches "
+                         "per window ({}).",
+                         format_duration(ev.target_ns), 100 * (static_cast<double>(ev.target_ns) / ev.baseline.time_ns - 1),
+                         r.simulated ? "simulated" : "measured", format_duration(r.target_ns), ev.clock_switches,
                          g.window.label)};
   return h;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -170,9 +171,12 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
   return out;
 }
 
-void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::string& path) {
+void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::string& path,
+                        std::span<const double> pack_clock_mhz) {
   std::vector<OverlayTrack> tracks;
   const Packing& p = r.packing;
+  if (!pack_clock_mhz.empty() && pack_clock_mhz.size() != p.packs.size())
+    throw std::invalid_argument("write_pack_overlay: one clock per pack expected");
   for (const std::int32_t d : devices(p)) {
     OverlayTrack track;
     track.name = fmt::format("EMO packs, GPU {}", d);
@@ -187,6 +191,7 @@ void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::stri
                              {"critical", pk.critical},
                              {"starts_at", cut_name(pk.starts_at)},
                              {"forced_short", pk.forced_short}};
+      if (!pack_clock_mhz.empty()) args["clock_mhz"] = pack_clock_mhz[i];
       track.slices.push_back({fmt::format("pack {}", i), pk.start_ns, pk.dur_ns(), args.dump()});
     }
     tracks.push_back(std::move(track));

@@ -12,6 +12,7 @@
 #include "pack/pack_run.h"
 #include "policy/policy.h"
 #include "runtime/device.h"
+#include "runtime/run_breakdown.h"
 #include "trace/trace.h"
 
 namespace emo::runtime {
@@ -32,6 +33,10 @@ struct RunMeasurement {
   std::int64_t clock_switches = 0;       ///< Clock changes per iteration (policy runs).
   std::int64_t ops_at_other_clock = 0;   ///< GPU ops that ran before their pack's clock took effect
                                          ///< (simulated device only; 0 on a real GPU).
+  PackCosts pack_costs;                  ///< Per pack of the run (simulated device only; packs empty
+                                         ///< on a real GPU: not measured).
+  PowerSeries power;                     ///< Power over the iteration (simulated device only; empty
+                                         ///< on a real GPU: not measured).
 };
 
 class OptimizeBackend {

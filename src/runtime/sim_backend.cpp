@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -122,14 +123,26 @@ std::vector<std::vector<model::ClockPoint>> true_pack_points(const SimDevice& de
   return out;
 }
 
+namespace {
+
+/// The pack costs and power series of a simulated run of `packs`.
+void add_breakdown(SimRunResult run, const pack::PackRun& packs, double idle_w, RunMeasurement& m) {
+  for (RunOp& op : run.ops) op.pack = packs.packing.pack_of[op.node];
+  m.pack_costs = pack_costs(run.ops, packs.packing.packs.size(), run.makespan_ns, idle_w);
+  m.power = power_series(run.ops, run.makespan_ns, idle_w, kPowerBins);
+}
+
+}  // namespace
+
 RunMeasurement SimBackend::run_static(const trace::Trace& trace, const pack::PackRun& packs, double clock_mhz) {
   const graph::DepGraph& g = packs.analysis.graph;
   const std::vector<double> clocks(packs.pack_graph.packs, clock_mhz);
-  const SimRunResult res = run_on_sim(trace, g, device_, node_clocks(g, packs.packing, clocks), {}, run_opts_);
+  SimRunResult res = run_on_sim(trace, g, device_, node_clocks(g, packs.packing, clocks), {}, run_opts_);
   RunMeasurement m;
   m.time_ns = res.makespan_ns;
   m.energy_j = res.energy_j;
   m.clock_mhz = clock_mhz;
+  add_breakdown(std::move(res), packs, device_.gpu().idle_power_w, m);
   return m;
 }
 
@@ -138,13 +151,14 @@ RunMeasurement SimBackend::run_policy(const trace::Trace& trace, const pack::Pac
   const graph::DepGraph& g = packs.analysis.graph;
   const TimeNs latency_ns = ms_to_ns(device_.switch_latency_ms());
   const std::vector<ClockRequest> requests = switch_requests(policy, latency_ns, run_opts_.initial_clock_mhz);
-  const SimRunResult run =
+  SimRunResult run =
       run_on_sim(trace, g, device_, node_clocks(g, packs.packing, pack_clock_mhz), requests, run_opts_);
   RunMeasurement m;
   m.time_ns = run.makespan_ns;
   m.energy_j = run.energy_j;
   m.clock_switches = static_cast<std::int64_t>(requests.size());
   m.ops_at_other_clock = run.ops_at_other_clock;
+  add_breakdown(std::move(run), packs, device_.gpu().idle_power_w, m);
   return m;
 }
 

@@ -92,6 +92,8 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
     auto [it, inserted] = result.gpu_energy_j.try_emplace(dev, gpu.idle_power_w * static_cast<double>(s.makespan_ns) * kSPerNs);
     const double p = device.true_power_w(truth[i], clock[i]);
     it->second += (p - gpu.idle_power_w) * static_cast<double>(dur[i]) * kSPerNs;
+    result.ops.push_back({static_cast<std::uint32_t>(i), dev, kNoRunPack,
+                          s.start(static_cast<std::uint32_t>(i)) - g.window_start_ns, dur[i], p - gpu.idle_power_w});
   }
   for (const auto& [dev, e] : result.gpu_energy_j) result.energy_j += e;
   for (const auto& [dev, v] : effective) {

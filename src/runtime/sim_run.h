@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/dep_graph.h"
+#include "runtime/run_breakdown.h"
 #include "runtime/sim_device.h"
 #include "trace/trace.h"
 
@@ -41,6 +42,10 @@ struct SimRunResult {
   std::int64_t ops_at_other_clock = 0;        ///< GPU ops that ran (partly) before their pack's clock took effect.
   int passes = 0;
   bool simulated = true;
+  /// Every GPU node as it ran (node order): start relative to the window start, duration, power
+  /// above idle; pack = kNoRunPack (the caller knows the packs). For runtime::pack_costs and
+  /// runtime::power_series.
+  std::vector<RunOp> ops;
 };
 
 /// Replays `g` (built from `trace`) on `device`'s ground truth. Each GPU node n runs at

@@ -54,6 +54,19 @@ for g in p["gpus"]:
         assert k["start"]["op_name"] and k["ops"] >= 1
 o = json.load(open(f"{d}/overlay.json"))
 assert any("EMO packs" in str(e.get("args", {}).get("name", "")) for e in o["traceEvents"] if e.get("ph") == "M")
+# Each pack event carries the policy's clock for that pack (args.clock_mhz): per GPU, the overlay's
+# packs in time order against the policy's packs (start order), paired by their op counts.
+pack_pid = {e["pid"]: int(e["args"]["name"].rsplit(" ", 1)[1]) for e in o["traceEvents"]
+            if e.get("ph") == "M" and str(e.get("args", {}).get("name", "")).startswith("EMO packs, GPU ")}
+events = {}
+for e in o["traceEvents"]:
+    if e.get("ph") == "X" and e.get("pid") in pack_pid:
+        events.setdefault(pack_pid[e["pid"]], []).append(e)
+assert sum(map(len, events.values())) == r["packs"], events.keys()
+for g in p["gpus"]:
+    ev = sorted(events[g["device"]], key=lambda e: e["ts"])
+    assert [e["args"]["ops"] for e in ev] == [k["ops"] for k in g["packs"]]
+    assert [e["args"]["clock_mhz"] for e in ev] == [k["clock_mhz"] for k in g["packs"]], g["device"]
 PY
 then ok "JSON, policy and overlay"; else bad "JSON, policy or overlay content"; fi
 
@@ -86,7 +99,9 @@ if "$EMO" run --policy "$out/policy.json" --dry-run --no-tracer -- true >/dev/nu
 if command -v chromium >/dev/null; then
   dom=$(chromium --headless --no-sandbox --disable-gpu --user-data-dir="$out/chr" --dump-dom "file://$out/report.html" 2>/dev/null)
   if [[ "$dom" =~ data-drawn=\"([0-9]+),([0-9]+)\" ]] && ((BASH_REMATCH[1] > 0 && BASH_REMATCH[2] > 2)) &&
-     [[ "$dom" == *'class="pack"'* && "$dom" == *"Simulated device"* ]]; then
+     [[ "$dom" == *'class="pack"'* && "$dom" == *"Simulated device"* && "$dom" == *'class="static-curve"'* &&
+        "$dom" == *'class="frontier-'* && "$dom" == *'static-best-marker'* && "$dom" == *'class="target-line"'* &&
+        "$dom" == *'class="critical-path"'* && "$dom" == *'class="power-line"'* && "$dom" == *'id="pack-table"'* ]]; then
     ok "report draws (${BASH_REMATCH[1]} rects, ${BASH_REMATCH[2]} points)"
   else
     bad "report did not draw"

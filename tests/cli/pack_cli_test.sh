@@ -46,6 +46,7 @@ names = [e["args"]["name"] for e in o["traceEvents"] if e.get("ph") == "M"]
 assert "EMO packs, GPU 0" in names, names
 packs = [e for e in o["traceEvents"] if e.get("cat") == "emo"]
 assert len(packs) == b["packs"], (len(packs), b["packs"])
+assert all("clock_mhz" not in e["args"] for e in packs)  # emo pack chooses no clock
 PY
 then ok "JSON keys, values and overlay pack track"; else bad "JSON or overlay"; fi
 
