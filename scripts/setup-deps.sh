@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages EMO builds and tests with, and pytest (PyPI) for the Python tests.
-# Idempotent: installs only what is missing.
+# Installs the Debian packages EMO builds and tests with, and pytest and matplotlib (PyPI) for the
+# Python tests. Idempotent: installs only what is missing.
 # Usage: scripts/setup-deps.sh        (needs root, or sudo on PATH)
 set -euo pipefail
 PKGS=(
@@ -10,7 +10,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   coinor-libcbc-dev
-  python3 python3-dev pybind11-dev time
+  python3 python3-dev pybind11-dev python3-matplotlib time
   chromium
 )
 missing=()
@@ -33,4 +33,11 @@ fi
 if ! python3 -c 'import pytest' 2>/dev/null; then
   echo "setup-deps: installing pytest"
   python3 -m pip install -q pytest 2>/dev/null || $SUDO apt-get install -y -qq --no-install-recommends python3-pytest
+fi
+# matplotlib for docs/python.md's plot (tests/python/test_docs.py): Debian's python3-matplotlib
+# (above) serves Debian's /usr/bin/python3; where the python3 on PATH is another interpreter (pyenv,
+# a venv) that cannot import it, from PyPI into that one.
+if ! python3 -c 'import matplotlib' 2>/dev/null; then
+  echo "setup-deps: installing matplotlib for $(command -v python3)"
+  python3 -m pip install -q matplotlib
 fi

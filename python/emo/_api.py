@@ -282,6 +282,9 @@ class OptimizeResult(_JsonResult):
     baseline = property(lambda self: self._doc["baseline"], doc="Every pack at the max clock: time, energy.")
     static_best = property(lambda self: self._doc["static_best"], doc="The best static clock: clock, time, energy.")
     emo = property(lambda self: self._doc["emo"], doc="EMO's policy: time, energy (measured and predicted).")
+    static_curve = property(lambda self: self._doc["static_curve"],
+                            doc="Every static run measured: [{clock_mhz, time_ns, energy_j}], descending clock "
+                                "(the simulated device: every option clock).")
 
     def frontier_frame(self):
         """The predicted frontier as a pandas DataFrame (time_s, energy_j)."""

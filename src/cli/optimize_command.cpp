@@ -1,8 +1,11 @@
 // `emo optimize TRACE... --max-slowdown FRAC [--gpu NAME] [--device sim|nvml] [--profile-clocks K]
 // [--min-pack-ms X] [--window ...] [--seed N] [--policy FILE] [--json FILE|-] [--overlay FILE]
-// [--report FILE.html] [--true-optimum] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [-- CMD ARGS...]`: the main
-// job, a trace in, a clock policy and its savings out. With --device nvml, CMD (the traced
-// workload) runs on the real GPU for profiling and evaluation (policy/workload_backend.h).
+// [--report FILE.html] [--true-optimum] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [--quiet] [-- CMD ARGS...]`:
+// the main job, a trace in, a clock policy and its savings out. With --device nvml, CMD (the traced
+// workload) runs on the real GPU for profiling and evaluation (policy/workload_backend.h). A
+// progress bar goes to stderr when it is a terminal (cli/progress_bar.h), never with --quiet.
+#include <unistd.h>
+
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -15,6 +18,7 @@
 #include "cli/child_process.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/progress_bar.h"
 #include "core/error.h"
 #include "driver/optimize.h"
 #include "driver/true_optimum.h"
@@ -45,6 +49,7 @@ struct OptimizeCliOptions {
   bool no_tracer = false;
   std::string run_log;
   bool true_optimum = false;     ///< Also the exact optimum with true costs (simulated device only).
+  bool quiet = false;            ///< No progress bar.
   std::vector<std::string> command;  ///< After `--`.
 };
 
@@ -203,8 +208,13 @@ int run_optimize(OptimizeCliOptions o) {
   }
   nlohmann::json docs = nlohmann::json::array();
   const std::size_t n = o.traces.size();
+  ProgressBar bar(STDERR_FILENO, o.quiet);
+  opts.progress = &bar;
   for (std::size_t i = 0; i < n; ++i) {
+    bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
+    bar.update("loading", 0, 1);
     const trace::Trace t = trace::load_trace(o.traces[i]);
+    bar.update("loading", 1, 1);
     const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
@@ -219,9 +229,14 @@ int run_optimize(OptimizeCliOptions o) {
     } else {
       const GpuChoice gpu = gpu_for(t, o.gpu);
       r = driver::optimize(t, window, *gpu.spec, opts);
-      if (o.true_optimum) r.true_optimum = driver::true_optimum(t, r, *gpu.spec, opts);
+      if (o.true_optimum) {
+        bar.update("true optimum (CBC)", 0, 1);
+        r.true_optimum = driver::true_optimum(t, r, *gpu.spec, opts);
+        bar.update("true optimum (CBC)", 1, 1);
+      }
       note = gpu.note;
     }
+    bar.finish();  // before the text on the same terminal
     if (o.json_out != "-") fmt::print("{}{}", output::to_text(r), note);
     docs.push_back(output::to_json(r));
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));
@@ -275,6 +290,7 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_flag("--true-optimum", o->true_optimum,
                 "Simulated device: also solve the same packs exactly with the device's true costs (CBC, up to 200 "
                 "packs), run that plan and report EMO's gap to it (slower; docs/optimize.md)");
+  cmd->add_flag("--quiet,-q", o->quiet, "No progress bar (drawn on stderr only when stderr is a terminal)");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
     return run_optimize(*o);

@@ -207,6 +207,24 @@ struct Planning {
   PlanStage first;
 };
 
+/// Points `backend`'s progress at `progress` while it lives (the backend outlives one optimize()).
+struct ProgressAttached {
+  ProgressAttached(runtime::OptimizeBackend& backend, Progress& progress) : backend(backend) {
+    backend.set_progress(&progress);
+  }
+  ~ProgressAttached() { backend.set_progress(nullptr); }
+  ProgressAttached(const ProgressAttached&) = delete;
+  ProgressAttached& operator=(const ProgressAttached&) = delete;
+  runtime::OptimizeBackend& backend;
+};
+
+/// Evaluation runs at most, as a progress total: the static runs (every option clock, or the
+/// baseline and the models' static plan), the policy runs and up to 3 static candidates.
+std::int64_t evaluation_runs_estimate(const ProfileStage& profile, const runtime::OptimizeBackend& backend) {
+  const auto statics = backend.static_oracle() ? static_cast<std::int64_t>(profile.option_clocks_mhz.size()) : 2;
+  return statics + backend.max_validation_runs() + (backend.static_oracle() ? 3 : 0);
+}
+
 Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const ProfileStage& profiled, double idle_w,
                   double max_slowdown, opt::SearchStats& search) {
   Planning pl;
@@ -478,15 +496,22 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   r.trace_path = trace.meta.path;
   r.gpu = gpu.id;
   r.simulated = backend.device().simulated();
+  Progress progress(options.progress);
+  const ProgressAttached attached(backend, progress);
   // Stage 0: graph, slack, packs.
+  progress.start("packing", 1);
   r.packs = pack::run_pack(trace, window, model::pack_options_for(trace, options.min_pack_ns, "--min-pack-ms"));
+  progress.finish();
   if (r.packs.pack_graph.packs == 0)
     throw InputError(trace.meta.path,
                      fmt::format("no GPU ops in {}: nothing to optimise", r.packs.analysis.graph.window.label));
   const double idle_w = backend.device().idle_power_w();
   // Stages 1–4 with 3½: profile, fit, problem, plan; then profile where the plan decides, refit
   // and re-plan, until nothing is left to measure (at most kRefineRounds rounds).
+  progress.start("profiling", 1);  // the backend expects its units
   r.profile = profile(trace, r.packs, backend, options.profile_clocks);
+  progress.finish();
+  progress.start("refinement", 1);
   opt::SearchStats search;
   Planning pl = planning(trace, r.packs, r.profile, idle_w, options.max_slowdown, search);
   for (int round = 0; round < kRefineRounds; ++round) {
@@ -498,6 +523,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
     ++r.profile.refinement_rounds;
     pl = planning(trace, r.packs, r.profile, idle_w, options.max_slowdown, search);
   }
+  progress.finish();
   const ProblemStage& problem = *pl.problem;
   r.fit = pl.fit;
   r.predicted_baseline = problem.predicted_baseline;
@@ -505,9 +531,13 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   r.negative_lags = problem.problem.negative_lags;
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   r.profiling_iterations = base_ns > 0 ? r.profile.measured.device_s / ns_to_s(base_ns) : 0;
+  progress.start("frontier", 1);
   r.frontier = predicted_frontier(problem, *pl.solver, options.frontier_points);
+  progress.finish();
   // Stages 5–6: policy, evaluate (re-planning while a run misses the target).
+  progress.start("evaluation", evaluation_runs_estimate(r.profile, backend));
   r.evaluation = evaluate(trace, r.packs, problem, *pl.solver, r.profile, std::move(pl.first), gpu, options, backend);
+  progress.finish();
   r.evaluation.search.deadline_repairs += search.deadline_repairs;
   r.evaluation.search.polish_moves += search.polish_moves;
   r.evaluation.search.greedy_wins += search.greedy_wins;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "driver/true_optimum.h"
 #include "graph/dep_graph.h"
 #include "model/clock_model.h"
@@ -40,6 +41,8 @@ struct OptimizeOptions {
   std::optional<TimeNs> min_pack_ns;        ///< Default: the catalog's switch latency (model::min_pack_for).
   std::uint64_t seed = 1;                   ///< Simulated device and evaluation noise.
   int frontier_points = 24;                 ///< Points of the predicted frontier (≥ 2).
+  ProgressSink* progress = nullptr;         ///< Told each stage's progress (core/progress.h; not owned):
+                                            ///< packing, profiling, refinement, frontier, evaluation.
 };
 
 /// One evaluated schedule (time and energy of one iteration window).

@@ -132,6 +132,7 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
                                                      : fmt::format("exited with code {}", rep.exit_code);
     throw InputError(options_.command.front(), fmt::format("the workload {} during {}; the clocks were reset", how, what));
   }
+  unit_done();
   return out;
 }
 
@@ -183,6 +184,7 @@ runtime::PackProfiles WorkloadBackend::profile_packs(const trace::Trace& trace, 
   use_device_of(trace, packs);
   runtime::PackProfiles out;
   out.points.assign(packs.packing.packs.size(), {});
+  expect_units(static_cast<std::int64_t>(clocks_mhz.size()));
   for (const double f : clocks_mhz) {
     const std::vector<double> every(packs.packing.packs.size(), f);
     measure_run(trace, static_policy(trace, packs, gpu_, f), f, every, fmt::format("profiling at {:.0f} MHz", f), out);
@@ -207,6 +209,7 @@ runtime::PackProfiles WorkloadBackend::profile_pack_clocks(const trace::Trace& t
       measured[p] = f;
     }
   }
+  expect_units(static_cast<std::int64_t>(by_clock.size()));
   for (const auto& [f, measured] : by_clock)
     measure_run(trace, static_policy(trace, packs, gpu_, f), f, measured,
                 fmt::format("refinement profiling at {:.0f} MHz", f), out);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/progress.h"
 #include "model/clock_model.h"
 #include "pack/pack_run.h"
 #include "policy/policy.h"
@@ -70,6 +71,24 @@ class OptimizeBackend {
   virtual std::int64_t workload_runs() const { return 0; }
   /// The GPU in outputs, e.g. "GPU 0 (NVIDIA H200)"; "" for the simulated device.
   virtual std::string label() const { return ""; }
+  /// Where the measuring calls report their units (null: nowhere; not owned): the driver starts
+  /// each stage, the backend calls Progress::expect with the units a call will take and steps
+  /// once per unit done — a pack measured on the simulated device, a workload run on a real GPU,
+  /// and one per run_static / run_policy.
+  void set_progress(Progress* progress) { progress_ = progress; }
+
+ protected:
+  /// Progress::expect(n) on the progress set, if any.
+  void expect_units(std::int64_t n) const {
+    if (progress_ != nullptr) progress_->expect(n);
+  }
+  /// Progress::step() on the progress set, if any.
+  void unit_done() const {
+    if (progress_ != nullptr) progress_->step();
+  }
+
+ private:
+  Progress* progress_ = nullptr;
 };
 
 /// Clock changes per iteration of `policy`: one per change of clock between consecutive packs of

@@ -75,11 +75,13 @@ PackProfiles SimBackend::profile_packs(const trace::Trace& trace, const pack::Pa
                                        const std::vector<double>& clocks_mhz) {
   const graph::DepGraph& g = packs.analysis.graph;
   PackProfiles out;
+  expect_units(static_cast<std::int64_t>(packs.packing.packs.size()));
   for (std::uint32_t p = 0; p < packs.packing.packs.size(); ++p) {
     ProfileResult prof = profile_work(device_, pack_work(trace, g, packs.packing, p), clocks_mhz);
     out.runs += prof.runs;
     out.device_s += prof.device_time_s;
     out.points.push_back(std::move(prof.points));
+    unit_done();
   }
   return out;
 }
@@ -92,12 +94,14 @@ PackProfiles SimBackend::profile_pack_clocks(const trace::Trace& trace, const pa
   const graph::DepGraph& g = packs.analysis.graph;
   PackProfiles out;
   out.points.resize(clocks_mhz.size());
+  expect_units(std::count_if(clocks_mhz.begin(), clocks_mhz.end(), [](const auto& c) { return !c.empty(); }));
   for (std::uint32_t p = 0; p < clocks_mhz.size(); ++p) {
     if (clocks_mhz[p].empty()) continue;
     ProfileResult prof = measure_work(device_, pack_work(trace, g, packs.packing, p), clocks_mhz[p]);
     out.runs += prof.runs;
     out.device_s += prof.device_time_s;
     out.points[p] = std::move(prof.points);
+    unit_done();
   }
   return out;
 }
@@ -143,6 +147,7 @@ RunMeasurement SimBackend::run_static(const trace::Trace& trace, const pack::Pac
   m.energy_j = res.energy_j;
   m.clock_mhz = clock_mhz;
   add_breakdown(std::move(res), packs, device_.gpu().idle_power_w, m);
+  unit_done();
   return m;
 }
 
@@ -159,6 +164,7 @@ RunMeasurement SimBackend::run_policy(const trace::Trace& trace, const pack::Pac
   m.clock_switches = static_cast<std::int64_t>(requests.size());
   m.ops_at_other_clock = run.ops_at_other_clock;
   add_breakdown(std::move(run), packs, device_.gpu().idle_power_w, m);
+  unit_done();
   return m;
 }
 

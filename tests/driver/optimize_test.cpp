@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "graph/hand_trace.h"
 #include "model/gpu_catalog.h"
 #include "pack/pack_graph.h"
@@ -330,6 +331,58 @@ TEST(Optimize, RefinementMeasuresWhereThePlanDecidesWithinItsBudget) {
     EXPECT_EQ(r.profile.refinement_profiles, asked);
     EXPECT_EQ(r.profile.pack_clock_profiles, static_cast<std::int64_t>(3 * P) + asked);
   }
+}
+
+/// A sink that records every progress report.
+struct RecordingSink final : ProgressSink {
+  struct Call {
+    std::string stage;
+    std::int64_t done, total;
+  };
+  std::vector<Call> calls;
+  void update(std::string_view stage, std::int64_t done, std::int64_t total) override {
+    calls.push_back({std::string(stage), done, total});
+  }
+};
+
+/// Progress: the five stages in order, each from 0 to its total, done <= total throughout; on the
+/// simulated device one profiling unit per pack and one evaluation unit per run (every option
+/// clock's static run and each policy run); the result the same as without a sink.
+TEST(Optimize, ReportsProgressStageByStageWithoutChangingTheResult) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  RecordingSink sink;
+  driver::OptimizeOptions o = options(0.05);
+  o.progress = &sink;
+  const driver::OptimizeResult r = driver::optimize(t, {}, a100(), o);
+  std::vector<std::string> stages;
+  std::map<std::string, std::vector<RecordingSink::Call>> by_stage;
+  for (const auto& c : sink.calls) {
+    if (stages.empty() || stages.back() != c.stage) stages.push_back(c.stage);
+    by_stage[c.stage].push_back(c);
+    EXPECT_GE(c.done, 0) << c.stage;
+    EXPECT_LE(c.done, c.total) << c.stage;
+    EXPECT_GE(c.total, 1) << c.stage;
+  }
+  EXPECT_EQ(stages, (std::vector<std::string>{"packing", "profiling", "refinement", "frontier", "evaluation"}));
+  for (const auto& [stage, calls] : by_stage) {
+    EXPECT_EQ(calls.front().done, 0) << stage;
+    EXPECT_EQ(calls.back().done, calls.back().total) << stage;
+    for (std::size_t i = 1; i < calls.size(); ++i) EXPECT_GE(calls[i].done, calls[i - 1].done) << stage;
+  }
+  // Profiling: 3 packs (phased_trace), one unit each: 0/1 (start), 0/3 (expected), 1/3 .. 3/3, 3/3 (finish).
+  const auto& profiling = by_stage["profiling"];
+  EXPECT_EQ(profiling.back().total, 3);
+  EXPECT_EQ(profiling.size(), 6u);
+  // Evaluation: a step per run; the start and the finish are not steps.
+  const auto& evaluation = by_stage["evaluation"];
+  const std::size_t runs = r.profile.option_clocks_mhz.size() + static_cast<std::size_t>(r.evaluation.validation_runs);
+  EXPECT_EQ(evaluation.size(), runs + 2);
+  EXPECT_EQ(evaluation[evaluation.size() - 2].done, static_cast<std::int64_t>(runs));
+  // Reporting changes nothing.
+  const driver::OptimizeResult quiet = driver::optimize(t, {}, a100(), options(0.05));
+  EXPECT_EQ(quiet.evaluation.plan.choice, r.evaluation.plan.choice);
+  EXPECT_EQ(quiet.evaluation.emo.time_ns, r.evaluation.emo.time_ns);
+  EXPECT_EQ(quiet.evaluation.emo.energy_j, r.evaluation.emo.energy_j);
 }
 
 TEST(Optimize, ImpossibleRequestsNameTheParameter) {

@@ -1,12 +1,14 @@
 """emo.torch with a stand-in `torch` package (real torch is not installed on the test machines; the
 stand-in records what emo.torch configures and plays the profiler's export). When real torch is
-importable, test_real_torch_profiler checks the configuration against it too."""
+importable (CPU-only is enough), the test_real_torch_* tests record with it too: the profiler's
+trace, on_trace_ready and emo.torch.step()."""
 import importlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -14,11 +16,15 @@ import emo
 from conftest import HAND_TRACE
 
 FAKE_TORCH = {
-    "torch/__init__.py": "from . import _C, profiler\n",
+    "torch/__init__.py": "from . import _C, cuda, profiler\n__version__ = '0.0-stand-in'\n",
+    "torch/cuda/__init__.py": "AVAILABLE = True\ndef is_available():\n    return AVAILABLE\n",
     "torch/_C/__init__.py": "from . import _profiler\n",
     "torch/_C/_profiler.py": textwrap.dedent("""
+        OLD = False  # True: a torch before 2.1, whose config knows no enable_cuda_sync_events
         class _ExperimentalConfig:
             def __init__(self, **kwargs):
+                if OLD and "enable_cuda_sync_events" in kwargs:
+                    raise TypeError("__init__() got an unexpected keyword argument 'enable_cuda_sync_events'")
                 self.kwargs = kwargs
         """),
     "torch/profiler/__init__.py": textwrap.dedent("""
@@ -82,6 +88,38 @@ def test_profiler_configuration(fake_torch, tmp_path):
     assert (tmp_path / "traces").is_dir()
     with pytest.raises(ValueError, match="steps"):
         et.profiler(tmp_path, steps=0)
+
+
+def test_profiler_degrades_without_cuda_or_sync_events(fake_torch, tmp_path):
+    """CPU-only torch: CPU activity only, with a warning naming the cause; a torch before 2.1: no
+    sync-event config, with a warning. Neither raises."""
+    import emo.torch as et
+    fake_torch.cuda.AVAILABLE = False
+    with pytest.warns(RuntimeWarning, match="CUDA is not available to torch 0.0-stand-in"):
+        prof = et.profiler(tmp_path, steps=1)
+    assert [a.name for a in prof.kwargs["activities"]] == ["CPU"]
+    assert prof.kwargs["experimental_config"].kwargs == {"enable_cuda_sync_events": True}
+    fake_torch.cuda.AVAILABLE = True
+    fake_torch._C._profiler.OLD = True
+    with pytest.warns(RuntimeWarning, match="cannot record CUDA sync events"):
+        prof = et.profiler(tmp_path, steps=1)
+    assert "experimental_config" not in prof.kwargs
+    assert {a.name for a in prof.kwargs["activities"]} == {"CPU", "CUDA"}
+
+
+def test_on_trace_ready_warns_on_a_trace_without_gpu_ops(fake_torch, tmp_path):
+    """A trace of CPU ops only (CPU-only torch) is written and kept, not analysed: a warning and
+    an entry in `errors`, no exception into the training loop, the callback not called."""
+    import emo.torch as et
+    fake_torch.profiler.TRACE = {"schemaVersion": 1, "traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}
+    seen = []
+    handler = et.on_trace_ready(tmp_path / "out", callback=seen.append)
+    with pytest.warns(RuntimeWarning, match="not analysed: .*no GPU op"):
+        handler(et.profiler(tmp_path / "out", steps=1, on_trace_ready=handler))
+    assert len(handler.paths) == 1 and os.path.isfile(handler.paths[0])
+    assert len(handler.errors) == 1 and isinstance(handler.errors[0], emo.InputError)
+    assert handler.results == [] and seen == []
 
 
 def test_on_trace_ready_analyses(fake_torch, tmp_path):
@@ -155,10 +193,79 @@ def test_step_drives_emo_run(fake_torch, cli, tmp_path):
     assert "GPU 0 pack 1 iteration 1 -> 990 MHz" in out.stderr, out.stderr
 
 
-def test_real_torch_profiler(tmp_path):
+def _real_torch():
+    """Real torch, or a skip (the stand-in tests above ran)."""
     torch = pytest.importorskip("torch", reason="real torch not installed (the stand-in tests above ran)")
     if getattr(torch.profiler, "STAND_IN", False):
         pytest.skip("stand-in torch on the path")
+    return torch
+
+
+def _train(torch, prof, steps):
+    """`steps` steps of a tiny CPU loop (a matmul, a relu, a sum), each ending in prof.step()."""
+    x = torch.randn(64, 64)
+    for _ in range(steps):
+        (x @ x).relu().sum()
+        prof.step()
+
+
+def test_real_torch_profiler_writes_a_trace(tmp_path):
+    """Real torch (CPU-only where CUDA is absent): the helper's profiler records the scheduled
+    steps and tensorboard_trace_handler writes one gzip Kineto trace, which emo reads."""
+    torch = _real_torch()
     import emo.torch as et
-    prof = et.profiler(tmp_path, steps=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prof = et.profiler(tmp_path / "tb", steps=2, wait=1, warmup=1)
     assert isinstance(prof, torch.profiler.profile)
+    cuda_warned = any("CUDA is not available" in str(w.message) for w in caught)
+    assert cuda_warned == (not torch.cuda.is_available())
+    with prof:
+        _train(torch, prof, 5)  # wait 1, warmup 1, 2 recorded: one trace
+    files = sorted((tmp_path / "tb").glob("*.pt.trace.json.gz"))
+    assert len(files) == 1, os.listdir(tmp_path / "tb")
+    trace = emo.load_trace(str(files[0]))
+    assert trace.format == "kineto-json"
+    if not torch.cuda.is_available():
+        assert trace.counts["kernel"] == 0
+
+
+def test_real_torch_on_trace_ready(tmp_path):
+    """on_trace_ready runs when torch's recorded steps end; without CUDA the CPU-only trace is
+    written (aten::mm in it) and lands in `errors` with a warning, with CUDA it is analysed."""
+    torch = _real_torch()
+    import emo.torch as et
+    seen = []
+    handler = et.on_trace_ready(tmp_path / "out", callback=seen.append)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with et.profiler(tmp_path / "out", steps=1, wait=0, warmup=1, on_trace_ready=handler) as prof:
+            _train(torch, prof, 3)
+    assert len(handler.paths) == 1
+    with open(handler.paths[0]) as f:
+        doc = json.load(f)  # Kineto's {"traceEvents": [...]}, or the bare event list of a torch without Kineto
+    names = {e.get("name") for e in (doc["traceEvents"] if isinstance(doc, dict) else doc)}
+    assert "aten::mm" in names
+    if torch.cuda.is_available():
+        assert len(handler.results) == 1 and seen == handler.results
+    else:
+        assert handler.results == [] and seen == [] and len(handler.errors) == 1
+        assert "no GPU op" in str(handler.errors[0])
+        assert any("not analysed" in str(w.message) for w in caught)
+
+
+def test_real_torch_step(monkeypatch):
+    """emo.torch.step() with real torch imported: one `P 0 0 ITERATION T_NS` line a step on
+    $EMO_PROGRESS_FD (GPU 0 without a watch file)."""
+    _real_torch()
+    import emo.torch as et
+    r, w = os.pipe()
+    monkeypatch.setenv("EMO_PROGRESS_FD", str(w))
+    monkeypatch.delenv("EMO_WATCH_FILE", raising=False)
+    monkeypatch.setattr(et, "_trigger", None)
+    et.step()
+    et.step()
+    os.close(w)
+    lines = os.read(r, 4096).decode().splitlines()
+    os.close(r)
+    assert [line.split()[:4] for line in lines] == [["P", "0", "0", "0"], ["P", "0", "0", "1"]]
