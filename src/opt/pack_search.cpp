@@ -1,6 +1,7 @@
 #include "opt/pack_search.h"
 
 #include <algorithm>
+#include <future>
 #include <stdexcept>
 #include <utility>
 
@@ -30,6 +31,11 @@ const pack::PackTime& PackChoices::time(std::size_t p, int k) const {
   auto& slot = cache_[p][static_cast<std::size_t>(k)];
   if (!slot) slot = pg_->pack_time(static_cast<std::uint32_t>(p), options_[p][static_cast<std::size_t>(k)].factor);
   return *slot;
+}
+
+void PackChoices::compute_all_times() const {
+  for (std::size_t p = 0; p < options_.size(); ++p)
+    for (std::size_t k = 0; k < options_[p].size(); ++k) time(p, static_cast<int>(k));
 }
 
 std::vector<pack::PackTime> PackChoices::times(const std::vector<int>& choice) const {
@@ -97,15 +103,35 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
 std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns) {
   std::size_t K = 0;
   for (const auto& o : pc.options()) K = std::max(K, o.size());
-  std::optional<std::vector<int>> best;
-  double best_e = 0;
-  for (std::size_t k = 0; k < K; ++k) {
+  auto uniform = [&](std::size_t k) {
     std::vector<int> c(pc.packs());
     for (std::size_t p = 0; p < c.size(); ++p) c[p] = static_cast<int>(std::min(k, pc.options()[p].size() - 1));
+    return c;
+  };
+  // Energy = idle power × makespan + Σ dynamic energy. The makespan grows with every pack's factor,
+  // so the plan with each pack at its smallest factor bounds every makespan from below, and idle ×
+  // that + the dynamic sum bounds each clock's energy: clocks are scored in order of that bound,
+  // the exact schedule evaluated only while the bound can still win (the result is the full scan's).
+  std::vector<int> fastest(pc.packs(), 0);
+  for (std::size_t p = 0; p < fastest.size(); ++p) {
+    const auto& o = pc.options()[p];
+    for (std::size_t k = 1; k < o.size(); ++k)
+      if (o[k].factor < o[static_cast<std::size_t>(fastest[p])].factor) fastest[p] = static_cast<int>(k);
+  }
+  const double floor_j = pc.idle_w() * pc.gpus() * ns_to_s(pc.schedule(fastest).makespan_ns);
+  std::vector<std::pair<double, std::size_t>> order;  // (lower bound, k)
+  for (std::size_t k = 0; k < K; ++k) order.push_back({pc.predicted_energy(uniform(k), 0) + floor_j, k});
+  std::sort(order.begin(), order.end());
+  std::optional<std::vector<int>> best;
+  double best_e = 0;
+  std::size_t best_k = 0;
+  for (const auto& [bound, k] : order) {
+    if (best && bound > best_e * (1 + 1e-12)) break;
+    std::vector<int> c = uniform(k);
     const TimeNs m = pc.schedule(c).makespan_ns;
     if (m > limit_ns) continue;
     const double e = pc.predicted_energy(c, m);
-    if (!best || e < best_e) best = std::move(c), best_e = e;
+    if (!best || e < best_e || (e == best_e && k < best_k)) best = std::move(c), best_e = e, best_k = k;
   }
   return best;
 }
@@ -164,16 +190,24 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
   auto energy = [&](const std::vector<int>& c) { return pc.predicted_energy(c, pc.schedule(c).makespan_ns); };
   // The solver's plan, polished; and the exact local search alone (it sees port-edge growth the
   // problem does not) from every pack at option 0 and from the best static plan: the cheapest
-  // prediction wins.
+  // prediction wins. The two searches from fixed starts run on their own threads while the solver
+  // plans (every timing is computed first, so the three only read `pc`); the result does not
+  // depend on the threads.
+  pc.compute_all_times();
+  int greedy_moves = 0, static_moves = 0;
+  std::future<std::vector<int>> greedy =
+      std::async(std::launch::async, [&] { return polish(pc, all_max, limit, max_moves, greedy_moves); });
+  std::future<std::vector<int>> from_static;
+  if (uniform != all_max)
+    from_static = std::async(std::launch::async, [&] { return polish(pc, uniform, limit, max_moves, static_moves); });
   std::vector<int> best =
       polish(pc, solver_plan(pc, pp, solver, target_ns, uniform, stats), limit, max_moves, stats.polish_moves);
   double best_e = energy(best);
-  int scratch_moves = 0;
-  std::vector<int> greedy = polish(pc, all_max, limit, max_moves, scratch_moves);
-  if (const double e = energy(greedy); e < best_e - 1e-9) best = std::move(greedy), best_e = e, ++stats.greedy_wins;
-  if (uniform != all_max) {
-    std::vector<int> from_static = polish(pc, uniform, limit, max_moves, scratch_moves);
-    if (const double e = energy(from_static); e < best_e - 1e-9) best = std::move(from_static), ++stats.static_wins;
+  std::vector<int> g = greedy.get();
+  if (const double e = energy(g); e < best_e - 1e-9) best = std::move(g), best_e = e, ++stats.greedy_wins;
+  if (from_static.valid()) {
+    std::vector<int> u = from_static.get();
+    if (const double e = energy(u); e < best_e - 1e-9) best = std::move(u), ++stats.static_wins;
   }
   return best;
 }

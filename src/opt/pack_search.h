@@ -39,6 +39,9 @@ class PackChoices {
   double predicted_energy(const std::vector<int>& choice, TimeNs makespan_ns) const;
   /// Pack p's timing at option k, computed once.
   const pack::PackTime& time(std::size_t p, int k) const;
+  /// Computes every pack's timing at every option. Afterwards time() only reads, so the const
+  /// members may be called from several threads at once (before, time() fills a cache: one thread).
+  void compute_all_times() const;
   /// Every pack's timing at the choice.
   std::vector<pack::PackTime> times(const std::vector<int>& choice) const;
   /// The pack graph evaluated exactly at the choice. O(V + E) of the pack graph.
