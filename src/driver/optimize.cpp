@@ -68,9 +68,12 @@ class MeasuredRatios {
 };
 
 /// A static plan one clock lower is measured when its calibrated predicted time is within the
-/// target + this fraction: the models' time error between measured clocks (seen up to 0.2 % on one
+/// target + this fraction (step_static): the models' time error between measured clocks (seen up to 0.2 % on one
 /// 15 MHz step of a random trace, docs/optimize.md), with margin. A miss costs one run.
 constexpr double kNeighbourTolerance = 0.005;
+
+/// Static plans measured one clock lower at most, stepping down from the best measured one.
+constexpr int kStaticSteps = 4;
 
 /// True when `points` hold one at `clock_mhz`.
 bool is_measured(const std::vector<model::ClockPoint>& points, double clock_mhz) {
@@ -233,6 +236,30 @@ Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const P
   pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem);
   pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
   return pl;
+}
+
+/// Steps `from` (a static plan measured within `target_ns`) one clock at a time — `direction` +1:
+/// lower clocks (options descend), −1: higher — at most kStaticSteps runs, while the next step's
+/// predicted time, scaled by measured / predicted of the last measured step, is within the target
+/// + kNeighbourTolerance, and each step measures within the target and cheaper than the last.
+/// Returns the last such step (`from` when none). `run` measures a plan; `runs` counts the runs.
+template <typename RunFn>
+Candidate step_static(const ProblemStage& problem, Candidate from, int direction, TimeNs target_ns, RunFn&& run,
+                      int& runs) {
+  for (int step = 0; step < kStaticSteps; ++step) {
+    std::vector<int> lower = from.plan.choice;
+    for (std::size_t p = 0; p < lower.size(); ++p)
+      lower[p] = std::clamp(lower[p] + direction, 0, static_cast<int>(problem.choices.options()[p].size()) - 1);
+    if (lower == from.plan.choice) break;
+    const double ratio = static_cast<double>(from.run.time_ns) / static_cast<double>(from.plan.predicted.time_ns);
+    const double expected_ns = static_cast<double>(problem.choices.schedule(lower).makespan_ns) * ratio;
+    if (expected_ns > static_cast<double>(target_ns) * (1 + kNeighbourTolerance)) break;
+    Candidate c = run(plan_of(problem, std::move(lower)));
+    ++runs;
+    if (c.run.time_ns > target_ns || c.run.energy_j >= from.run.energy_j) break;
+    from = std::move(c);
+  }
+  return from;
 }
 
 }  // namespace
@@ -442,28 +469,22 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
         uniform = std::move(c);
     }
   }
-  // The static plan one clock lower, when its predicted time, calibrated on the measured static
-  // plan it steps down from, is within the measured target (+ kNeighbourTolerance): near the target the models' ranking
-  // of neighbouring clocks is within their error, the measurement decides (where static runs are
+  // The measured static plan within the target (the candidate, or EMO's own plan when it is one
+  // clock for every pack) stepped clock by clock: near the target the models' ranking of
+  // neighbouring clocks is within their error, the measurement decides (where static runs are
   // affordable: the simulated device; a real GPU spends its one run on the models' static plan).
   const std::vector<double>& kept_clocks = kept.plan.pack_clock_mhz;
-  const bool kept_static = std::adjacent_find(kept_clocks.begin(), kept_clocks.end(), std::not_equal_to<>()) == kept_clocks.end();
-  const Candidate* base = uniform ? &*uniform : kept_static ? &kept : nullptr;
+  const bool kept_static =
+      std::adjacent_find(kept_clocks.begin(), kept_clocks.end(), std::not_equal_to<>()) == kept_clocks.end();
+  const Candidate* base = uniform && uniform->run.time_ns <= ev.target_ns       ? &*uniform
+                          : kept_static && kept.run.time_ns <= ev.target_ns ? &kept
+                                                                             : nullptr;
   if (base != nullptr && backend.static_oracle()) {
-    const Candidate& from = *base;
-    std::vector<int> lower = from.plan.choice;
-    for (std::size_t p = 0; p < lower.size(); ++p)
-      lower[p] = std::min(lower[p] + 1, static_cast<int>(problem.choices.options()[p].size()) - 1);
-    // Predicted time scaled by measured / predicted of the plan it steps down from.
-    const double ratio = static_cast<double>(from.run.time_ns) / static_cast<double>(from.plan.predicted.time_ns);
-    const double expected_ns = static_cast<double>(problem.choices.schedule(lower).makespan_ns) * ratio;
-    if (lower != from.plan.choice && lower != kept.plan.choice && expected_ns <= static_cast<double>(ev.target_ns) * (1 + kNeighbourTolerance)) {
-      Candidate c = run(plan_of(problem, std::move(lower)));
-      ++ev.static_candidate_runs;
-      if (c.run.time_ns <= ev.target_ns &&
-          (!uniform || uniform->run.time_ns > ev.target_ns || c.run.energy_j < uniform->run.energy_j))
-        uniform = std::move(c);
-    }
+    // Down first (the usual side: the lowest clock that fits); up when the first step down is not
+    // cheaper (the plan sits below the energy minimum, e.g. CPU-bound work near the voltage knee).
+    Candidate c = step_static(problem, *base, +1, ev.target_ns, run, ev.static_candidate_runs);
+    if (c.plan.choice == base->plan.choice) c = step_static(problem, *base, -1, ev.target_ns, run, ev.static_candidate_runs);
+    if (c.plan.choice != base->plan.choice) uniform = std::move(c);
   }
   // EMO keeps the cheapest measured plan within the target: its own or a static one.
   if (uniform && uniform->run.time_ns <= ev.target_ns &&
