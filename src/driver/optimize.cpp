@@ -458,6 +458,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     }
   }
   Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, ev);
+  ev.own_plan = {kept.run.time_ns, kept.run.energy_j, 0};
   // The static plan at the calibrated target too (the simulated device), when it differs.
   if (ev.calibrated_target_ns > 0 && backend.static_oracle()) {
     const auto calibrated = opt::best_static_choice(problem.choices, ev.calibrated_target_ns + opt::kRoundingNs);

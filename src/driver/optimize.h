@@ -94,6 +94,8 @@ struct PlanStage {
 /// Stage 6: what the device measured, and how the kept plan was found.
 struct Evaluation {
   Evaluated baseline, static_best, emo;    ///< Measured on the device (simulated: ground truth + noise).
+  Evaluated own_plan;                      ///< EMO's own kept plan, measured, before the static candidates
+                                           ///< are compared with it (emo when no static plan is kept).
   std::vector<Evaluated> static_curve;     ///< Every static run measured, descending clock (the simulated
                                            ///< device: every option clock; a real GPU: the baseline and
                                            ///< the models' best static clock): the static time–energy curve.

@@ -135,6 +135,7 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"static_wins", ev.search.static_wins},
       {"static_candidate_mhz", ev.static_candidate_mhz},
       {"static_kept", ev.static_kept},
+      {"own_plan", {{"time_ns", ev.own_plan.time_ns}, {"energy_j", ev.own_plan.energy_j}}},
       {"static_candidate_runs", ev.static_candidate_runs},
       {"calibrated_target_ns", ev.calibrated_target_ns},
       {"calibration_runs", ev.calibration_runs},

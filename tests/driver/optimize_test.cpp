@@ -221,6 +221,8 @@ TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   const driver::OptimizeResult a = driver::optimize(t, {}, a100(), o, rejected);
   ASSERT_EQ(a.evaluation.probe_runs, 1) << "the trace must trigger the probe";
   EXPECT_FALSE(a.evaluation.probe_kept);
+  // EMO's own plan is not the probe's (which measured 10^6 J more), whatever static plan follows.
+  EXPECT_LT(a.evaluation.own_plan.energy_j, 1e5);
   EXPECT_EQ(rejected.policy_runs, a.evaluation.validation_runs);
   // The same optimisation with no run left for the probe: what the result was before the probe.
   // (The models' best static plan is measured too, outside the validation budget.)
