@@ -6,10 +6,13 @@
 //   2. fit(profile, ...)                     a clock model and options per pack  → FitStage
 //   3. build_problem(packs, fit, ...)        choices, pack problem, target       → ProblemStage
 //   4. plan(problem, solver, target)         cheapest plan within the target     → PlanStage
+//   3½. refinement_clocks + add_profiles     each pack measured where the plan (and the best
+//                                            static plan) decide; 2–4 again, ≤ kRefineRounds
 //   5. plan_policy(trace, packs, plan, ...)  the clock policy of a plan          → policy::Policy
 //   6. evaluate(...)                         baseline, best static clock and the policy run on
 //                                            the device; re-plans (4–5) with a tighter model
-//                                            target while a run misses        → Evaluation
+//                                            target while a run misses; static plans measured
+//                                            as candidates; the cheapest measured kept → Evaluation
 //
 // optimize() runs them in order and returns every stage's value (OptimizeResult). Profiling and
 // evaluation go through a runtime::OptimizeBackend: the simulated device (runtime/sim_backend.h,
@@ -200,8 +203,11 @@ std::vector<FrontierPoint> predicted_frontier(const ProblemStage& problem, opt::
 /// over every option clock when the backend affords it, else the clock the models predict best
 /// within the target) and `first` (a plan and its policy). While a run misses the measured
 /// target, re-plans (stages 4–5) with the model's target tightened by the miss, up to
-/// backend.max_validation_runs() runs; then, when a run is left, the lowest-clock probe
-/// (docs/optimize.md). Keeps the cheapest measured plan within the target.
+/// backend.max_validation_runs() runs; then, when a run is left, the calibrated re-plan and the
+/// lowest-clock probe (docs/optimize.md). The models' best static plan is measured too (a real GPU:
+/// the static run is that plan), and where static runs are affordable stepped clock by clock.
+/// Keeps the cheapest measured plan within the target, EMO's own or a static one. Throws what the
+/// backend throws.
 Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
                     opt::FastSolver& solver, const ProfileStage& profile, PlanStage first, const model::GpuSpec& gpu,
                     const OptimizeOptions& options, runtime::OptimizeBackend& backend);
