@@ -51,19 +51,10 @@ class MeasuredRatios {
     }
     for (const auto& [f, a] : at) clock_.push_back(f), time_.push_back(a[0] / a[2]), energy_.push_back(a[1] / a[2]);
   }
-  double time(double f) const { return at(time_, f); }
-  double energy(double f) const { return at(energy_, f); }
+  double time(double f) const { return clock_.empty() ? 1 : model::interpolate(clock_, time_, f); }
+  double energy(double f) const { return clock_.empty() ? 1 : model::interpolate(clock_, energy_, f); }
 
  private:
-  double at(const std::vector<double>& r, double f) const {
-    if (clock_.empty()) return 1;
-    const auto hi = std::lower_bound(clock_.begin(), clock_.end(), f);
-    if (hi == clock_.begin()) return r.front();
-    if (hi == clock_.end()) return r.back();
-    const auto i = static_cast<std::size_t>(hi - clock_.begin());
-    const double w = (f - clock_[i - 1]) / (clock_[i] - clock_[i - 1]);
-    return r[i - 1] + w * (r[i] - r[i - 1]);
-  }
   std::vector<double> clock_, time_, energy_;  // ascending clock
 };
 
@@ -137,6 +128,12 @@ struct Candidate {
   runtime::RunMeasurement run;
 };
 
+/// True when run `a` is within `target_ns` and beats `b`: `b` missed the target, or `a` used less
+/// energy. How every candidate (re-plan, probe, static plan) is compared with the one it may replace.
+bool better_within(const runtime::RunMeasurement& a, const runtime::RunMeasurement& b, TimeNs target_ns) {
+  return a.time_ns <= target_ns && (b.time_ns > target_ns || a.energy_j < b.energy_j);
+}
+
 /// The lowest-clock probe's choice: every pack whose planned clock lies inside the lowest profiled
 /// interval moved to the lowest profiled clock (its last option). Between profiled clocks the models
 /// interpolate, and where they put a pack's energy minimum inside that interval (CPU-bound packs:
@@ -183,7 +180,7 @@ Candidate validate(const ProblemStage& problem, opt::FastSolver& solver, const P
       ev.calibrated_target_ns = calibrated;
       Candidate c = run(plan(problem, solver, calibrated, ev.search));
       ev.calibration_runs = 1;
-      if (c.run.time_ns <= ev.target_ns && c.run.energy_j < kept.run.energy_j) {
+      if (better_within(c.run, kept.run, ev.target_ns)) {
         kept = std::move(c), ev.calibration_kept = true;
         model_target_ns = calibrated;
       }
@@ -194,7 +191,7 @@ Candidate validate(const ProblemStage& problem, opt::FastSolver& solver, const P
     if (probe != kept.plan.choice && problem.choices.schedule(probe).makespan_ns <= model_target_ns) {
       Candidate c = run(plan_of(problem, std::move(probe)));
       ev.probe_runs = 1;
-      if (c.run.time_ns <= ev.target_ns && c.run.energy_j < kept.run.energy_j)
+      if (better_within(c.run, kept.run, ev.target_ns))
         kept = std::move(c), ev.probe_kept = true, ev.calibration_kept = false;
     }
   }
@@ -256,7 +253,7 @@ Candidate step_static(const ProblemStage& problem, Candidate from, int direction
     if (expected_ns > static_cast<double>(target_ns) * (1 + kNeighbourTolerance)) break;
     Candidate c = run(plan_of(problem, std::move(lower)));
     ++runs;
-    if (c.run.time_ns > target_ns || c.run.energy_j >= from.run.energy_j) break;
+    if (!better_within(c.run, from.run, target_ns)) break;
     from = std::move(c);
   }
   return from;
@@ -346,14 +343,13 @@ void add_profiles(ProfileStage& profile, runtime::PackProfiles extra) {
   if (extra.points.size() != points.size())
     throw std::invalid_argument(fmt::format("add_profiles: {} packs measured, {} profiled", extra.points.size(), points.size()));
   for (std::size_t p = 0; p < points.size(); ++p) {
-    profile.refinement_profiles += static_cast<std::int64_t>(extra.points[p].size());
+    const auto added = static_cast<std::int64_t>(extra.points[p].size());
+    profile.refinement_profiles += added;
+    profile.pack_clock_profiles += added;
     points[p].insert(points[p].end(), extra.points[p].begin(), extra.points[p].end());
     std::stable_sort(points[p].begin(), points[p].end(),
                      [](const model::ClockPoint& a, const model::ClockPoint& b) { return a.clock_mhz > b.clock_mhz; });
   }
-  profile.pack_clock_profiles = static_cast<std::int64_t>(points.size()) *
-                                    static_cast<std::int64_t>(profile.profiled_clocks_mhz.size()) +
-                                profile.refinement_profiles;
   profile.measured.runs += extra.runs;
   profile.measured.device_s += extra.device_s;
   profile.measured.packs_at_run_power += extra.packs_at_run_power;
@@ -465,9 +461,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     if (calibrated && calibrated != model_static && *calibrated != kept.plan.choice) {
       Candidate c = run(plan_of(problem, *calibrated));
       ++ev.static_candidate_runs;
-      const bool fits = c.run.time_ns <= ev.target_ns;
-      if (!uniform || (fits && (uniform->run.time_ns > ev.target_ns || c.run.energy_j < uniform->run.energy_j)))
-        uniform = std::move(c);
+      if (!uniform || better_within(c.run, uniform->run, ev.target_ns)) uniform = std::move(c);
     }
   }
   // The measured static plan within the target (the candidate, or EMO's own plan when it is one
@@ -488,8 +482,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     if (c.plan.choice != base->plan.choice) uniform = std::move(c);
   }
   // EMO keeps the cheapest measured plan within the target: its own or a static one.
-  if (uniform && uniform->run.time_ns <= ev.target_ns &&
-      (kept.run.time_ns > ev.target_ns || uniform->run.energy_j < kept.run.energy_j)) {
+  if (uniform && better_within(uniform->run, kept.run, ev.target_ns)) {
     ev.static_candidate_mhz = uniform->plan.pack_clock_mhz.front();
     kept = std::move(*uniform);
     ev.static_kept = true;

@@ -58,6 +58,8 @@ std::vector<double> isotonic_increasing(const std::vector<double>& y) {
   return out;
 }
 
+}  // namespace
+
 double interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
   auto it = std::upper_bound(xs.begin(), xs.end(), x);
   if (it == xs.begin()) return ys.front();
@@ -66,8 +68,6 @@ double interpolate(const std::vector<double>& xs, const std::vector<double>& ys,
   const double w = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
   return ys[i - 1] + w * (ys[i] - ys[i - 1]);
 }
-
-}  // namespace
 
 double TimeModel::beta() const {
   const double total = t_mem_s + t_comp_s;

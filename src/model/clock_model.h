@@ -100,6 +100,10 @@ class ClockModel {
   std::vector<double> table_time_, table_power_;  // monotone, at clocks_ (table kind only)
 };
 
+/// Piecewise-linear interpolation of `ys` over ascending `xs` (same size, non-empty) at `x`;
+/// constant outside [xs.front(), xs.back()]; exactly ys[i] at x == xs[i].
+double interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x);
+
 /// Fits a model to points at ≥ 2 distinct positive clocks (repeats at one clock are averaged).
 /// Throws std::invalid_argument when there are fewer, or a value is not positive and finite.
 ClockModel fit_clock_model(const std::vector<ClockPoint>& points, const FitOptions& options = {});
