@@ -127,6 +127,10 @@ struct CollectiveTable {
   std::vector<std::int64_t> out_nelems;     ///< Elements out, or kNone.
   std::vector<StringId> dtype;              ///< "Float", ... or "".
   std::vector<std::int64_t> sequence;       ///< Collective sequence number, or kNone.
+  /// Linked traces only (trace/job.h): the job-wide id of the collective instance this kernel
+  /// takes part in, shared by its participants on the other ranks, or kNone when it was not
+  /// linked. Empty in a trace read from one file.
+  std::vector<std::int64_t> match;
   std::size_t size() const noexcept { return op.size(); }
 };
 
@@ -163,6 +167,29 @@ struct QuirkCounts {
                                        ///< are the only evidence of synchronisation.
 };
 
+/// One rank of a linked job (trace/job.h). In the linked trace, GPU device i is ranks[i]'s GPU.
+struct JobRank {
+  std::int32_t rank = -1;         ///< Distributed rank.
+  std::string path;               ///< Its trace file.
+  std::int32_t device = 0;        ///< Its GPU's device index in its own trace.
+  TimeNs offset_ns = 0;           ///< Added to its timestamps to put them on the first rank's clock.
+  std::int64_t collectives = 0;   ///< Collective kernels in its trace.
+  std::int64_t matched = 0;       ///< Of those, linked to their participants on other ranks.
+  TimeNs wait_ns = 0;             ///< Recorded wait in linked collectives, after alignment:
+                                  ///< Σ (last participant's arrival − own arrival), ≥ 0.
+};
+
+/// How the traces of one job were linked (trace/job.h, link_job). Empty `ranks`: one trace.
+struct JobInfo {
+  std::int32_t world_size = -1;
+  std::vector<JobRank> ranks;            ///< By device of the linked trace.
+  std::int64_t collectives_linked = 0;   ///< Collective instances linked across ≥ 2 ranks.
+  std::string match_method;              ///< "process group + sequence", "order per stream", ...
+  TimeNs residual_max_ns = 0;            ///< After alignment: max |end − the instance's median end|.
+  TimeNs residual_median_ns = 0;         ///< Median of the same over every linked kernel.
+  std::vector<std::string> warnings;     ///< What was not linked, and why.
+};
+
 /// Metadata of the traced job.
 struct TraceMeta {
   TraceFormat format = TraceFormat::kKinetoJson;
@@ -173,6 +200,7 @@ struct TraceMeta {
   TimeNs base_time_ns = 0;           ///< Added to every timestamp (Kineto baseTimeNanoseconds).
   std::vector<GpuInfo> gpus;         ///< Sorted by device.
   std::string schema;                ///< Format version if known (nsys export version, ...).
+  JobInfo job;                       ///< Linked traces of several ranks; ranks empty otherwise.
 };
 
 /// A whole trace. Build with a reader, then call finish().
