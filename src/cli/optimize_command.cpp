@@ -31,6 +31,7 @@
 #include "runtime/nvml_device.h"
 #include "timing/analysis.h"
 #include "trace/load.h"
+#include "driver/job_compare.h"
 
 namespace emo::cli {
 namespace {
@@ -51,6 +52,7 @@ struct OptimizeCliOptions {
   std::string run_log;
   bool true_optimum = false;     ///< Also the exact optimum with true costs (simulated device only).
   bool quiet = false;            ///< No progress bar.
+  bool compare_independent = false;  ///< A linked job: also each rank optimised alone, run together.
   std::vector<std::string> command;  ///< After `--`.
 };
 
@@ -215,6 +217,9 @@ int run_optimize(OptimizeCliOptions o) {
   std::vector<trace::Trace> loaded;
   for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
   bar.update("loading", 1, 1);
+  if (o.compare_independent && o.traces.size() < 2) {
+    throw InputError("--compare-independent", "needs the traces of a job's ranks (several traces)");
+  }
   const std::vector<trace::Trace> traces = link_if_one_job(std::move(loaded), o.job, false);
   const std::size_t n = traces.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -241,9 +246,20 @@ int run_optimize(OptimizeCliOptions o) {
       }
       note = gpu.note;
     }
+    std::optional<driver::JobComparison> cmp;
+    if (o.compare_independent) {
+      if (t.meta.job.ranks.empty()) throw InputError("--compare-independent", "the traces are not one job's ranks");
+      if (nvml) throw InputError("--compare-independent", "runs on the simulated device only");
+      bar.update("per-rank independent plans", 0, 1);
+      std::vector<trace::Trace> alone;
+      for (const trace::JobRank& jr : t.meta.job.ranks) alone.push_back(trace::load_trace(jr.path));
+      cmp = driver::compare_with_independent(t, r, alone, *gpu_for(t, o.gpu).spec, opts);
+      bar.update("per-rank independent plans", 1, 1);
+    }
     bar.finish();  // before the text on the same terminal
-    if (o.json_out != "-") fmt::print("{}{}", output::to_text(r), note);
+    if (o.json_out != "-") fmt::print("{}{}{}", output::to_text(r), note, cmp ? output::to_text(*cmp) : "");
     docs.push_back(output::to_json(r));
+    if (cmp) docs.back()["independent"] = output::to_json(*cmp);
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));
     if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), output::render_html_report(output::to_report(t, r)));
     if (!o.overlay_out.empty()) output::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n), r.plan().pack_clock_mhz);
@@ -298,6 +314,9 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_flag("--true-optimum", o->true_optimum,
                 "Simulated device: also solve the same packs exactly with the device's true costs (CBC, up to 200 "
                 "packs), run that plan and report EMO's gap to it (slower; docs/optimize.md)");
+  cmd->add_flag("--compare-independent", o->compare_independent,
+                "A job of several ranks: also optimise each rank alone and run those plans together on the joint "
+                "graph, next to the joint plan (simulated device; docs/multi-rank.md)");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress bar (drawn on stderr only when stderr is a terminal)");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;

@@ -335,4 +335,58 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
   return h;
 }
 
+namespace {
+
+nlohmann::json schedule_json(const driver::Evaluated& e, const driver::JobComparison& c) {
+  const double savings = c.baseline.energy_j > 0 ? 1.0 - e.energy_j / c.baseline.energy_j : 0.0;
+  const double slowdown =
+      c.baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / static_cast<double>(c.baseline.time_ns) - 1.0 : 0.0;
+  return {{"time_ns", e.time_ns},
+          {"energy_j", e.energy_j},
+          {"savings", savings},
+          {"slowdown", slowdown},
+          {"within_target", e.time_ns <= c.target_ns}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const driver::JobComparison& c) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const driver::RankAlone& r : c.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"packs", r.packs}, {"savings", r.savings}, {"slowdown", r.slowdown}});
+  }
+  return {{"baseline", schedule_json(c.baseline, c)},
+          {"joint", schedule_json(c.joint, c)},
+          {"independent", schedule_json(c.independent, c)},
+          {"target_ns", c.target_ns},
+          {"ranks_alone", ranks},
+          {"switching", "ideal: every op at its pack's clock from its start, for both plans"},
+          {"simulated", c.simulated}};
+}
+
+std::string to_text(const driver::JobComparison& c) {
+  auto row = [&](const char* name, const driver::Evaluated& e) {
+    const double savings = c.baseline.energy_j > 0 ? 100.0 * (1.0 - e.energy_j / c.baseline.energy_j) : 0.0;
+    const double slowdown = c.baseline.time_ns > 0
+                                ? 100.0 * (static_cast<double>(e.time_ns) / static_cast<double>(c.baseline.time_ns) - 1.0)
+                                : 0.0;
+    return fmt::format("  {:<28} {:>10} {:>12.3f} {:>8.2f}% {:>8.2f}% {}{}\n", name, format_duration(e.time_ns),
+                       e.energy_j, savings, slowdown, e.time_ns <= c.target_ns ? "within target" : "MISSES the target",
+                       c.simulated ? " [SIMULATED]" : "");
+  };
+  std::string out = "joint vs per-rank independent plans, all ranks run together on the joint graph (collectives wait "
+                    "for their last participant; ideal switching for both):\n";
+  out += fmt::format("  {:<28} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
+  out += row("baseline (max clock)", c.baseline);
+  out += row("joint (EMO)", c.joint);
+  out += row("independent (each rank alone)", c.independent);
+  std::string alone;
+  for (const driver::RankAlone& r : c.ranks) {
+    alone += fmt::format("{}rank {} {:.1f}%/{:+.2f}%", alone.empty() ? "" : ", ", r.rank, 100 * r.savings, 100 * r.slowdown);
+  }
+  out += fmt::format("  target {}; each rank alone, on its own trace (savings/slowdown): {}\n",
+                     format_duration(c.target_ns), alone);
+  return out;
+}
+
 }  // namespace emo::output

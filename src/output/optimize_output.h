@@ -5,6 +5,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "driver/job_compare.h"
 #include "driver/optimize.h"
 #include "output/html_report.h"
 #include "trace/trace.h"
@@ -22,6 +23,13 @@ nlohmann::json to_json(const driver::OptimizeResult& r);
 
 /// The text table (baseline, best static clock, EMO), labelled simulated where it is.
 std::string to_text(const driver::OptimizeResult& r);
+
+/// `--compare-independent`: {baseline, joint, independent: {time_ns, energy_j, savings, slowdown,
+/// within_target}, target_ns, ranks: [{rank, packs, savings, slowdown}] (each rank alone), simulated}.
+nlohmann::json to_json(const driver::JobComparison& c);
+
+/// The text of a JobComparison, every figure labelled [SIMULATED].
+std::string to_text(const driver::JobComparison& c);
 
 /// The HTML report's content for `r` (render it with render_html_report).
 HtmlReport to_report(const trace::Trace& trace, const driver::OptimizeResult& r);

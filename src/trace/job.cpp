@@ -342,6 +342,7 @@ class Merger {
       for (const std::string& w : t.warnings) out_.warnings.push_back(fmt::format("rank {}: {}", info_.ranks[i].rank, w));
     }
     out_.meta.job = info_;
+    out_.meta.job.source_row = std::move(source_row_);
     return std::move(out_);
   }
 
@@ -376,6 +377,7 @@ class Merger {
                         o.device[r] == kNone ? static_cast<std::int32_t>(kNone) : static_cast<std::int32_t>(i),
                         o.stream[r], host_id(i, o.process[r], true), host_id(i, o.thread[r], false),
                         shifted(o.correlation[r], id_base), shifted(o.external_id[r], id_base));
+      source_row_.push_back(r);
       if (sync_of[i][r] >= 0) add_sync(i, static_cast<std::size_t>(sync_of[i][r]), row, id_base);
       if (coll_of[i][r] >= 0) add_collective(i, static_cast<std::size_t>(coll_of[i][r]), row);
     }
@@ -442,6 +444,7 @@ class Merger {
   const JobInfo& info_;
   const std::vector<std::vector<std::int64_t>>& match_;
   Trace out_;
+  std::vector<std::uint32_t> source_row_;
 };
 
 }  // namespace

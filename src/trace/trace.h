@@ -189,6 +189,8 @@ struct JobInfo {
                                          ///< spread of their participants' ends (max − min).
   TimeNs residual_median_ns = 0;         ///< Median of the same spread.
   std::vector<std::string> warnings;     ///< What was not linked, and why.
+  std::vector<std::uint32_t> source_row; ///< Per op of the linked trace: its row in its rank's
+                                         ///< own trace (the rank: trace::job_rank_index).
 };
 
 /// Metadata of the traced job.
