@@ -3,7 +3,7 @@
 // see tests/support/job_generator.h and docs/synthetic-jobs.md for what is made up.
 //
 //   emo_make_job SOURCE_TRACE OUT_DIR --ranks N [--straggler R] [--slowdown 0.10] [--jitter 0.01]
-//                [--max-offset-us 200] [--group-size G] [--seed S]
+//                [--max-offset-us 200] [--group-size G] [--seed S] [--threads 2]
 //
 // Writes OUT_DIR/rank00000.json.gz ... (Kineto JSON, gzip), one per rank, each with
 // distributedInfo (rank, world size), the collectives' process group, its ranks and sequence
@@ -13,6 +13,7 @@
 // output that cannot be written (one line on stderr).
 #include <libdeflate.h>
 
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <chrono>
@@ -22,9 +23,11 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -40,9 +43,13 @@ namespace {
 using emo::TimeNs;
 using emo::testing::JobSpec;
 
+/// libdeflate level: 3 writes ~2x faster than 6 for ~10 % more bytes (writing is most of the time).
+constexpr int kGzipLevel = 3;
+
 struct Args {
   std::string source, out_dir;
   JobSpec spec;
+  int threads = 2;  ///< Ranks written at a time.
 };
 
 struct BadArgs : std::runtime_error {
@@ -92,6 +99,9 @@ Args parse_args(int argc, char** argv) {
       a.spec.max_offset_ns = std::llround(parse_double(arg, v) * 1000.0);
     } else if (arg == "--group-size") {
       a.spec.group_size = parse_number<int>(arg, v);
+    } else if (arg == "--threads") {
+      a.threads = parse_number<int>(arg, v);
+      if (a.threads < 1) throw BadArgs("--threads must be >= 1");
     } else if (arg == "--seed") {
       a.spec.seed = parse_number<std::uint64_t>(arg, v);
     } else {
@@ -118,7 +128,7 @@ std::string label(const Args& a, const emo::testing::JobGenerator& gen, int rank
 }
 
 std::string gzip(const std::string& text) {
-  std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> c(libdeflate_alloc_compressor(6),
+  std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> c(libdeflate_alloc_compressor(kGzipLevel),
                                                                                    &libdeflate_free_compressor);
   if (!c) throw std::runtime_error("out of memory (libdeflate)");
   std::string out(libdeflate_gzip_compress_bound(c.get(), text.size()), '\0');
@@ -127,20 +137,42 @@ std::string gzip(const std::string& text) {
   return out;
 }
 
-/// Writes every rank; returns the bytes written.
+/// Writes rank r's file; returns its size in bytes.
+std::uintmax_t write_rank(const Args& a, const emo::testing::JobGenerator& gen, int r) {
+  std::string json = emo::trace::to_kineto_json(gen.rank_trace(r));
+  json.insert(json.find('{') + 2, label(a, gen, r));  // after "{\n": a top-level member
+  const std::string gz = gzip(json);
+  const std::string path = fmt::format("{}/rank{:05d}.json.gz", a.out_dir, r);
+  std::ofstream f(path, std::ios::binary);
+  f.write(gz.data(), static_cast<std::streamsize>(gz.size()));
+  if (!f) throw std::runtime_error(fmt::format("{}: cannot write", path));
+  return gz.size();
+}
+
+/// Writes every rank, `a.threads` ranks at a time; returns the bytes written. Rethrows the first
+/// error of any worker.
 std::uintmax_t write_job(const Args& a, const emo::testing::JobGenerator& gen) {
   std::filesystem::create_directories(a.out_dir);
-  std::uintmax_t bytes = 0;
-  for (int r = 0; r < a.spec.ranks; ++r) {
-    std::string json = emo::trace::to_kineto_json(gen.rank_trace(r));
-    json.insert(json.find('{') + 2, label(a, gen, r));  // after "{\n": a top-level member
-    const std::string gz = gzip(json);
-    const std::string path = fmt::format("{}/rank{:05d}.json.gz", a.out_dir, r);
-    std::ofstream f(path, std::ios::binary);
-    f.write(gz.data(), static_cast<std::streamsize>(gz.size()));
-    if (!f) throw std::runtime_error(fmt::format("{}: cannot write", path));
-    bytes += gz.size();
-  }
+  std::atomic<int> next{0};
+  std::atomic<std::uintmax_t> bytes{0};
+  std::mutex m;
+  std::exception_ptr error;
+  auto work = [&] {
+    for (int r; (r = next++) < a.spec.ranks;) {
+      try {
+        bytes += write_rank(a, gen, r);
+      } catch (...) {
+        const std::lock_guard lock(m);
+        if (!error) error = std::current_exception();
+        next = a.spec.ranks;
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int w = 1; w < a.threads; ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& w : workers) w.join();
+  if (error) std::rethrow_exception(error);
   return bytes;
 }
 
