@@ -176,15 +176,22 @@ std::uintmax_t write_job(const Args& a, const emo::testing::JobGenerator& gen) {
   return bytes;
 }
 
-void print_summary(const Args& a, const emo::testing::JobGenerator& gen, std::uintmax_t bytes, double seconds) {
+/// Wall-clock seconds of the three phases.
+struct Timings {
+  double load_s = 0, replay_s = 0, write_s = 0;
+};
+
+void print_summary(const Args& a, const emo::testing::JobGenerator& gen, std::uintmax_t bytes, const Timings& t) {
   fmt::print("SYNTHETIC job: {} ranks derived from {} ({}); not a recording of a real job\n", a.spec.ranks,
              a.source, emo::testing::describe(a.spec));
   std::string offsets;
   for (int r = 0; r < a.spec.ranks; ++r) offsets += fmt::format("{}{}", r ? " " : "", gen.offset_ns(r));
   fmt::print("clock offsets (ns, added to each rank's timestamps, rank 0 first): {}\n", offsets);
   fmt::print("job span without offsets: {:.3f} ms\n", static_cast<double>(gen.span_ns()) / 1e6);
-  fmt::print("wrote {}/rank00000.json.gz .. rank{:05d}.json.gz: {:.1f} MB in {:.2f} s\n", a.out_dir,
-             a.spec.ranks - 1, static_cast<double>(bytes) / 1e6, seconds);
+  fmt::print("wrote {}/rank00000.json.gz .. rank{:05d}.json.gz: {:.1f} MB; read the source in {:.2f} s, "
+             "replayed the job in {:.2f} s, wrote the ranks in {:.2f} s ({} threads)\n",
+             a.out_dir, a.spec.ranks - 1, static_cast<double>(bytes) / 1e6, t.load_s, t.replay_s, t.write_s,
+             a.threads);
 }
 
 }  // namespace
@@ -203,12 +210,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const auto t0 = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    Timings t;
+    auto t0 = Clock::now();
     const emo::trace::Trace source = emo::trace::load_trace(a.source);
+    t.load_s = seconds_since(t0);
+    t0 = Clock::now();
     const emo::testing::JobGenerator gen(source, a.spec);
+    t.replay_s = seconds_since(t0);
+    t0 = Clock::now();
     const std::uintmax_t bytes = write_job(a, gen);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    print_summary(a, gen, bytes, seconds);
+    t.write_s = seconds_since(t0);
+    print_summary(a, gen, bytes, t);
   } catch (const std::exception& e) {
     fmt::print(stderr, "emo_make_job: error: {}\n", e.what());
     return 1;
