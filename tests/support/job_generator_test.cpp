@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -200,6 +201,70 @@ TEST(JobGenerator, ProfilerStepWindowsStillHoldTheirCalls) {
     // Nesting kept on every host thread: finish() had nothing to clamp.
     EXPECT_EQ(t.quirks.clamped_children, 0);
   }
+}
+
+/// Correlation ids of the API calls each ProfilerStep annotation holds (same thread, inside it),
+/// in step order (a clock offset moves both alike).
+std::vector<std::set<std::int64_t>> calls_per_step(const Trace& t) {
+  std::vector<std::pair<std::string, std::uint32_t>> steps;
+  for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
+    const std::string_view name = t.strings.view(t.ops.name[i]);
+    if (t.ops.kind[i] == OpKind::kAnnotation && name.starts_with("ProfilerStep#")) steps.emplace_back(name, i);
+  }
+  std::sort(steps.begin(), steps.end());
+  std::vector<std::set<std::int64_t>> out;
+  for (const auto& [name, a] : steps) {
+    std::set<std::int64_t>& calls = out.emplace_back();
+    for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
+      if (trace::is_api_call(t.ops.kind[i]) && t.ops.thread[i] == t.ops.thread[a] && t.ops.process[i] == t.ops.process[a] &&
+          t.ops.start_ns[i] >= t.ops.start_ns[a] && t.ops.end_ns(i) <= t.ops.end_ns(a)) {
+        calls.insert(t.ops.correlation[i]);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(JobGenerator, ProfilerStepsHoldTheSameCallsAsInTheSource) {
+  EMO_REQUIRE_DATA(path, kTraining);
+  const Trace& src = source(path);
+  const auto want = calls_per_step(src);
+  ASSERT_GE(want.size(), 2u);
+  ASSERT_GT(want[0].size(), 100u);
+  const std::vector<Trace> job = generate_job(src, JobSpec{.ranks = 2, .straggler = 0, .max_offset_ns = 80'000});
+  for (const Trace& t : job) EXPECT_EQ(calls_per_step(t), want) << "rank " << t.meta.rank;
+}
+
+TEST(JobGenerator, JitterHasTheRequestedSpread) {
+  EMO_REQUIRE_DATA(path, kTraining);
+  const Trace& src = source(path);
+  // Kernels with a correlation id of their own pair the source with the generated trace.
+  auto by_correlation = [](const Trace& t) {
+    std::map<std::int64_t, std::vector<std::uint32_t>> m;
+    for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
+      if (is_compute_kernel(t, i) && t.ops.correlation[i] != trace::kNone) m[t.ops.correlation[i]].push_back(i);
+    }
+    return m;
+  };
+  const double jitter = 0.05;
+  const std::vector<Trace> job = generate_job(src, JobSpec{.ranks = 1, .jitter = jitter, .seed = 21});
+  const auto a = by_correlation(src), b = by_correlation(job[0]);
+  double sum = 0, sum2 = 0;
+  int n = 0;
+  for (const auto& [corr, rows] : a) {
+    const auto it = b.find(corr);
+    if (rows.size() != 1 || it == b.end() || it->second.size() != 1) continue;
+    const TimeNs d0 = src.ops.dur_ns[rows[0]];
+    if (d0 < 10'000) continue;  // ≥ 10 µs: rounding to the ns is negligible
+    const double ratio = static_cast<double>(job[0].ops.dur_ns[it->second[0]]) / static_cast<double>(d0);
+    sum += ratio;
+    sum2 += ratio * ratio;
+    ++n;
+  }
+  ASSERT_GT(n, 500);
+  const double mean = sum / n, sd = std::sqrt(sum2 / n - mean * mean);
+  EXPECT_NEAR(mean, 1.0, 4 * jitter / std::sqrt(n));
+  EXPECT_NEAR(sd, jitter, 0.1 * jitter) << n << " kernels";
 }
 
 TEST(JobGenerator, RejectsBadSpecs) {
