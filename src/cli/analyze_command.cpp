@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -22,7 +23,8 @@ namespace emo::cli {
 namespace {
 
 struct AnalyzeOptions {
-  std::string trace;
+  std::vector<std::string> traces;
+  JobOptions job;
   WindowOptions win;
   std::string json_out;
   std::string overlay_out;
@@ -35,13 +37,16 @@ struct AnalyzeOptions {
 int run_analyze(const AnalyzeOptions& o) {
   std::vector<timing::WhatIf> what_ifs;
   for (const std::string& spec : o.what_ifs) what_ifs.push_back(timing::parse_what_if(spec));
-  const trace::Trace t = trace::load_trace(o.trace);
+  std::vector<trace::Trace> loaded;
+  for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
+  const trace::Trace t = std::move(link_if_one_job(std::move(loaded), o.job, true).front());
   const graph::Window window = o.win.find(t);
   timing::Analysis a = timing::analyze(t, window, what_ifs);
   if (!o.durations_from.empty()) {
     // The same file is read once.
     std::optional<trace::Trace> other;
-    if (o.durations_from != o.trace) other = trace::load_trace(o.durations_from);
+    if (o.traces.size() > 1) throw InputError("--durations-from", "takes one trace, not a job of several");
+    if (o.durations_from != o.traces[0]) other = trace::load_trace(o.durations_from);
     const trace::Trace& src = other ? *other : t;
     const graph::Window src_window =
         o.durations_instance >= 0 ? timing::find_window(src, "", o.win.annotation, o.durations_instance)
@@ -60,8 +65,11 @@ Action add_analyze_command(CLI::App& app) {
   auto opts = std::make_shared<AnalyzeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "analyze", "Dependency graph, replay, critical path and slack of a trace; what-if timing");
-  cmd->add_option("trace", opts->trace, "Trace file (Kineto JSON, plain or .gz, or nsys SQLite)")
+  cmd->add_option("trace", opts->traces,
+                  "Trace file (Kineto JSON, plain or .gz, or nsys SQLite); several: the ranks of one job, linked "
+                  "through their collectives (docs/multi-rank.md)")
       ->required();
+  add_job_options(cmd, opts->job, false);
   add_window_options(cmd, opts->win, "Analyse");
   cmd->add_option("--json", opts->json_out,
                   "Write the JSON result to FILE ('-' = stdout only, no text)");

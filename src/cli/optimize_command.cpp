@@ -37,6 +37,7 @@ namespace {
 
 struct OptimizeCliOptions {
   std::vector<std::string> traces;
+  JobOptions job;
   std::string gpu;
   std::string max_slowdown;
   std::string device = "sim";
@@ -207,14 +208,18 @@ int run_optimize(OptimizeCliOptions o) {
     workload.log_prefix = o.run_log;
   }
   nlohmann::json docs = nlohmann::json::array();
-  const std::size_t n = o.traces.size();
   ProgressBar bar(STDERR_FILENO, o.quiet);
   opts.progress = &bar;
+  bar.set_prefix("optimize");
+  bar.update("loading", 0, 1);
+  std::vector<trace::Trace> loaded;
+  for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
+  bar.update("loading", 1, 1);
+  const std::vector<trace::Trace> traces = link_if_one_job(std::move(loaded), o.job, false);
+  const std::size_t n = traces.size();
   for (std::size_t i = 0; i < n; ++i) {
     bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
-    bar.update("loading", 0, 1);
-    const trace::Trace t = trace::load_trace(o.traces[i]);
-    bar.update("loading", 1, 1);
+    const trace::Trace& t = traces[i];
     const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
@@ -257,8 +262,11 @@ Action add_optimize_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "optimize", "Trace in, clock policy out: packs, profiles them at a few clocks, fits their models, minimises "
                   "energy within the latency target and evaluates the policy (on the simulated device by default)");
-  cmd->add_option("trace", o->traces, "Trace file(s): Kineto JSON (plain or .gz) or nsys SQLite; each is optimised")
+  cmd->add_option("trace", o->traces,
+                  "Trace file(s): Kineto JSON (plain or .gz) or nsys SQLite. The ranks of one job are linked through "
+                  "their collectives and optimised jointly (docs/multi-rank.md); other traces each alone")
       ->required();
+  add_job_options(cmd, o->job, true);
   cmd->add_option("--max-slowdown", o->max_slowdown,
                   "Latency target over every GPU at its max clock: a fraction (0.05) or a percentage (5%)")
       ->required();

@@ -1,10 +1,15 @@
 #include "cli/options.h"
 
 #include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "cli/commands.h"
 
+#include "core/error.h"
 #include "timing/analysis.h"
+#include "trace/job.h"
 
 namespace emo::cli {
 
@@ -19,6 +24,32 @@ void add_window_options(CLI::App* cmd, WindowOptions& w, const std::string& verb
       ->check(CLI::NonNegativeNumber)
       ->needs(ann);
   win->excludes(ann);
+}
+
+void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent) {
+  cmd->add_option("--ranks", j.ranks,
+                  "Ranks of the traces given, in order: 0,1,2 or 0-7 (default: from the traces' distributedInfo)");
+  if (with_independent) {
+    cmd->add_flag("--independent", j.independent,
+                  "Optimise each trace alone even when they are the ranks of one job (docs/multi-rank.md)");
+  }
+}
+
+std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, const JobOptions& j, bool one_required) {
+  trace::LinkOptions lo;
+  if (!j.ranks.empty()) lo.ranks = trace::parse_ranks(j.ranks);
+  if (traces.size() < 2 || j.independent) {
+    if (!lo.ranks.empty() && traces.size() == 1) traces[0].meta.rank = lo.ranks.at(0);
+    return traces;
+  }
+  if (const auto why = trace::not_one_job(traces, lo)) {
+    if (one_required) throw InputError(traces[1].meta.path, fmt::format("not a rank of the same job as {}: {}", traces[0].meta.path, *why));
+    fmt::print(stderr, "emo: the traces are not the ranks of one job ({}): each is optimised alone\n", *why);
+    return traces;
+  }
+  std::vector<trace::Trace> out;
+  out.push_back(trace::link_job(std::move(traces), lo));
+  return out;
 }
 
 std::string option_of(const std::string& field) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -23,5 +24,22 @@ struct WindowOptions {
 /// Registers --window, --annotation and --instance on `cmd` (`verb` words the help: "Analyse",
 /// "Pack", "Optimise"); --instance needs --annotation and is >= 0, --window excludes --annotation.
 void add_window_options(CLI::App* cmd, WindowOptions& w, const std::string& verb);
+
+/// How several traces are taken (docs/multi-rank.md): the ranks of one job are linked into one
+/// trace (trace::link_job) unless `independent`; `ranks` is the `--ranks` text ("" = from the
+/// traces).
+struct JobOptions {
+  std::string ranks;
+  bool independent = false;
+};
+
+/// Registers --ranks (and, when `with_independent`, --independent) on `cmd`.
+void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent);
+
+/// The traces to work on: `traces` linked into one when they are the ranks of one job
+/// (trace::not_one_job), else as given — with a note on stderr saying why they were not linked
+/// when there were several. `one_required` (analyze, pack): several traces that are not one job
+/// are an error. Throws emo::InputError / ArgumentError (link_job, parse_ranks).
+std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, const JobOptions& j, bool one_required);
 
 }  // namespace emo::cli

@@ -3,6 +3,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,7 +23,8 @@ namespace emo::cli {
 namespace {
 
 struct PackCliOptions {
-  std::string trace;
+  std::vector<std::string> traces;
+  JobOptions job;
   WindowOptions win;
   std::string min_pack_ms;
   std::string json_out;
@@ -30,7 +33,9 @@ struct PackCliOptions {
 
 int run_pack_command(const PackCliOptions& o) {
   const std::optional<TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
-  const trace::Trace t = trace::load_trace(o.trace);
+  std::vector<trace::Trace> loaded;
+  for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
+  const trace::Trace t = std::move(link_if_one_job(std::move(loaded), o.job, true).front());
   const graph::Window window = o.win.find(t);
   const pack::PackRun r = pack::run_pack(t, window, model::pack_options_for(t, min_pack, "--min-pack-ms"));
   if (o.json_out != "-") fmt::print("{}", output::to_text(t, r));
@@ -65,8 +70,11 @@ Action add_pack_command(CLI::App& app) {
   auto opts = std::make_shared<PackCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "pack", "Dependency-aware packing of each GPU's timeline, the pack graph and its exactness");
-  cmd->add_option("trace", opts->trace, "Trace file (Kineto JSON, plain or .gz, or nsys SQLite)")
+  cmd->add_option("trace", opts->traces,
+                  "Trace file (Kineto JSON, plain or .gz, or nsys SQLite); several: the ranks of one job, linked "
+                  "through their collectives (docs/multi-rank.md)")
       ->required();
+  add_job_options(cmd, opts->job, false);
   cmd->add_option("--min-pack-ms", opts->min_pack_ms,
                   "Shortest pack in ms (default: the GPU's clock-switch latency from the catalog, "
                   "else 20)");

@@ -68,7 +68,10 @@ policy::Policy make_policy(const trace::Trace& trace, const pack::PackRun& packs
     const std::int32_t d = packing.packs[p].device;
     policy::GpuPolicy& gp = per_device[d];
     gp.device = d;
-    gp.rank = trace.meta.rank;
+    // A linked job (trace/job.h): device d is the d-th rank's GPU; its section names that rank.
+    const auto& ranks = trace.meta.job.ranks;
+    gp.rank = d >= 0 && static_cast<std::size_t>(d) < ranks.size() ? ranks[static_cast<std::size_t>(d)].rank
+                                                                     : trace.meta.rank;
     gp.default_clock_mhz = gpu.max_sm_clock_mhz();
     const auto first = packing.ops_of(p)[0];
     const auto row = g.op[first];

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <string>
 #include <unordered_map>
@@ -64,6 +65,7 @@ class Builder {
     program_order_edges();
     stream_edges();
     launch_edges();
+    collective_edges();
     sync_record_edges();
     inferred_sync_edges();
     assign_lags_and_csr();
@@ -282,10 +284,52 @@ class Builder {
   }
 
   void launch_edges() {
+    const bool linked = !t_.meta.job.ranks.empty();
     for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
       if (!g_.gpu[n]) continue;
       const std::uint32_t call = node_of_call(ops_.correlation[g_.op[n]]);
-      if (call != kNoNode) edge(DepGraph::start_tp(call), DepGraph::start_tp(n), 0, EdgeType::kLaunch);
+      if (call == kNoNode) continue;
+      edge(DepGraph::start_tp(call), DepGraph::start_tp(n), 0, EdgeType::kLaunch);
+      if (linked) device_of_process_.emplace(ops_.process[g_.op[call]], ops_.device[g_.op[n]]);
+    }
+  }
+
+  /// Linked traces (trace/job.h): the GPU a host call's rank drives, so that a sync that names
+  /// no stream waits for its own rank's streams only; kNone in a trace of one process.
+  std::int32_t scope_of(std::uint32_t call) const {
+    const auto it = device_of_process_.find(ops_.process[g_.op[call]]);
+    return it == device_of_process_.end() ? static_cast<std::int32_t>(kNone) : it->second;
+  }
+
+  /// Linked traces: each linked collective ends when its last participant has arrived and the
+  /// transfer is done. The transfer time T is the shortest participant's recorded duration: the
+  /// last arrival waits for no one, so where the ranks' records agree its kernel is the shortest,
+  /// and where they do not (an order-based match that paired different collectives) the minimum
+  /// never makes a rank's collective longer than recorded. Every participant's duration becomes T. With hub h (the participant of
+  /// the first rank): S(q) -> E(h) lag T and E(h) -> E(q) lag 0 for every other participant q,
+  /// so E(q) = E(h) = max over participants of S + T, in 2(m - 1) edges for m participants.
+  void collective_edges() {
+    const trace::CollectiveTable& ct = t_.collectives;
+    if (ct.match.empty()) return;
+    std::map<std::int64_t, std::vector<std::uint32_t>> instances;
+    for (std::size_t c = 0; c < ct.size(); ++c) {
+      const std::uint32_t n = ct.match[c] == kNone ? kNoNode : node_of_op_[ct.op[c]];
+      if (n != kNoNode) instances[ct.match[c]].push_back(n);
+    }
+    for (const auto& [id, nodes] : instances) {
+      if (nodes.size() < 2) continue;
+      TimeNs transfer = INT64_MAX;
+      for (std::uint32_t n : nodes) transfer = std::min(transfer, g_.dur[n]);
+      std::uint32_t hub = nodes[0];
+      for (std::uint32_t n : nodes) {
+        if (ops_.device[g_.op[n]] < ops_.device[g_.op[hub]]) hub = n;
+      }
+      for (std::uint32_t n : nodes) {
+        g_.dur[n] = transfer;
+        if (n == hub) continue;
+        edge(DepGraph::start_tp(n), DepGraph::end_tp(hub), transfer, EdgeType::kCollective);
+        edge(DepGraph::end_tp(hub), DepGraph::end_tp(n), 0, EdgeType::kCollective);
+      }
     }
   }
 
@@ -319,6 +363,7 @@ class Builder {
   }
 
   void sync_on_device(std::int32_t device, std::uint32_t call, bool inferred) {
+    if (device == kNone) device = scope_of(call);
     for (const StreamOps& s : streams_) {
       if (device == kNone || s.device == device) sync_on_stream(s, call, g_.rec_start[call], inferred);
     }
@@ -340,7 +385,7 @@ class Builder {
       covered_[call] = 1;
       // CUPTI also writes records for cudaEventQuery/cudaStreamQuery; a query does not wait.
       if (t_.strings.view(ops_.name[g_.op[call]]).find("Query") != std::string_view::npos) continue;
-      const std::int32_t device = ops_.device[row];
+      const std::int32_t device = ops_.device[row] != kNone ? ops_.device[row] : scope_of(call);
       switch (sy.kind[i]) {
         case SyncKind::kStreamSync: {
           const StreamOps* s = find_stream(device, sy.stream[i]);
@@ -440,7 +485,9 @@ class Builder {
     const StreamOps* dst = nullptr;
     std::uint32_t first = kNoNode;
     TimeNs first_launch = INT64_MAX;
+    const std::int32_t scope = scope_of(wait_call);
     for (const StreamOps& s : streams_) {
+      if (scope != kNone && s.device != scope) continue;
       const auto it = std::lower_bound(s.launched.begin(), s.launched.end(), g_.rec_start[wait_call]);
       if (it != s.launched.end() && *it < first_launch) {
         first_launch = *it;
@@ -540,7 +587,11 @@ class Builder {
       binding = launch;
       latest = rec(g_.in_from[launch]) + g_.in_lag[launch];
     }
-    if (is_end) {
+    if (is_end && g_.gpu[n]) {
+      // A linked collective (the only GPU end with edges in): when its own start and transfer
+      // explain its recorded end, no edge binds; else the binding edge takes the gap.
+      if (g_.rec_start[n] + g_.dur[n] >= target) return;
+    } else if (is_end) {
       // A call that waited: its own duration is what remains after the wait ended.
       if (latest <= g_.rec_start[n]) return;  // finished on its own: the duration binds
       g_.dur[n] = std::min(g_.dur[n], target - latest);
@@ -592,6 +643,7 @@ class Builder {
   std::vector<std::pair<std::int64_t, std::uint32_t>> gpu_by_corr_;
   std::vector<std::uint8_t> covered_;
   std::vector<RawEdge> raw_;
+  std::unordered_map<std::int64_t, std::int32_t> device_of_process_;  // linked traces only
 };
 
 }  // namespace
@@ -604,6 +656,7 @@ std::string_view edge_type_name(EdgeType t) noexcept {
     case EdgeType::kLaunch: return "launch";
     case EdgeType::kHostSync: return "host_sync";
     case EdgeType::kEventWait: return "event_wait";
+    case EdgeType::kCollective: return "collective";
   }
   return "unknown";
 }

@@ -30,9 +30,12 @@ enum class EdgeType : std::uint8_t {
   kHostSync,      ///< E(GPU op) -> E(blocking call): stream/device/event sync, blocking memcpy.
   kEventWait,     ///< E(op before cudaEventRecord on stream A) -> S(first op after the
                   ///< cudaStreamWaitEvent on stream B).
+  kCollective,    ///< Linked traces (trace/job.h): a collective ends when its last participant
+                  ///< has arrived and the transfer is done. S(participant) -> E(hub) with lag T,
+                  ///< E(hub) -> E(participant), the hub being its first participant.
 };
-inline constexpr int kEdgeTypeCount = 6;
-/// "stream_order", "program_order", "nesting", "launch", "host_sync", "event_wait".
+inline constexpr int kEdgeTypeCount = 7;
+/// "stream_order", "program_order", "nesting", "launch", "host_sync", "event_wait", "collective".
 std::string_view edge_type_name(EdgeType t) noexcept;
 
 /// Lag of an edge dropped to break a cycle: ignored by every pass.

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "trace/job.h"
+
 namespace emo::output {
 
 using timing::Analysis;
@@ -98,6 +100,92 @@ nlohmann::json durations_json(const Analysis& a) {
   return durations;
 }
 
+/// A stretch of the critical path on one rank.
+struct RankSegment {
+  std::int32_t index = -1;  ///< In meta.job.ranks.
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+  std::int64_t ops = 0;
+};
+
+/// Which rank the critical path is on, when: consecutive steps on one rank merged.
+std::vector<RankSegment> rank_segments(const trace::Trace& t, const Analysis& a) {
+  std::vector<RankSegment> out;
+  for (const PathStep& st : a.path.steps) {
+    const std::int32_t r = trace::job_rank_index(t, a.graph.op[st.node]);
+    if (r < 0) continue;
+    if (out.empty() || out.back().index != r) out.push_back({r, a.schedule.start(st.node), a.schedule.end(st.node), 0});
+    out.back().end_ns = std::max(out.back().end_ns, a.schedule.end(st.node));
+    ++out.back().ops;
+  }
+  return out;
+}
+
+/// The `ranks` object of a linked job, or null for one trace.
+nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
+  using nlohmann::json;
+  const trace::JobInfo& job = t.meta.job;
+  if (job.ranks.empty()) return json();
+  json ranks = json::array();
+  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
+    const trace::JobRank& r = job.ranks[i];
+    json j = {{"rank", r.rank}, {"file", r.path}, {"device", static_cast<int>(i)}, {"trace_device", r.device},
+              {"offset_ns", r.offset_ns}, {"collectives", r.collectives}, {"collectives_matched", r.matched},
+              {"wait_in_collectives_ns", r.wait_ns}};
+    for (const GpuSlack& gs : a.gpus) {
+      if (gs.device == static_cast<std::int32_t>(i)) j["slack_ns"] = gs.slack_ns;
+    }
+    ranks.push_back(std::move(j));
+  }
+  json path = json::array();
+  for (const RankSegment& s : rank_segments(t, a)) {
+    path.push_back({{"rank", job.ranks[static_cast<std::size_t>(s.index)].rank},
+                    {"start_ns", s.start_ns},
+                    {"end_ns", s.end_ns},
+                    {"ops", s.ops}});
+  }
+  return {{"world_size", job.world_size},
+          {"ranks", ranks},
+          {"collectives_linked", job.collectives_linked},
+          {"match_method", job.match_method},
+          {"offset_residual_max_ns", job.residual_max_ns},
+          {"offset_residual_median_ns", job.residual_median_ns},
+          {"critical_path_by_rank", path},
+          {"warnings", job.warnings}};
+}
+
+/// Text lines of a linked job (empty for one trace).
+std::string job_text(const trace::Trace& t, const Analysis& a) {
+  const trace::JobInfo& job = t.meta.job;
+  if (job.ranks.empty()) return "";
+  std::string out = fmt::format("  job           {} ranks of {}; {} collectives linked ({}); clock offsets aligned on "
+                                "collective ends, residual median {} max {}\n",
+                                job.ranks.size(), job.world_size, job.collectives_linked,
+                                job.match_method.empty() ? "none" : job.match_method,
+                                format_duration(job.residual_median_ns), format_duration(job.residual_max_ns));
+  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
+    const trace::JobRank& r = job.ranks[i];
+    TimeNs slack = 0;
+    for (const GpuSlack& gs : a.gpus) {
+      if (gs.device == static_cast<std::int32_t>(i)) slack = gs.slack_ns;
+    }
+    out += fmt::format("  rank {:<8} GPU {}, offset {:+.3f} us, collectives {} of {} matched, waited {} in them, "
+                       "slack {} ({})\n",
+                       r.rank, i, static_cast<double>(r.offset_ns) / 1e3, r.matched, r.collectives,
+                       format_duration(r.wait_ns), format_duration(slack), r.path);
+  }
+  const auto segs = rank_segments(t, a);
+  std::string path;
+  for (std::size_t k = 0; k < segs.size() && k < 12; ++k) {
+    path += fmt::format("{}rank {} {}", k ? " → " : "", job.ranks[static_cast<std::size_t>(segs[k].index)].rank,
+                        format_duration(segs[k].end_ns - segs[k].start_ns));
+  }
+  if (segs.size() > 12) path += fmt::format(" → ... ({} stretches)", segs.size());
+  out += "  critical path by rank: " + (path.empty() ? std::string("-") : path) + "\n";
+  for (const std::string& w : job.warnings) out += "  job warning: " + w + "\n";
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
@@ -129,6 +217,7 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
   }
   const graph::GraphStats& st = g.stats;
   return {{"path", t.meta.path},
+          {"job", job_json(t, a)},
           {"durations_from", durations_json(a)},
           {"window", {{"label", g.window.label},
                       {"begin_ns", g.nodes() ? json(g.window_start_ns) : json()},
@@ -211,6 +300,7 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
                      format_duration(gs.busy_ns), format_duration(gs.critical_busy_ns), format_duration(gs.slack_ns),
                      gs.windows.size()));
   }
+  out += job_text(t, a);
   for (const std::string& w : a.time_base.warnings) line("  warning: " + w);
   if (a.durations) {
     const DurationsFrom& d = *a.durations;

@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "trace/job.h"
 
 #include "core/error.h"
 
@@ -30,6 +33,30 @@ std::string json_quoted(std::string_view s) { return nlohmann::json(std::string(
 
 constexpr std::int64_t kPathPid = 1'000'000'000;     // the critical-path track
 constexpr std::int64_t kSlackPidBase = 1'000'000'100;  // + device: slack windows
+
+/// A linked job (trace/job.h): one process per rank's GPU (pid = its device in the linked
+/// trace) and per rank's host process, each named after its rank.
+template <class W>
+void name_rank_processes(const trace::Trace& t, W& w) {
+  const auto& ranks = t.meta.job.ranks;
+  if (ranks.empty()) return;
+  for (std::size_t d = 0; d < ranks.size(); ++d) {
+    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": {}}}}})", d,
+                        json_quoted(fmt::format("rank {} GPU ({})", ranks[d].rank, ranks[d].path))));
+    w.event(fmt::format(R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "tid": 0, "args": {{"sort_index": {}}}}})",
+                        d, 2 * d));
+  }
+  std::set<std::int64_t> named;
+  for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
+    if (t.ops.device[i] != trace::kNone || t.ops.process[i] == trace::kNone || !named.insert(t.ops.process[i]).second) continue;
+    const std::int32_t r = trace::job_rank_index(t, i);
+    if (r < 0) continue;
+    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "rank {} host"}}}})",
+                        t.ops.process[i], ranks[static_cast<std::size_t>(r)].rank));
+    w.event(fmt::format(R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "tid": 0, "args": {{"sort_index": {}}}}})",
+                        t.ops.process[i], 2 * r + 1));
+  }
+}
 
 class Writer {
  public:
@@ -90,6 +117,7 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
     w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO slack windows, GPU {}"}}}})",
                         kSlackPidBase + gs.device, gs.device));
   }
+  name_rank_processes(t, w);
   for (std::uint32_t i = 0; i < ops.size(); ++i) {
     const trace::OpKind k = ops.kind[i];
     if (k == trace::OpKind::kSync) continue;

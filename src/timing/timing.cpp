@@ -84,6 +84,7 @@ BoundBy::Category edge_category(EdgeType e) {
     case EdgeType::kHostSync:
     case EdgeType::kEventWait: return BoundBy::kSyncWait;
     case EdgeType::kStreamOrder: return BoundBy::kIdle;
+    case EdgeType::kCollective: return BoundBy::kCommunication;
   }
   return BoundBy::kIdle;
 }

@@ -53,6 +53,10 @@ std::optional<std::string> not_one_job(const std::vector<Trace>& traces, const L
 /// device, or `options.ranks` of the wrong length.
 Trace link_job(std::vector<Trace> traces, const LinkOptions& options = {});
 
+/// In a linked trace: the position in meta.job.ranks of the rank op `row` belongs to (its GPU
+/// for GPU ops, its process for host ops), or -1 in a trace of one process or when unknown.
+std::int32_t job_rank_index(const Trace& t, std::uint32_t row) noexcept;
+
 /// Parses `--ranks` text: comma-separated non-negative integers ("0,1,2"), or a range "0-7".
 /// Throws emo::ArgumentError("--ranks", text, reason).
 std::vector<std::int32_t> parse_ranks(const std::string& text);

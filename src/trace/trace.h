@@ -185,8 +185,9 @@ struct JobInfo {
   std::vector<JobRank> ranks;            ///< By device of the linked trace.
   std::int64_t collectives_linked = 0;   ///< Collective instances linked across ≥ 2 ranks.
   std::string match_method;              ///< "process group + sequence", "order per stream", ...
-  TimeNs residual_max_ns = 0;            ///< After alignment: max |end − the instance's median end|.
-  TimeNs residual_median_ns = 0;         ///< Median of the same over every linked kernel.
+  TimeNs residual_max_ns = 0;            ///< After alignment: max over linked instances of the
+                                         ///< spread of their participants' ends (max − min).
+  TimeNs residual_median_ns = 0;         ///< Median of the same spread.
   std::vector<std::string> warnings;     ///< What was not linked, and why.
 };
 

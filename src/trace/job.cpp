@@ -1,0 +1,529 @@
+#include "trace/job.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <iterator>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/timestamp.h"
+
+namespace emo::trace {
+namespace {
+
+constexpr TimeNs kSameJobWindowNs = TimeNs{3600} * 1'000'000'000;  // recorded within an hour
+constexpr TimeNs kApartNs = 100'000;                                // 100 us: a collective's ends
+constexpr std::int64_t kIdStride = std::int64_t{1} << 40;            // per-rank id spaces
+
+/// Rank of trace i: --ranks, else the trace's own.
+std::int32_t rank_of(const std::vector<Trace>& traces, const LinkOptions& o, std::size_t i) {
+  return o.ranks.empty() ? traces[i].meta.rank : o.ranks[i];
+}
+
+/// First and last recorded time of a trace (ns), or {0, 0} when empty.
+std::pair<TimeNs, TimeNs> span_of(const Trace& t) {
+  if (t.ops.size() == 0) return {0, 0};
+  TimeNs hi = INT64_MIN;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) hi = std::max(hi, t.ops.end_ns(i));
+  return {t.ops.start_ns.front(), hi};
+}
+
+/// The one GPU device of a trace (kNone when it has no GPU op). Throws when several.
+std::int32_t gpu_device_of(const Trace& t) {
+  std::int32_t dev = static_cast<std::int32_t>(kNone);
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    if (!is_gpu_op(t.ops.kind[i])) continue;
+    if (dev != kNone && t.ops.device[i] != dev) {
+      throw InputError(t.meta.path, fmt::format("GPU ops on devices {} and {}: a rank's trace of a linked job must hold "
+                                                "one GPU (pass the traces one GPU per file)",
+                                                dev, t.ops.device[i]));
+    }
+    dev = t.ops.device[i];
+  }
+  return dev;
+}
+
+/// "[0, 1, 5]" -> {0, 1, 5}; empty on anything else.
+std::set<std::int32_t> parse_group_ranks(std::string_view s) {
+  std::set<std::int32_t> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] < '0' || s[i] > '9')) ++i;
+    if (i >= s.size()) break;
+    std::int32_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data() + i, s.data() + s.size(), v);
+    if (ec != std::errc()) return {};
+    out.insert(v);
+    i = static_cast<std::size_t>(p - s.data());
+  }
+  return out;
+}
+
+/// One collective kernel of one rank.
+struct Coll {
+  std::size_t trace = 0;   ///< Position in the job.
+  std::size_t row = 0;     ///< Row in its CollectiveTable.
+  TimeNs start = 0;        ///< Recorded (own clock).
+  TimeNs end = 0;
+};
+
+/// An instance: its participants, one per rank, in job order.
+using Instance = std::vector<Coll>;
+
+class Linker {
+ public:
+  Linker(std::vector<Trace>& traces, const LinkOptions& o) : t_(traces), o_(o) {}
+
+  JobInfo link(std::vector<std::vector<std::int64_t>>& match) {
+    validate();
+    match_by_group();
+    match_by_order();
+    align();
+    match.assign(t_.size(), {});
+    for (std::size_t i = 0; i < t_.size(); ++i) match[i].assign(t_[i].collectives.size(), kNone);
+    for (std::size_t k = 0; k < inst_.size(); ++k) {
+      for (const Coll& c : inst_[k]) match[c.trace][c.row] = static_cast<std::int64_t>(k);
+    }
+    info_.collectives_linked = static_cast<std::int64_t>(inst_.size());
+    return std::move(info_);
+  }
+
+ private:
+  void validate() {
+    if (!o_.ranks.empty() && o_.ranks.size() != t_.size()) {
+      throw ArgumentError("--ranks", fmt::format("{} ranks", o_.ranks.size()),
+                          fmt::format("one rank per trace expected ({} traces)", t_.size()));
+    }
+    std::map<std::int32_t, std::size_t> seen;
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      const std::int32_t r = rank_of(t_, o_, i);
+      const Trace& t = t_[i];
+      if (r < 0) throw InputError(t.meta.path, "no rank recorded (give --ranks)");
+      if (t.meta.world_size > 0 && r >= t.meta.world_size) {
+        throw InputError(t.meta.path, fmt::format("rank {} outside world size {}", r, t.meta.world_size));
+      }
+      const auto [it, added] = seen.emplace(r, i);
+      if (!added) {
+        throw InputError(t.meta.path, fmt::format("rank {} is also the rank of {}: duplicated rank (two traces of one "
+                                                  "rank, or traces of different jobs)",
+                                                  r, t_[it->second].meta.path));
+      }
+      JobRank jr;
+      jr.rank = r;
+      jr.path = t.meta.path;
+      const std::int32_t dev = gpu_device_of(t);
+      jr.device = dev == kNone ? 0 : dev;
+      jr.collectives = static_cast<std::int64_t>(t.collectives.size());
+      info_.ranks.push_back(std::move(jr));
+      info_.world_size = std::max(info_.world_size, t.meta.world_size);
+    }
+    if (info_.world_size < 0) info_.world_size = static_cast<std::int32_t>(t_.size());
+    if (static_cast<std::int32_t>(t_.size()) < info_.world_size) {
+      info_.warnings.push_back(fmt::format("{} of {} ranks given: collectives are linked among the ranks given; the "
+                                           "others' arrivals are not seen",
+                                           t_.size(), info_.world_size));
+    }
+    used_.resize(t_.size());
+    for (std::size_t i = 0; i < t_.size(); ++i) used_[i].assign(t_[i].collectives.size(), 0);
+  }
+
+  Coll coll(std::size_t i, std::size_t c) const {
+    const Trace& t = t_[i];
+    const std::uint32_t row = t.collectives.op[c];
+    return {i, c, t.ops.start_ns[row], t.ops.end_ns(row)};
+  }
+
+  /// (process group, sequence) where both are recorded.
+  void match_by_group() {
+    std::map<std::pair<std::string, std::int64_t>, Instance> by_key;
+    std::map<std::pair<std::string, std::int64_t>, std::set<std::int32_t>> expected;
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      const CollectiveTable& ct = t_[i].collectives;
+      for (std::size_t c = 0; c < ct.size(); ++c) {
+        const std::string_view group = t_[i].strings.view(ct.group[c]);
+        if (group.empty() || ct.sequence[c] == kNone) continue;
+        const auto key = std::make_pair(std::string(group), ct.sequence[c]);
+        by_key[key].push_back(coll(i, c));
+        auto ranks = parse_group_ranks(t_[i].strings.view(ct.group_ranks[c]));
+        if (!ranks.empty()) expected[key].insert(ranks.begin(), ranks.end());
+      }
+    }
+    std::set<std::int32_t> present;
+    for (const JobRank& r : info_.ranks) present.insert(r.rank);
+    std::int64_t partial = 0;
+    std::int64_t lone = 0;
+    std::string example;
+    for (auto& [key, inst] : by_key) {
+      for (const Coll& c : inst) used_[c.trace][c.row] = 1;
+      // Participants expected among the ranks given: the group's ranks, else every rank given.
+      std::set<std::int32_t> want;
+      const auto e = expected.find(key);
+      if (e == expected.end()) {
+        want = present;
+      } else {
+        std::set_intersection(e->second.begin(), e->second.end(), present.begin(), present.end(),
+                              std::inserter(want, want.end()));
+      }
+      std::set<std::int32_t> have;
+      for (const Coll& c : inst) have.insert(info_.ranks[c.trace].rank);
+      if (have.size() != inst.size() || have != want) {
+        if (example.empty()) example = fmt::format("group {} seq {} on {} of {} ranks", key.first, key.second, have.size(), want.size());
+        ++partial;
+        continue;
+      }
+      if (inst.size() < 2) {
+        ++lone;
+        continue;
+      }
+      inst_.push_back(std::move(inst));
+    }
+    if (!by_key.empty()) info_.match_method = "process group + sequence";
+    if (partial > 0) {
+      info_.warnings.push_back(fmt::format("{} collectives are missing on some of their group's ranks (e.g. {}), or "
+                                           "repeated: left unlinked, each keeps its recorded duration",
+                                           partial, example));
+    }
+    if (lone > 0) {
+      info_.warnings.push_back(fmt::format("{} collectives have one participant among the ranks given: not linked", lone));
+    }
+  }
+
+  /// The rest: by order among kernels of the same collective kind on the same stream.
+  void match_by_order() {
+    // (name, stream) -> per trace, its collectives of that kind in time order.
+    std::map<std::pair<std::string, std::int64_t>, std::vector<std::vector<Coll>>> kinds;
+    bool any = false;
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      const Trace& t = t_[i];
+      const CollectiveTable& ct = t.collectives;
+      for (std::size_t c = 0; c < ct.size(); ++c) {
+        if (used_[i][c]) continue;
+        any = true;
+        const auto key = std::make_pair(std::string(t.strings.view(ct.name[c])), t.ops.stream[ct.op[c]]);
+        auto& per = kinds[key];
+        per.resize(t_.size());
+        per[i].push_back(coll(i, c));  // CollectiveTable is sorted by op row, i.e. by start
+      }
+    }
+    if (!any) return;
+    std::int64_t linked = 0;
+    for (auto& [key, per] : kinds) {
+      std::size_t n = SIZE_MAX;
+      bool differ = false;
+      for (const auto& v : per) {
+        if (n != SIZE_MAX && v.size() != n) differ = true;
+        n = std::min(n, v.size());
+      }
+      if (differ) {
+        std::string counts;
+        for (std::size_t i = 0; i < per.size(); ++i) {
+          counts += fmt::format("{}rank {}: {}", i ? ", " : "", info_.ranks[i].rank, per[i].size());
+        }
+        info_.warnings.push_back(fmt::format("{} kernels on stream {} differ in number between ranks ({}): none of "
+                                             "them linked, each keeps its recorded duration",
+                                             key.first, key.second, counts));
+        continue;
+      }
+      if (per.size() < 2) continue;
+      for (std::size_t k = 0; k < n; ++k) {
+        Instance inst;
+        for (const auto& v : per) inst.push_back(v[k]);
+        inst_.push_back(std::move(inst));
+        ++linked;
+      }
+    }
+    if (linked > 0) {
+      info_.match_method += info_.match_method.empty() ? "order per stream" : " and order per stream";
+    }
+  }
+
+  /// Offsets breadth-first from rank 0; waits and residual after alignment.
+  void align() {
+    const std::size_t n = t_.size();
+    std::vector<char> aligned(n, 0);
+    aligned[0] = 1;
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t r = 1; r < n; ++r) {
+        if (aligned[r]) continue;
+        std::vector<TimeNs> diff;
+        for (const Instance& inst : inst_) {
+          const Coll* mine = nullptr;
+          const Coll* ref = nullptr;
+          for (const Coll& c : inst) {
+            if (c.trace == r) mine = &c;
+            else if (aligned[c.trace] && ref == nullptr) ref = &c;
+          }
+          if (mine && ref) diff.push_back(ref->end + info_.ranks[ref->trace].offset_ns - mine->end);
+        }
+        if (diff.empty()) continue;
+        std::nth_element(diff.begin(), diff.begin() + static_cast<std::ptrdiff_t>(diff.size() / 2), diff.end());
+        info_.ranks[r].offset_ns = diff[diff.size() / 2];
+        aligned[r] = 1;
+        progress = true;
+      }
+    }
+    for (std::size_t r = 1; r < n; ++r) {
+      if (!aligned[r]) {
+        info_.warnings.push_back(fmt::format("rank {} shares no linked collective with the others: its clock is not "
+                                             "aligned (offset 0)",
+                                             info_.ranks[r].rank));
+      }
+    }
+    // Residual: per instance, the spread of its aligned ends (max − min).
+    std::vector<TimeNs> residual;
+    std::int64_t apart = 0;
+    for (const Instance& inst : inst_) {
+      TimeNs last_arrival = INT64_MIN, lo = INT64_MAX, hi = INT64_MIN, shortest = INT64_MAX;
+      for (const Coll& c : inst) {
+        const TimeNs off = info_.ranks[c.trace].offset_ns;
+        last_arrival = std::max(last_arrival, c.start + off);
+        lo = std::min(lo, c.end + off);
+        hi = std::max(hi, c.end + off);
+        shortest = std::min(shortest, c.end - c.start);
+      }
+      for (const Coll& c : inst) {
+        JobRank& jr = info_.ranks[c.trace];
+        ++jr.matched;
+        jr.wait_ns += std::max<TimeNs>(0, last_arrival - (c.start + jr.offset_ns));
+      }
+      residual.push_back(hi - lo);
+      if (hi - lo > std::max<TimeNs>(kApartNs, shortest / 10)) ++apart;
+    }
+    if (!residual.empty()) {
+      std::sort(residual.begin(), residual.end());
+      info_.residual_max_ns = residual.back();
+      info_.residual_median_ns = residual[residual.size() / 2];
+    }
+    if (apart > 0) {
+      info_.warnings.push_back(fmt::format(
+          "{} of {} linked collectives end more than {} (or a tenth of their shortest kernel) apart after alignment, "
+          "up to {}: where the traces carry no sequence numbers the order-based match may pair different "
+          "collectives; their graph takes the shortest participant's duration as the transfer",
+          apart, inst_.size(), format_duration(kApartNs), format_duration(info_.residual_max_ns)));
+    }
+  }
+
+  std::vector<Trace>& t_;
+  const LinkOptions& o_;
+  JobInfo info_;
+  std::vector<Instance> inst_;
+  std::vector<std::vector<char>> used_;
+};
+
+/// Merges the ranks into one trace (see link_job).
+class Merger {
+ public:
+  Merger(std::vector<Trace>& traces, const JobInfo& info, const std::vector<std::vector<std::int64_t>>& match)
+      : t_(traces), info_(info), match_(match) {}
+
+  Trace merge() {
+    out_.meta = t_[0].meta;
+    out_.meta.rank = -1;
+    out_.meta.world_size = info_.world_size;
+    out_.meta.path = fmt::format("job of {} ranks ({} ...)", t_.size(), t_[0].meta.path);
+    out_.meta.gpus.clear();
+    merge_ops();
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      Trace& t = t_[i];
+      for (GpuInfo g : t.meta.gpus) {
+        if (g.device != info_.ranks[i].device) continue;
+        g.device = static_cast<std::int32_t>(i);
+        out_.meta.gpus.push_back(std::move(g));
+      }
+      add_quirks(t.quirks);
+      for (const std::string& w : t.warnings) out_.warnings.push_back(fmt::format("rank {}: {}", info_.ranks[i].rank, w));
+    }
+    out_.meta.job = info_;
+    return std::move(out_);
+  }
+
+ private:
+  void merge_ops() {
+    std::size_t total = 0;
+    for (const Trace& t : t_) total += t.ops.size();
+    // (aligned start, trace, row): stable k-way order.
+    std::vector<std::tuple<TimeNs, std::uint32_t, std::uint32_t>> order;
+    order.reserve(total);
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      for (std::uint32_t r = 0; r < t_[i].ops.size(); ++r) {
+        order.emplace_back(t_[i].ops.start_ns[r] + info_.ranks[i].offset_ns, static_cast<std::uint32_t>(i), r);
+      }
+    }
+    std::sort(order.begin(), order.end());
+    // Side-table lookups: row -> sync / collective index, per trace.
+    std::vector<std::vector<std::int32_t>> sync_of(t_.size()), coll_of(t_.size());
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      sync_of[i].assign(t_[i].ops.size(), -1);
+      coll_of[i].assign(t_[i].ops.size(), -1);
+      for (std::size_t s = 0; s < t_[i].syncs.size(); ++s) sync_of[i][t_[i].syncs.op[s]] = static_cast<std::int32_t>(s);
+      for (std::size_t c = 0; c < t_[i].collectives.size(); ++c) coll_of[i][t_[i].collectives.op[c]] = static_cast<std::int32_t>(c);
+    }
+    out_.ops.reserve(total);
+    for (const auto& [start, i, r] : order) {
+      const Trace& t = t_[i];
+      const OpTable& o = t.ops;
+      const std::int64_t id_base = static_cast<std::int64_t>(i + 1) * kIdStride;
+      const std::uint32_t row =
+          out_.ops.push(o.kind[r], start, o.dur_ns[r], out_.strings.intern(t.strings.view(o.name[r])),
+                        o.device[r] == kNone ? static_cast<std::int32_t>(kNone) : static_cast<std::int32_t>(i),
+                        o.stream[r], host_id(i, o.process[r], true), host_id(i, o.thread[r], false),
+                        shifted(o.correlation[r], id_base), shifted(o.external_id[r], id_base));
+      if (sync_of[i][r] >= 0) add_sync(i, static_cast<std::size_t>(sync_of[i][r]), row, id_base);
+      if (coll_of[i][r] >= 0) add_collective(i, static_cast<std::size_t>(coll_of[i][r]), row);
+    }
+  }
+
+  static std::int64_t shifted(std::int64_t id, std::int64_t base) { return id == kNone ? kNone : id + base; }
+
+  /// Host ids made distinct per rank: numeric process ids moved into the rank's id space;
+  /// string ids re-interned with a "rank R:" prefix (threads keep numeric ids: a thread is
+  /// identified with its process).
+  std::int64_t host_id(std::size_t i, std::int64_t id, bool process) {
+    const std::int64_t s = host_id_string(id);
+    if (s >= 0) {
+      const std::string_view text = t_[i].strings.view(static_cast<StringId>(s));
+      return host_id_of_string(out_.strings.intern(fmt::format("rank {}:{}", info_.ranks[i].rank, text)));
+    }
+    if (!process || id == kNone) return id;
+    return id + static_cast<std::int64_t>(i + 1) * kIdStride;
+  }
+
+  void add_sync(std::size_t i, std::size_t s, std::uint32_t row, std::int64_t id_base) {
+    const SyncTable& a = t_[i].syncs;
+    SyncTable& b = out_.syncs;
+    b.op.push_back(row);
+    b.kind.push_back(a.kind[s]);
+    b.stream.push_back(a.stream[s]);
+    b.event_stream.push_back(a.event_stream[s]);
+    b.event_record_correlation.push_back(shifted(a.event_record_correlation[s], id_base));
+    b.event_id.push_back(shifted(a.event_id[s], id_base));
+  }
+
+  void add_collective(std::size_t i, std::size_t c, std::uint32_t row) {
+    const Trace& t = t_[i];
+    const CollectiveTable& a = t.collectives;
+    CollectiveTable& b = out_.collectives;
+    b.op.push_back(row);
+    b.name.push_back(out_.strings.intern(t.strings.view(a.name[c])));
+    b.group.push_back(out_.strings.intern(t.strings.view(a.group[c])));
+    b.group_ranks.push_back(out_.strings.intern(t.strings.view(a.group_ranks[c])));
+    b.group_size.push_back(a.group_size[c]);
+    b.in_nelems.push_back(a.in_nelems[c]);
+    b.out_nelems.push_back(a.out_nelems[c]);
+    b.dtype.push_back(out_.strings.intern(t.strings.view(a.dtype[c])));
+    b.sequence.push_back(a.sequence[c]);
+    b.match.push_back(match_[i][c]);
+  }
+
+  void add_quirks(const QuirkCounts& q) {
+    QuirkCounts& o = out_.quirks;
+    o.out_of_order += q.out_of_order;
+    o.zero_duration += q.zero_duration;
+    o.negative_duration += q.negative_duration;
+    o.clamped_children += q.clamped_children;
+    o.max_clamp_ns = std::max(o.max_clamp_ns, q.max_clamp_ns);
+    o.unknown_category += q.unknown_category;
+    o.string_ids += q.string_ids;
+    o.duplicate_gpu_correlation += q.duplicate_gpu_correlation;
+    o.gpu_ops_without_launch += q.gpu_ops_without_launch;
+    o.ignored_events += q.ignored_events;
+    o.sync_api_calls += q.sync_api_calls;
+  }
+
+  std::vector<Trace>& t_;
+  const JobInfo& info_;
+  const std::vector<std::vector<std::int64_t>>& match_;
+  Trace out_;
+};
+
+}  // namespace
+
+std::optional<std::string> not_one_job(const std::vector<Trace>& traces, const LinkOptions& options) {
+  if (traces.size() < 2) return "one trace";
+  if (!options.ranks.empty() && options.ranks.size() != traces.size()) {
+    return fmt::format("--ranks gives {} ranks for {} traces", options.ranks.size(), traces.size());
+  }
+  const std::int32_t world = traces[0].meta.world_size;
+  auto [lo, hi] = span_of(traces[0]);
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const Trace& t = traces[i];
+    if (rank_of(traces, options, i) < 0) return fmt::format("{} records no rank", t.meta.path);
+    if (options.ranks.empty() && t.meta.world_size != world) {
+      return fmt::format("world sizes differ: {} in {}, {} in {}", world, traces[0].meta.path, t.meta.world_size,
+                         t.meta.path);
+    }
+    const auto [a, b] = span_of(t);
+    if (a > hi + kSameJobWindowNs || b + kSameJobWindowNs < lo) {
+      return fmt::format("{} and {} were recorded more than an hour apart", traces[0].meta.path, t.meta.path);
+    }
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
+  }
+  return std::nullopt;
+}
+
+Trace link_job(std::vector<Trace> traces, const LinkOptions& options) {
+  if (traces.empty()) throw std::invalid_argument("link_job: no trace");
+  std::vector<std::vector<std::int64_t>> match;
+  const JobInfo info = Linker(traces, options).link(match);
+  return Merger(traces, info, match).merge();
+}
+
+std::int32_t job_rank_index(const Trace& t, std::uint32_t row) noexcept {
+  const auto n = static_cast<std::int64_t>(t.meta.job.ranks.size());
+  if (n == 0 || row >= t.ops.size()) return -1;
+  if (t.ops.device[row] != kNone) return t.ops.device[row] < n ? t.ops.device[row] : -1;
+  const std::int64_t p = t.ops.process[row];
+  if (p >= kIdStride) {
+    const std::int64_t i = p / kIdStride - 1;
+    return i < n ? static_cast<std::int32_t>(i) : -1;
+  }
+  const std::int64_t s = host_id_string(p);
+  if (s < 0) return -1;
+  // "rank R:<text>" (Merger::host_id).
+  const std::string_view text = t.strings.view(static_cast<StringId>(s));
+  std::int32_t r = -1;
+  if (!text.starts_with("rank ")) return -1;
+  std::from_chars(text.data() + 5, text.data() + text.size(), r);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (t.meta.job.ranks[static_cast<std::size_t>(i)].rank == r) return static_cast<std::int32_t>(i);
+  }
+  return -1;
+}
+
+std::vector<std::int32_t> parse_ranks(const std::string& text) {
+  std::vector<std::int32_t> out;
+  auto number = [&](std::string_view s) {
+    std::int32_t v = -1;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || v < 0) {
+      throw ArgumentError("--ranks", text, fmt::format("'{}' is not a non-negative integer", s));
+    }
+    return v;
+  };
+  const std::string_view all(text);
+  if (const auto dash = all.find('-'); dash != std::string_view::npos && all.find(',') == std::string_view::npos) {
+    const std::int32_t a = number(all.substr(0, dash));
+    const std::int32_t b = number(all.substr(dash + 1));
+    if (b < a) throw ArgumentError("--ranks", text, "the range ends before it starts");
+    for (std::int32_t r = a; r <= b; ++r) out.push_back(r);
+    return out;
+  }
+  std::size_t i = 0;
+  while (i <= all.size()) {
+    const std::size_t comma = std::min(all.find(',', i), all.size());
+    out.push_back(number(all.substr(i, comma - i)));
+    i = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace emo::trace
