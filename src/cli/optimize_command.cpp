@@ -173,9 +173,8 @@ double parse_max_slowdown(const std::string& text) {
   return v;
 }
 
-int run_optimize(OptimizeCliOptions o) {
-  split_command(o);
-  const bool nvml = o.device == "nvml";
+/// The option combinations run_optimize refuses (one-line errors).
+void check_options(const OptimizeCliOptions& o, bool nvml) {
   if (nvml && o.true_optimum)
     throw ArgumentError("true_optimum", "--device nvml", "the true optimum needs the simulated device's ground truth");
   if (nvml && o.command.empty()) {
@@ -193,6 +192,28 @@ int run_optimize(OptimizeCliOptions o) {
   if (nvml && o.traces.size() != 1) {
     throw InputError("--device nvml", fmt::format("takes one trace, the workload's ({} given)", o.traces.size()));
   }
+  if (o.compare_independent && (o.traces.size() < 2 || nvml)) {
+    throw InputError("--compare-independent", "needs the traces of a job's ranks, on the simulated device");
+  }
+}
+
+/// `--compare-independent`: each rank of the linked job `t` optimised alone, run together.
+driver::JobComparison compare_independent(const trace::Trace& t, const driver::OptimizeResult& r,
+                                          const OptimizeCliOptions& o, const driver::OptimizeOptions& opts,
+                                          ProgressBar& bar) {
+  if (t.meta.job.ranks.empty()) throw InputError("--compare-independent", "the traces are not one job's ranks");
+  bar.update("per-rank independent plans", 0, 1);
+  std::vector<trace::Trace> alone;
+  for (const trace::JobRank& jr : t.meta.job.ranks) alone.push_back(trace::load_trace(jr.path));
+  driver::JobComparison cmp = driver::compare_with_independent(t, r, alone, *gpu_for(t, o.gpu).spec, opts);
+  bar.update("per-rank independent plans", 1, 1);
+  return cmp;
+}
+
+int run_optimize(OptimizeCliOptions o) {
+  split_command(o);
+  const bool nvml = o.device == "nvml";
+  check_options(o, nvml);
   driver::OptimizeOptions opts;
   opts.max_slowdown = parse_max_slowdown(o.max_slowdown);
   opts.profile_clocks = o.profile_clocks;
@@ -217,9 +238,6 @@ int run_optimize(OptimizeCliOptions o) {
   std::vector<trace::Trace> loaded;
   for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
   bar.update("loading", 1, 1);
-  if (o.compare_independent && o.traces.size() < 2) {
-    throw InputError("--compare-independent", "needs the traces of a job's ranks (several traces)");
-  }
   const std::vector<trace::Trace> traces = link_if_one_job(std::move(loaded), o.job, false);
   const std::size_t n = traces.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -247,15 +265,7 @@ int run_optimize(OptimizeCliOptions o) {
       note = gpu.note;
     }
     std::optional<driver::JobComparison> cmp;
-    if (o.compare_independent) {
-      if (t.meta.job.ranks.empty()) throw InputError("--compare-independent", "the traces are not one job's ranks");
-      if (nvml) throw InputError("--compare-independent", "runs on the simulated device only");
-      bar.update("per-rank independent plans", 0, 1);
-      std::vector<trace::Trace> alone;
-      for (const trace::JobRank& jr : t.meta.job.ranks) alone.push_back(trace::load_trace(jr.path));
-      cmp = driver::compare_with_independent(t, r, alone, *gpu_for(t, o.gpu).spec, opts);
-      bar.update("per-rank independent plans", 1, 1);
-    }
+    if (o.compare_independent) cmp = compare_independent(t, r, o, opts, bar);
     bar.finish();  // before the text on the same terminal
     if (o.json_out != "-") fmt::print("{}{}{}", output::to_text(r), note, cmp ? output::to_text(*cmp) : "");
     docs.push_back(output::to_json(r));
