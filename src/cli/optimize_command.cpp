@@ -20,6 +20,7 @@
 #include "cli/options.h"
 #include "cli/progress_bar.h"
 #include "core/error.h"
+#include "driver/load_job.h"
 #include "driver/optimize.h"
 #include "driver/true_optimum.h"
 #include "driver/workload_backend.h"
@@ -50,6 +51,8 @@ struct OptimizeCliOptions {
   std::string run_log;
   bool true_optimum = false;     ///< Also the exact optimum with true costs (simulated device only).
   bool quiet = false;            ///< No progress bar.
+  bool mpi = false;              ///< Load the traces across MPI processes (driver/load_job.h).
+  int load_threads = 0;          ///< Loading threads per process (0 = one per core).
   std::vector<std::string> command;  ///< After `--`.
 };
 
@@ -170,6 +173,19 @@ double parse_max_slowdown(const std::string& text) {
   return v;
 }
 
+/// The traces of `o`, in order: driver::load_traces, or load_traces_mpi with --mpi (empty on a
+/// process other than 0; nullopt there when some file failed: process 0 throws its error).
+/// Reduced unless an output draws every op (--overlay, --report; trace/reduce.h).
+std::optional<std::vector<trace::Trace>> load_all(const OptimizeCliOptions& o, ProgressBar& bar) {
+  bar.update("loading", 0, o.traces.size());
+  const driver::LoadOptions load{o.load_threads, o.overlay_out.empty() && o.report_out.empty()};
+  try {
+    return o.mpi ? driver::load_traces_mpi(o.traces, load) : driver::load_traces(o.traces, load);
+  } catch (const driver::MpiPeerFailed&) {
+    return std::nullopt;
+  }
+}
+
 int run_optimize(OptimizeCliOptions o) {
   split_command(o);
   const bool nvml = o.device == "nvml";
@@ -210,11 +226,12 @@ int run_optimize(OptimizeCliOptions o) {
   const std::size_t n = o.traces.size();
   ProgressBar bar(STDERR_FILENO, o.quiet);
   opts.progress = &bar;
+  const std::optional<std::vector<trace::Trace>> traces = load_all(o, bar);
+  if (!traces) return 2;                    // --mpi: another process failed; process 0 says why
+  if (traces->empty()) return 0;            // --mpi, a process other than 0: process 0 writes
   for (std::size_t i = 0; i < n; ++i) {
     bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
-    bar.update("loading", 0, 1);
-    const trace::Trace t = trace::load_trace(o.traces[i]);
-    bar.update("loading", 1, 1);
+    const trace::Trace& t = (*traces)[i];
     const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
@@ -290,6 +307,12 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_flag("--true-optimum", o->true_optimum,
                 "Simulated device: also solve the same packs exactly with the device's true costs (CBC, up to 200 "
                 "packs), run that plan and report EMO's gap to it (slower; docs/optimize.md)");
+  cmd->add_flag("--mpi", o->mpi,
+                "Load the traces across the processes of an MPI job (mpirun -np K emo optimize --mpi ...): "
+                "process 0 gathers them, optimises and writes; docs/multi-rank.md");
+  cmd->add_option("--load-threads", o->load_threads,
+                  "Threads loading the traces, per process (default 0: one per core, at most one per trace)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet,-q", o->quiet, "No progress bar (drawn on stderr only when stderr is a terminal)");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
