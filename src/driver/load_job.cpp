@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <optional>
 #include <thread>
@@ -78,7 +79,14 @@ namespace {
 constexpr int kTagSize = 1601, kTagChunk = 1602, kTagError = 1603;
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // well under MPI's 2^31 - 1 count
 
-/// MPI_Init when needed, MPI_Finalize at the end of the scope when this object called MPI_Init.
+void finalize_mpi() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (done == 0) MPI_Finalize();
+}
+
+/// MPI_Init when needed, MPI_Finalize at the end of the scope when this object called MPI_Init,
+/// or at exit after finalize_at_exit().
 class MpiSession {
  public:
   MpiSession() {
@@ -90,9 +98,14 @@ class MpiSession {
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
   ~MpiSession() {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (ours_ && done == 0) MPI_Finalize();
+    if (ours_) finalize_mpi();
+  }
+  /// Leaves MPI up until the process exits: after an error, process 0 prints it on its way out
+  /// and the others, waiting in MPI_Finalize for it, exit only then (mpirun kills the processes
+  /// still running when one exits non-zero, so an early exit could cut process 0's message off).
+  void finalize_at_exit() {
+    if (ours_) std::atexit(finalize_mpi);
+    ours_ = false;
   }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -207,8 +220,9 @@ std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths,
     for (std::size_t i = mpi.rank(); i < paths.size(); i += mpi.size()) mine.push_back(paths[i]);
     Loaded local = load_indexed(mine, options);
     error = agree_on_error(mpi, local, paths.size());
-    if (!error) out = gather_at_root(mpi, local, paths);
-  }  // MPI_Finalize here, before any throw
+    if (error) mpi.finalize_at_exit();
+    else out = gather_at_root(mpi, local, paths);
+  }  // MPI_Finalize here, unless an error leaves it to the exit
   if (error && !root) throw MpiPeerFailed();
   if (error) throw_decoded(*error);
   return out;

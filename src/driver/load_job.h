@@ -36,7 +36,9 @@ class MpiPeerFailed : public std::runtime_error {
 /// return an empty vector. Calls MPI_Init when MPI is not initialised yet, and then MPI_Finalize
 /// before returning (so the caller need not know MPI); leaves an MPI initialised by the caller as it is.
 /// Errors: when any file fails, all processes learn it (no hang); process 0 throws the error of the
-/// lowest-index failing file (emo::InputError naming it), the others throw MpiPeerFailed.
+/// lowest-index failing file (emo::InputError naming it), the others throw MpiPeerFailed; MPI is
+/// then finalised at exit (std::atexit), so that the others wait there until process 0 has printed
+/// the error and exits (mpirun kills what still runs once a process exits non-zero).
 /// Built without MPI (EMO_WITH_MPI undefined): throws InputError("--mpi", "emo was built without MPI").
 std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options);
 
