@@ -19,8 +19,8 @@ namespace emo::trace {
 
 inline constexpr std::uint32_t kTraceBytesVersion = 1;
 
-/// Serialises `t` (a finished trace) into the layout above. Size: about 60 bytes per op plus the
-/// strings. Throws nothing but std::bad_alloc.
+/// Serialises `t` (a finished trace) into the layout above. Size: 65 bytes per op, 37 per sync
+/// record, 56 per collective (48 unlinked), plus the strings. Throws nothing but std::bad_alloc.
 std::string to_bytes(const Trace& t);
 
 /// Reads bytes written by to_bytes() back into an equal Trace (every column, side table, string,

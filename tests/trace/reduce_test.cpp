@@ -68,6 +68,7 @@ struct Case {
   const char* file;
   const char* annotation;  ///< "" = the whole trace
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.file << (*c.annotation ? " window " : "") << c.annotation; }
 
 class ReduceSharedTraces : public ::testing::TestWithParam<Case> {};
 
