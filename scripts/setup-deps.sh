@@ -10,6 +10,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   coinor-libcbc-dev
+  libopenmpi-dev openmpi-bin
   python3 python3-dev pybind11-dev python3-matplotlib time
   chromium
 )

@@ -32,6 +32,7 @@
 #include "timing/analysis.h"
 #include "trace/load.h"
 #include "driver/job_compare.h"
+#include "driver/load_job.h"
 
 namespace emo::cli {
 namespace {
@@ -53,6 +54,8 @@ struct OptimizeCliOptions {
   bool true_optimum = false;     ///< Also the exact optimum with true costs (simulated device only).
   bool quiet = false;            ///< No progress bar.
   bool compare_independent = false;  ///< A linked job: also each rank optimised alone, run together.
+  bool mpi = false;              ///< Load the traces across MPI processes (driver/load_job.h).
+  int load_threads = 0;          ///< Loading threads per process (0 = one per core).
   std::vector<std::string> command;  ///< After `--`.
 };
 
@@ -173,6 +176,19 @@ double parse_max_slowdown(const std::string& text) {
   return v;
 }
 
+/// The traces of `o`, in order: driver::load_traces, or load_traces_mpi with --mpi (empty on a
+/// process other than 0; nullopt there when some file failed: process 0 throws its error).
+/// Reduced unless an output draws every op (--overlay, --report; trace/reduce.h).
+std::optional<std::vector<trace::Trace>> load_all(const OptimizeCliOptions& o, ProgressBar& bar) {
+  bar.update("loading", 0, o.traces.size());
+  const driver::LoadOptions load{o.load_threads, o.overlay_out.empty() && o.report_out.empty()};
+  try {
+    return o.mpi ? driver::load_traces_mpi(o.traces, load) : driver::load_traces(o.traces, load);
+  } catch (const driver::MpiPeerFailed&) {
+    return std::nullopt;
+  }
+}
+
 /// The option combinations run_optimize refuses (one-line errors).
 void check_options(const OptimizeCliOptions& o, bool nvml) {
   if (nvml && o.true_optimum)
@@ -234,11 +250,10 @@ int run_optimize(OptimizeCliOptions o) {
   ProgressBar bar(STDERR_FILENO, o.quiet);
   opts.progress = &bar;
   bar.set_prefix("optimize");
-  bar.update("loading", 0, 1);
-  std::vector<trace::Trace> loaded;
-  for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
-  bar.update("loading", 1, 1);
-  const std::vector<trace::Trace> traces = link_if_one_job(std::move(loaded), o.job, false);
+  std::optional<std::vector<trace::Trace>> loaded = load_all(o, bar);
+  if (!loaded) return 2;                    // --mpi: another process failed; process 0 says why
+  if (loaded->empty()) return 0;            // --mpi, a process other than 0: process 0 writes
+  const std::vector<trace::Trace> traces = link_if_one_job(std::move(*loaded), o.job, false);
   const std::size_t n = traces.size();
   for (std::size_t i = 0; i < n; ++i) {
     bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
@@ -324,6 +339,12 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_flag("--true-optimum", o->true_optimum,
                 "Simulated device: also solve the same packs exactly with the device's true costs (CBC, up to 200 "
                 "packs), run that plan and report EMO's gap to it (slower; docs/optimize.md)");
+  cmd->add_flag("--mpi", o->mpi,
+                "Load the traces across the processes of an MPI job (mpirun -np K emo optimize --mpi ...): "
+                "process 0 gathers them, optimises and writes; docs/multi-rank.md");
+  cmd->add_option("--load-threads", o->load_threads,
+                  "Threads loading the traces, per process (default 0: one per core, at most one per trace)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--compare-independent", o->compare_independent,
                 "A job of several ranks: also optimise each rank alone and run those plans together on the joint "
                 "graph, next to the joint plan (simulated device; docs/multi-rank.md)");

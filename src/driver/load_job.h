@@ -1,0 +1,45 @@
+// Loading the traces of a multi-rank job (issue 16): each rank's trace is read and reduced on its
+// own, on a thread pool in one process (load_traces) or spread over the processes of an MPI job
+// (load_traces_mpi), and only the reduced traces are gathered, in the order given.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "trace/trace.h"
+
+namespace emo::driver {
+
+struct LoadOptions {
+  int threads = 0;      ///< Loading threads per process: 0 = hardware concurrency; at most one per file.
+  bool reduce = true;   ///< Apply trace::reduce_for_optimize to each trace after loading.
+};
+
+/// Loads (trace::load_trace) and, with options.reduce, reduces every file of `paths` on
+/// options.threads threads. Returns the traces in the order of `paths`.
+/// Throws the error of the lowest-index file that fails (emo::InputError naming the file), the
+/// same whatever the thread count and timing; ArgumentError for threads < 0.
+std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const LoadOptions& options);
+
+/// Thrown by load_traces_mpi on the processes other than 0 when some file failed: process 0
+/// throws the error itself (and prints it); the others should exit with status 2 silently.
+class MpiPeerFailed : public std::runtime_error {
+ public:
+  MpiPeerFailed() : std::runtime_error("another MPI process reports the error") {}
+};
+
+/// The same as load_traces, spread over the processes of MPI_COMM_WORLD: process p of K loads and
+/// reduces the files i with i % K == p (on its own options.threads threads), serialises them
+/// (trace::to_bytes) and sends them to process 0 in chunks of at most 1 GiB (so a trace may exceed
+/// MPI's 2 GiB count limit). Process 0 returns every trace in the order of `paths`; the others
+/// return an empty vector. Calls MPI_Init when MPI is not initialised yet, and then MPI_Finalize
+/// before returning (so the caller need not know MPI); leaves an MPI initialised by the caller as it is.
+/// Errors: when any file fails, all processes learn it (no hang); process 0 throws the error of the
+/// lowest-index failing file (emo::InputError naming it), the others throw MpiPeerFailed; MPI is
+/// then finalised at exit (std::atexit), so that the others wait there until process 0 has printed
+/// the error and exits (mpirun kills what still runs once a process exits non-zero).
+/// Built without MPI (EMO_WITH_MPI undefined): throws InputError("--mpi", "emo was built without MPI").
+std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options);
+
+}  // namespace emo::driver

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `emo optimize --mpi` under mpirun (issue 16, scale-out of loading): with 1, 2 and 4 processes
+# (more processes than traces included) the policy and JSON files are byte-identical to a plain
+# single-process run, on the shared 2-rank pair and on three other traces at once (Kineto and
+# nsys); only process 0 writes. A bad trace among the inputs (on process 0 or on another) makes
+# every process exit 2 with one line naming the file, printed once, and nothing hangs.
+# Usage: optimize_mpi_test.sh PATH/TO/emo   (registered only when CMake found MPI)
+set -u
+EMO=${1:?usage: optimize_mpi_test.sh EMO_BINARY}
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, require_tool, DATA
+require_tool mpirun timeout
+pair=("$DATA/kineto/hta_sampled_2rank_rank0.json.gz" "$DATA/kineto/hta_sampled_2rank_rank1.json.gz")
+three=("$DATA/kineto/hta_simple_add.json.gz" "$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
+       "$DATA/nsys/perlmutter-cloverleaf-cuda.sqlite")
+require_data "${pair[@]}" "${three[@]}"
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+
+# In a container, as root, without network devices: allow root, keep to shared memory and loopback
+# TCP, no cross-memory-attach (often refused in containers), no help banners (-q: the one error
+# line stays one line).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun -q --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none)
+OPT=(optimize --gpu A100-SXM4-80GB --max-slowdown 0.05 --quiet)
+
+# run NAME PREFIX... -- TRACES...: emo optimize into $out/NAME.{policy.json,json,txt}.
+run() {
+  local name=$1; shift
+  local pre=()
+  while [[ $1 != -- ]]; do pre+=("$1"); shift; done
+  shift
+  timeout 300 "${pre[@]}" "$EMO" "${OPT[@]}" "$@" --policy "$out/$name.policy.json" --json "$out/$name.json" \
+    > "$out/$name.txt" 2> "$out/$name.err"
+}
+
+for set in pair three; do
+  declare -n traces=$set
+  run "$set.plain" -- "${traces[@]}" || bad "$set: plain run failed: $(head -c 300 "$out/$set.plain.err")"
+  for np in 1 2 4; do
+    name="$set.np$np"
+    if run "$name" "${MPIRUN[@]}" -np "$np" -- --mpi "${traces[@]}"; then
+      same=1
+      for i in $(seq 0 $((${#traces[@]} - 1))); do
+        cmp -s "$out/$set.plain.policy.$i.json" "$out/$name.policy.$i.json" || same=0
+        [[ -s "$out/$name.policy.$i.json" ]] || same=0
+      done
+      cmp -s "$out/$set.plain.json" "$out/$name.json" || same=0
+      if [[ $same == 1 ]]; then ok "$set: mpirun -np $np --mpi: policies and JSON byte-identical to the plain run"
+      else bad "$set: mpirun -np $np --mpi: outputs differ from the plain run"; fi
+      # Process 0 alone prints: the text once (one 'baseline' line per trace, as the plain run).
+      if cmp -s "$out/$set.plain.txt" "$out/$name.txt"; then ok "$set: -np $np prints the text once"
+      else bad "$set: -np $np text differs from the plain run"; fi
+    else
+      bad "$set: mpirun -np $np failed: $(head -c 300 "$out/$name.err")"
+    fi
+  done
+  unset -n traces
+done
+run loadthreads -- --load-threads 1 "${pair[@]}" && cmp -s "$out/pair.plain.json" "$out/loadthreads.json" \
+  && ok "--load-threads 1 gives the same JSON" || bad "--load-threads 1 differs"
+
+# A bad trace: exit 2, one line naming it, from process 0 only, whichever process read it.
+bad_trace="$out/broken.json"
+printf '{"traceEvents": [ {"ph": "X", "cat": "kernel"' > "$bad_trace"
+expect_error "mpirun -np 2, bad trace on process 1" "$bad_trace" \
+  timeout 120 "${MPIRUN[@]}" -np 2 "$EMO" "${OPT[@]}" --mpi "${pair[0]}" "$bad_trace"
+expect_error "mpirun -np 2, bad trace on process 0" "$bad_trace" \
+  timeout 120 "${MPIRUN[@]}" -np 2 "$EMO" "${OPT[@]}" --mpi "$bad_trace" "${pair[1]}"
+expect_error "mpirun -np 2, the lowest-index bad file is named" "$out/missing.json" \
+  timeout 120 "${MPIRUN[@]}" -np 2 "$EMO" "${OPT[@]}" --mpi "${pair[0]}" "$out/missing.json" "$bad_trace"
+expect_error "mpirun -np 4, missing file" "$out/missing.json" \
+  timeout 120 "${MPIRUN[@]}" -np 4 "$EMO" "${OPT[@]}" --mpi "${pair[0]}" "$out/missing.json"
+
+echo "$passes passed, $fails failed"
+[[ $fails -eq 0 ]]
