@@ -39,9 +39,13 @@ for set in pair three; do
     name="$set.np$np"
     if run "$name" "${MPIRUN[@]}" -np "$np" -- --mpi "${traces[@]}"; then
       same=1
-      for i in $(seq 0 $((${#traces[@]} - 1))); do
-        cmp -s "$out/$set.plain.policy.$i.json" "$out/$name.policy.$i.json" || same=0
-        [[ -s "$out/$name.policy.$i.json" ]] || same=0
+      # One policy per trace (policy.N.json), or one for a job of linked ranks (policy.json).
+      files=("$out/$set.plain".policy*.json)
+      [[ -s ${files[0]} ]] || same=0
+      for f in "${files[@]}"; do
+        g=$out/$name${f#"$out/$set.plain"}
+        cmp -s "$f" "$g" || same=0
+        [[ -s "$g" ]] || same=0
       done
       cmp -s "$out/$set.plain.json" "$out/$name.json" || same=0
       if [[ $same == 1 ]]; then ok "$set: mpirun -np $np --mpi: policies and JSON byte-identical to the plain run"
