@@ -38,6 +38,9 @@ void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent) {
 std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, const JobOptions& j, bool one_required) {
   trace::LinkOptions lo;
   if (!j.ranks.empty()) lo.ranks = trace::parse_ranks(j.ranks);
+  if (!lo.ranks.empty() && lo.ranks.size() != traces.size()) {
+    throw ArgumentError("ranks", j.ranks, fmt::format("one rank per trace expected ({} traces)", traces.size()));
+  }
   if (traces.size() < 2 || j.independent) {
     if (!lo.ranks.empty() && traces.size() == 1) traces[0].meta.rank = lo.ranks.at(0);
     return traces;

@@ -98,7 +98,7 @@ class Linker {
  private:
   void validate() {
     if (!o_.ranks.empty() && o_.ranks.size() != t_.size()) {
-      throw ArgumentError("--ranks", fmt::format("{} ranks", o_.ranks.size()),
+      throw ArgumentError("ranks", fmt::format("{} ranks", o_.ranks.size()),
                           fmt::format("one rank per trace expected ({} traces)", t_.size()));
     }
     std::map<std::int32_t, std::size_t> seen;
@@ -508,7 +508,7 @@ std::vector<std::int32_t> parse_ranks(const std::string& text) {
     std::int32_t v = -1;
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || v < 0) {
-      throw ArgumentError("--ranks", text, fmt::format("'{}' is not a non-negative integer", s));
+      throw ArgumentError("ranks", text, fmt::format("'{}' is not a non-negative integer", s));
     }
     return v;
   };
@@ -516,7 +516,7 @@ std::vector<std::int32_t> parse_ranks(const std::string& text) {
   if (const auto dash = all.find('-'); dash != std::string_view::npos && all.find(',') == std::string_view::npos) {
     const std::int32_t a = number(all.substr(0, dash));
     const std::int32_t b = number(all.substr(dash + 1));
-    if (b < a) throw ArgumentError("--ranks", text, "the range ends before it starts");
+    if (b < a) throw ArgumentError("ranks", text, "the range ends before it starts");
     for (std::int32_t r = a; r <= b; ++r) out.push_back(r);
     return out;
   }

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Several ranks of one job (docs/multi-rank.md): emo analyze/pack/optimize link them; the `job`
+# JSON (ranks, offsets, residual); the overlay's process per rank; the joint policy's section per
+# rank; and bad jobs: duplicated ranks, traces of different jobs, --ranks of the wrong length.
+# Usage: job_cli_test.sh PATH/TO/emo
+set -u
+EMO=${1:?usage: job_cli_test.sh EMO_BINARY}
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DATA
+r0="$DATA/kineto/hta_sampled_2rank_rank0.json.gz"
+r1="$DATA/kineto/hta_sampled_2rank_rank1.json.gz"
+other="$DATA/kineto/hta_nccl_allreduce_rank0.json.gz"
+require_data "$r0" "$r1" "$other"
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+
+# --- the real pair: all ten SendRecv kernels linked, offset and residual printed ----------------
+if "$EMO" analyze "$r0" "$r1" --json "$out/a.json" --overlay "$out/ov.json" > "$out/a.txt" 2> "$out/a.err"; then
+  ok "analyze links the pair"
+else
+  bad "analyze of the pair failed: $(cat "$out/a.err")"
+fi
+grep -q "10 collectives linked (order per stream)" "$out/a.txt" && grep -q "offset -8.000 us" "$out/a.txt" &&
+  grep -q "residual median" "$out/a.txt" && ok "text: 10 linked, rank 1's offset -8 us, the residual" ||
+  bad "text lacks the job lines: $(grep -E 'job|rank' "$out/a.txt")"
+if python3 - "$out" "$r0" "$r1" <<'PY'
+import json, sys
+d, r0, r1 = sys.argv[1:]
+a = json.load(open(f"{d}/a.json"))
+j = a["job"]
+assert j["collectives_linked"] == 10, j["collectives_linked"]
+assert [r["rank"] for r in j["ranks"]] == [0, 1]
+assert [r["file"] for r in j["ranks"]] == [r0, r1]
+assert all(r["collectives_matched"] == 10 for r in j["ranks"])
+assert j["ranks"][1]["offset_ns"] == -8000
+assert j["ranks"][0]["wait_in_collectives_ns"] > 0 and "slack_ns" in j["ranks"][0]
+assert j["critical_path_by_rank"] and j["critical_path_by_rank"][0]["rank"] in (0, 1)
+assert a["edges"]["collective"] == 20 and a["replay_error"] < 1e-9
+names = [e["args"]["name"] for e in json.load(open(f"{d}/ov.json"))["traceEvents"] if e.get("name") == "process_name"]
+assert any(n.startswith("rank 0 GPU") for n in names) and any(n.startswith("rank 1 GPU") for n in names), names
+assert "rank 0 host" in names and "rank 1 host" in names, names
+PY
+then ok "JSON: job.ranks with offsets, waits, slack; 20 collective edges; exact replay; a process per rank"
+else bad "job JSON or overlay wrong"; fi
+
+# --- the joint policy: one file, a section per rank ---------------------------------------------
+if "$EMO" optimize "$r0" "$r1" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --policy "$out/p.json" \
+     > "$out/o.txt" 2> "$out/o.err" &&
+   python3 -c "import json,sys; p=json.load(open(sys.argv[1])); assert [(g['device'],g['rank']) for g in p['gpus']]==[(0,0),(1,1)], p['gpus']" "$out/p.json"; then
+  ok "optimize writes one policy with a section per rank"
+else
+  bad "joint policy: $(cat "$out/o.err")"
+fi
+grep -q "SIMULATED" "$out/o.txt" && ok "joint figures labelled simulated" || bad "no [SIMULATED] label"
+
+# --- bad jobs ---------------------------------------------------------------------------------------
+expect_error "duplicated rank" "duplicated rank" "$EMO" analyze "$r0" "$r0"
+expect_error "--ranks makes them duplicates" "duplicated rank" "$EMO" analyze "$r0" "$r1" --ranks 0,0
+expect_error "--ranks of the wrong length" "one rank per trace" "$EMO" analyze "$r0" "$r1" --ranks 0
+expect_error "--ranks not a number" "--ranks" "$EMO" analyze "$r0" "$r1" --ranks 0,x
+expect_error "analyze: traces of different jobs" "world sizes differ" "$EMO" analyze "$r0" "$other"
+# optimize takes traces of different jobs one by one, and says so.
+if "$EMO" optimize "$r0" "$other" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --json "$out/two.json" \
+     > /dev/null 2> "$out/two.err" && grep -q "not the ranks of one job (world sizes differ" "$out/two.err" &&
+   python3 -c "import json,sys; assert len(json.load(open(sys.argv[1]))['traces'])==2" "$out/two.json"; then
+  ok "optimize: different jobs are optimised one by one, with a note: $(cat "$out/two.err")"
+else
+  bad "optimize of two jobs' traces: $(cat "$out/two.err")"
+fi
+# --independent keeps the ranks apart.
+if "$EMO" optimize "$r0" "$r1" --independent --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --json "$out/ind.json" \
+     > /dev/null 2>&1 && python3 -c "import json,sys; assert len(json.load(open(sys.argv[1]))['traces'])==2" "$out/ind.json"; then
+  ok "--independent optimises each rank alone"
+else
+  bad "--independent"
+fi
+echo "$passes passed, $fails failed"
+[[ $fails -eq 0 ]]
