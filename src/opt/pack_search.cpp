@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <tuple>
 #include <stdexcept>
 #include <utility>
 
@@ -69,8 +70,61 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
   return std::nullopt;
 }
 
+namespace {
+
+/// polish() above kBatchPolishPacks packs (a job of many ranks): each round finds every pack's
+/// best single move at the current plan (PlanEvaluator::try_slower, cheap), then applies them
+/// together, cheapest-first: the whole batch is evaluated exactly on the pack graph and kept when
+/// it fits the target and lowers the predicted energy, else its better half is tried, down to one
+/// move (which fits: it was checked alone). O(log P) exact evaluations per round instead of one
+/// incremental update per move; at most kBatchPolishRounds rounds.
+std::vector<int> polish_batched(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves,
+                                int& moves) {
+  const std::size_t P = pc.packs();
+  for (int round = 0; round < kBatchPolishRounds && moves < max_moves; ++round) {
+    const pack::PlanEvaluator ev(pc.graph(), pc.times(choice));
+    const double energy = pc.predicted_energy(choice, ev.makespan_ns());
+    std::vector<std::tuple<double, std::uint32_t, int>> best;  // (energy after, pack, option)
+    for (std::uint32_t p = 0; p < P; ++p) {
+      const int k0 = choice[p];
+      double best_e = energy - 1e-9;
+      int best_k = -1;
+      for (const int step : {1, 2, 4, 8}) {
+        const int k = k0 + step;
+        if (k >= static_cast<int>(pc.options()[p].size())) break;
+        const pack::PackTime& t = pc.time(p, k);
+        if (!ev.is_slower(p, t)) continue;
+        const TimeNs m = ev.try_slower(p, t, limit_ns);
+        if (m > limit_ns) break;
+        choice[p] = k;
+        const double e = pc.predicted_energy(choice, m);
+        choice[p] = k0;
+        if (e < best_e) best_e = e, best_k = k;
+      }
+      if (best_k >= 0) best.emplace_back(best_e, p, best_k);
+    }
+    std::sort(best.begin(), best.end());
+    bool kept = false;
+    for (std::size_t n = best.size(); n > 0 && !kept; n = n == 1 ? 0 : (n + 1) / 2) {
+      std::vector<int> trial = choice;
+      for (std::size_t i = 0; i < n; ++i) trial[std::get<1>(best[i])] = std::get<2>(best[i]);
+      const TimeNs m = pc.schedule(trial).makespan_ns;
+      if (m <= limit_ns && pc.predicted_energy(trial, m) < energy - 1e-9) {
+        choice = std::move(trial);
+        moves += static_cast<int>(n);
+        kept = true;
+      }
+    }
+    if (!kept) break;
+  }
+  return choice;
+}
+
+}  // namespace
+
 std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves, int& moves) {
   const std::size_t P = pc.packs();
+  if (P > kBatchPolishPacks) return polish_batched(pc, std::move(choice), limit_ns, max_moves, moves);
   pack::PlanEvaluator ev(pc.graph(), pc.times(choice));
   double energy = pc.predicted_energy(choice, ev.makespan_ns());
   for (int round = 0; round < max_moves; ++round) {

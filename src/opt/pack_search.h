@@ -81,6 +81,14 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
 /// `choice` does not.
 std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves, int& moves);
 
+/// Above this many packs (a job of many ranks), polish() applies many moves per round
+/// (polish_batched in pack_search.cpp): the one-move-per-round search costs O(P) incremental
+/// updates of the whole pack graph, each O(graph), and a job's graph grows with its ranks.
+/// Every shared single-rank trace has far fewer packs, so their plans are unchanged.
+inline constexpr std::size_t kBatchPolishPacks = 128;
+/// Rounds of the batched polish at most.
+inline constexpr int kBatchPolishRounds = 16;
+
 /// The cheapest choice whose exact pack-graph makespan is within `target_ns` (+ kRoundingNs): the
 /// fast solver on `pp` at a deadline tightened by each overshoot of the exact re-evaluation (at
 /// most 8 tries; at the fastest deadline, raise_critical repairs the plan), starting from the best
