@@ -47,7 +47,12 @@ std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, cons
   }
   if (const auto why = trace::not_one_job(traces, lo)) {
     if (one_required) throw InputError(traces[1].meta.path, fmt::format("not a rank of the same job as {}: {}", traces[0].meta.path, *why));
-    fmt::print(stderr, "emo: the traces are not the ranks of one job ({}): each is optimised alone\n", *why);
+    // Said only where a job was plausible: several traces that record a rank, or --ranks.
+    const auto ranked = std::count_if(traces.begin(), traces.end(),
+                                      [](const trace::Trace& t) { return t.meta.rank >= 0 && t.meta.world_size > 1; });
+    if (ranked >= 2 || !lo.ranks.empty()) {
+      fmt::print(stderr, "emo: the traces are not the ranks of one job ({}): each is optimised alone\n", *why);
+    }
     return traces;
   }
   std::vector<trace::Trace> out;

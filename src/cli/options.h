@@ -38,7 +38,7 @@ void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent);
 
 /// The traces to work on: `traces` linked into one when they are the ranks of one job
 /// (trace::not_one_job), else as given — with a note on stderr saying why they were not linked
-/// when there were several. `one_required` (analyze, pack): several traces that are not one job
+/// when a job was plausible (several traces that record a rank of a world size > 1, or --ranks). `one_required` (analyze, pack): several traces that are not one job
 /// are an error. Throws emo::InputError / ArgumentError (link_job, parse_ranks).
 std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, const JobOptions& j, bool one_required);
 
