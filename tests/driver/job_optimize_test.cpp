@@ -1,0 +1,84 @@
+// Joint optimisation of a job of several ranks (docs/multi-rank.md) on a generated job
+// (tests/support/job_generator.h: SYNTHETIC, derived from the real hta_training_16rank_rank0 trace)
+// with one straggler: the other ranks have slack before every collective, waiting for it.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "driver/job_compare.h"
+#include "driver/optimize.h"
+#include "model/gpu_catalog.h"
+#include "support/job_generator.h"
+#include "test_data.h"
+#include "trace/job.h"
+#include "trace/load.h"
+
+namespace emo::testing {
+namespace {
+
+constexpr int kRanks = 3;
+constexpr int kStraggler = 1;
+
+std::vector<trace::Trace> job_ranks(const trace::Trace& source) {
+  JobSpec spec;
+  spec.ranks = kRanks;
+  spec.straggler = kStraggler;
+  spec.straggler_slowdown = 0.10;
+  spec.jitter = 0.01;
+  spec.max_offset_ns = 100'000;
+  spec.seed = 3;
+  return generate_job(source, spec);
+}
+
+/// Duration-weighted mean clock of each rank's packs in r's kept plan (MHz), by rank.
+std::map<std::int32_t, double> mean_clock_by_rank(const trace::Trace& job, const driver::OptimizeResult& r) {
+  std::map<std::int32_t, double> num, den;
+  const auto& packs = r.packs.packing.packs;
+  for (std::size_t p = 0; p < packs.size(); ++p) {
+    const std::int32_t rank = job.meta.job.ranks.at(static_cast<std::size_t>(packs[p].device)).rank;
+    num[rank] += r.plan().pack_clock_mhz[p] * static_cast<double>(packs[p].dur_ns());
+    den[rank] += static_cast<double>(packs[p].dur_ns());
+  }
+  std::map<std::int32_t, double> out;
+  for (const auto& [rank, n] : num) out[rank] = n / den[rank];
+  return out;
+}
+
+TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
+  EMO_REQUIRE_DATA(path, "kineto/hta_training_16rank_rank0.json.gz");
+  const trace::Trace source = trace::load_trace(path);
+  trace::Trace job = trace::link_job(job_ranks(source));
+  ASSERT_EQ(job.meta.job.ranks.size(), static_cast<std::size_t>(kRanks));
+  ASSERT_EQ(job.meta.job.collectives_linked, static_cast<std::int64_t>(source.collectives.size()));
+  // The straggler is the last to arrive: it waits least in the collectives.
+  for (const trace::JobRank& r : job.meta.job.ranks) {
+    if (r.rank != kStraggler) EXPECT_GT(r.wait_ns, job.meta.job.ranks[kStraggler].wait_ns) << "rank " << r.rank;
+  }
+  driver::OptimizeOptions opts;
+  opts.max_slowdown = 0.005;
+  const model::GpuSpec& gpu = model::GpuCatalog::builtin().at("A100-SXM4-80GB");
+  const driver::OptimizeResult r = driver::optimize(job, graph::Window{}, gpu, opts);
+  const driver::Evaluation& ev = r.evaluation;
+  EXPECT_LE(ev.emo.time_ns, ev.target_ns) << "the joint plan misses the job's target";
+  EXPECT_LT(ev.emo.energy_j, ev.baseline.energy_j);
+  // One policy section per rank.
+  ASSERT_EQ(r.policy().gpus.size(), static_cast<std::size_t>(kRanks));
+  for (int i = 0; i < kRanks; ++i) EXPECT_EQ(r.policy().gpus[static_cast<std::size_t>(i)].rank, i);
+  // The ranks that wait for the straggler run slower than it.
+  const auto clock = mean_clock_by_rank(job, r);
+  for (const auto& [rank, mhz] : clock) {
+    if (rank != kStraggler) EXPECT_LT(mhz, clock.at(kStraggler)) << "rank " << rank;
+  }
+  // Each rank optimised alone, run together: the joint plan is within the target and not
+  // costlier (up to the simulated device's noise, 0.2 %).
+  std::vector<trace::Trace> alone = job_ranks(source);
+  const driver::JobComparison c = driver::compare_with_independent(job, r, alone, gpu, opts);
+  EXPECT_TRUE(c.simulated);
+  EXPECT_LE(c.joint.time_ns, c.target_ns);
+  EXPECT_LE(c.joint.energy_j, c.independent.energy_j * 1.002);
+  EXPECT_LT(c.joint.energy_j, c.baseline.energy_j);
+}
+
+}  // namespace
+}  // namespace emo::testing
