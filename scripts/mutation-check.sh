@@ -27,6 +27,8 @@ mutations=(
   "f2@src/pack/pack_graph.cpp@} else {\n          entries[tpk].push_back({src, member_of_[to]@} else if (false) {\n          entries[tpk].push_back({src, member_of_[to]@emo_pack_tests@^(PackGraphProperty|PackRealTraces)\\.@the contraction drops the edges entering a pack after its first op"
   "f3@src/graph/dep_graph.cpp@if (op != kNoNode) edge(DepGraph::end_tp(op), DepGraph::end_tp(call), 0, EdgeType::kHostSync, inferred);@(void)op;@emo_timing_tests@^Shared/EveryTrace\\.@the op graph loses its recorded host-sync edges (real traces)"
   "f4@src/graph/dep_graph.cpp@if (call != kNoNode) edge(DepGraph::start_tp(call), DepGraph::start_tp(n), 0, EdgeType::kLaunch);@(void)call;@emo_timing_tests@^Shared/EveryTrace\\.@the op graph loses its launch edges (real traces)"
+  "k@src/graph/dep_graph.cpp@        edge(DepGraph::start_tp(n), DepGraph::end_tp(hub), transfer, EdgeType::kCollective);@        (void)hub;@emo_timing_tests emo_random_traces_tests@^(LinkJob|JobOptimize)@a linked collective no longer waits for its other participants (issue 16)"
+  "l@src/trace/job.cpp@if (mine && ref) diff.push_back(ref->end + info_.ranks[ref->trace].offset_ns - mine->end);@if (mine && ref) diff.push_back(mine->end - ref->end - info_.ranks[ref->trace].offset_ns);@emo_timing_tests@^LinkJob@the clock offsets' sign flipped (issue 16)"
 )
 
 declare -A backup=()
