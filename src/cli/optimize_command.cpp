@@ -32,6 +32,7 @@
 #include "timing/analysis.h"
 #include "trace/load.h"
 #include "driver/job_compare.h"
+#include "output/analysis_output.h"
 #include "driver/load_job.h"
 
 namespace emo::cli {
@@ -284,6 +285,7 @@ int run_optimize(OptimizeCliOptions o) {
     bar.finish();  // before the text on the same terminal
     if (o.json_out != "-") fmt::print("{}{}{}", output::to_text(r), note, cmp ? output::to_text(*cmp) : "");
     docs.push_back(output::to_json(r));
+    if (!t.meta.job.ranks.empty()) docs.back()["job"] = output::job_json(t, r.packs.analysis);
     if (cmp) docs.back()["independent"] = output::to_json(*cmp);
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));
     if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), output::render_html_report(output::to_report(t, r)));

@@ -121,7 +121,8 @@ std::vector<RankSegment> rank_segments(const trace::Trace& t, const Analysis& a)
   return out;
 }
 
-/// The `ranks` object of a linked job, or null for one trace.
+}  // namespace
+
 nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
   using nlohmann::json;
   const trace::JobInfo& job = t.meta.job;
@@ -153,6 +154,8 @@ nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
           {"critical_path_by_rank", path},
           {"warnings", job.warnings}};
 }
+
+namespace {
 
 /// Text lines of a linked job (empty for one trace).
 std::string job_text(const trace::Trace& t, const Analysis& a) {

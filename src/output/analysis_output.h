@@ -23,4 +23,10 @@ nlohmann::json to_json(const trace::Trace& trace, const timing::Analysis& a);
 /// Human-readable summary.
 std::string to_text(const trace::Trace& trace, const timing::Analysis& a);
 
+/// The `job` object of a linked job (trace/job.h; docs/multi-rank.md): world_size, ranks [{rank,
+/// file, device, trace_device, offset_ns, collectives, collectives_matched,
+/// wait_in_collectives_ns, slack_ns}], collectives_linked, match_method, offset residual (median,
+/// max, ns), critical_path_by_rank [{rank, start_ns, end_ns, ops}], warnings; null for one trace.
+nlohmann::json job_json(const trace::Trace& trace, const timing::Analysis& a);
+
 }  // namespace emo::output

@@ -43,9 +43,10 @@ else bad "job JSON or overlay wrong"; fi
 
 # --- the joint policy: one file, a section per rank ---------------------------------------------
 if "$EMO" optimize "$r0" "$r1" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --policy "$out/p.json" \
-     > "$out/o.txt" 2> "$out/o.err" &&
-   python3 -c "import json,sys; p=json.load(open(sys.argv[1])); assert [(g['device'],g['rank']) for g in p['gpus']]==[(0,0),(1,1)], p['gpus']" "$out/p.json"; then
-  ok "optimize writes one policy with a section per rank"
+     --json "$out/o.json" > "$out/o.txt" 2> "$out/o.err" &&
+   python3 -c "import json,sys; p=json.load(open(sys.argv[1])); assert [(g['device'],g['rank']) for g in p['gpus']]==[(0,0),(1,1)], p['gpus']" "$out/p.json" &&
+   python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['job']; assert j['collectives_linked']==10 and len(j['ranks'])==2" "$out/o.json"; then
+  ok "optimize writes one policy with a section per rank, and the job in its JSON"
 else
   bad "joint policy: $(cat "$out/o.err")"
 fi
