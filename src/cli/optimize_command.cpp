@@ -220,8 +220,11 @@ driver::JobComparison compare_independent(const trace::Trace& t, const driver::O
                                           ProgressBar& bar) {
   if (t.meta.job.ranks.empty()) throw InputError("--compare-independent", "the traces are not one job's ranks");
   bar.update("per-rank independent plans", 0, 1);
-  std::vector<trace::Trace> alone;
-  for (const trace::JobRank& jr : t.meta.job.ranks) alone.push_back(trace::load_trace(jr.path));
+  // The ranks' own traces, loaded as the job's were (reduced alike: JobInfo::source_row refers to them).
+  std::vector<std::string> paths;
+  for (const trace::JobRank& jr : t.meta.job.ranks) paths.push_back(jr.path);
+  const std::vector<trace::Trace> alone =
+      driver::load_traces(paths, driver::LoadOptions{o.load_threads, o.overlay_out.empty() && o.report_out.empty()});
   driver::JobComparison cmp = driver::compare_with_independent(t, r, alone, *gpu_for(t, o.gpu).spec, opts);
   bar.update("per-rank independent plans", 1, 1);
   return cmp;

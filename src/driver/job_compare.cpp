@@ -55,8 +55,9 @@ JobComparison compare_with_independent(const trace::Trace& job, const OptimizeRe
     const std::uint32_t row = g.op[n];
     const auto rank = static_cast<std::size_t>(job.ops.device[row]);
     const std::uint32_t source = info.source_row[row];
-    if (rank >= clock_of_row.size() || source >= clock_of_row[rank].size()) {
-      throw std::invalid_argument("compare_with_independent: a rank trace does not match the job");
+    if (rank >= clock_of_row.size() || source >= clock_of_row[rank].size() ||
+        rank_traces[rank].strings.view(rank_traces[rank].ops.name[source]) != job.strings.view(job.ops.name[row])) {
+      throw std::invalid_argument("compare_with_independent: a rank trace does not match the job (reduced differently?)");
     }
     independent[n] = clock_of_row[rank][source];
   }
