@@ -52,6 +52,27 @@ else
 fi
 grep -q "SIMULATED" "$out/o.txt" && ok "joint figures labelled simulated" || bad "no [SIMULATED] label"
 
+# --- joint vs each rank alone, run together --------------------------------------------------------
+if "$EMO" optimize "$r0" "$r1" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --compare-independent \
+     --json "$out/c.json" > "$out/c.txt" 2> "$out/c.err" &&
+   python3 - "$out/c.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["independent"]
+assert c["simulated"] is True
+for k in ("baseline", "joint", "independent"):
+    assert c[k]["time_ns"] > 0 and c[k]["energy_j"] > 0, c[k]
+assert c["joint"]["within_target"] and c["joint"]["energy_j"] < c["baseline"]["energy_j"]
+assert [r["rank"] for r in c["ranks_alone"]] == [0, 1]
+PY
+then
+  grep -q "independent (each rank alone).*SIMULATED" "$out/c.txt" && ok "--compare-independent: both plans run together, labelled simulated" ||
+    bad "--compare-independent text: $(tail -5 "$out/c.txt")"
+else
+  bad "--compare-independent: $(cat "$out/c.err")"
+fi
+expect_error "--compare-independent needs a job" "--compare-independent" "$EMO" optimize "$r0" --compare-independent \
+  --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
+
 # --- bad jobs ---------------------------------------------------------------------------------------
 expect_error "duplicated rank" "duplicated rank" "$EMO" analyze "$r0" "$r0"
 expect_error "--ranks makes them duplicates" "duplicated rank" "$EMO" analyze "$r0" "$r1" --ranks 0,0
