@@ -327,7 +327,7 @@ class Builder {
       for (std::uint32_t n : nodes) {
         g_.dur[n] = transfer;
         if (n == hub) continue;
-        (void)hub;
+        edge(DepGraph::start_tp(n), DepGraph::end_tp(hub), transfer, EdgeType::kCollective);
         edge(DepGraph::end_tp(hub), DepGraph::end_tp(n), 0, EdgeType::kCollective);
       }
     }

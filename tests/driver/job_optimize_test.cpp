@@ -3,10 +3,13 @@
 // with one straggler: the other ranks have slack before every collective, waiting for it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
 #include "driver/job_compare.h"
+#include "graph/dep_graph.h"
+#include "timing/timing.h"
 #include "driver/optimize.h"
 #include "model/gpu_catalog.h"
 #include "support/job_generator.h"
@@ -54,6 +57,25 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   // The straggler is the last to arrive: it waits least in the collectives.
   for (const trace::JobRank& r : job.meta.job.ranks) {
     if (r.rank != kStraggler) EXPECT_GT(r.wait_ns, job.meta.job.ranks[kStraggler].wait_ns) << "rank " << r.rank;
+  }
+  // The ranks are coupled: the straggler's compute 20 % longer delays every other rank's end.
+  {
+    const graph::DepGraph g = graph::build_graph(job);
+    std::vector<TimeNs> dur = g.dur;
+    for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+      const std::uint32_t row = g.op[n];
+      if (g.gpu[n] && job.ops.device[row] == kStraggler && !job.is_collective(row)) dur[n] = dur[n] * 6 / 5;
+    }
+    const timing::Schedule before = timing::replay(g, g.dur), after = timing::replay(g, dur);
+    for (std::int32_t d = 0; d < kRanks; ++d) {
+      TimeNs end0 = 0, end1 = 0;
+      for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+        if (!g.gpu[n] || job.ops.device[g.op[n]] != d) continue;
+        end0 = std::max(end0, before.end(n));
+        end1 = std::max(end1, after.end(n));
+      }
+      EXPECT_GT(end1, end0) << "rank " << d << " does not wait for the straggler";
+    }
   }
   driver::OptimizeOptions opts;
   opts.max_slowdown = 0.005;
