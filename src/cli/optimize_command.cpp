@@ -286,7 +286,10 @@ int run_optimize(OptimizeCliOptions o) {
     std::optional<driver::JobComparison> cmp;
     if (o.compare_independent) cmp = compare_independent(t, r, o, opts, bar);
     bar.finish();  // before the text on the same terminal
-    if (o.json_out != "-") fmt::print("{}{}{}", output::to_text(r), note, cmp ? output::to_text(*cmp) : "");
+    if (o.json_out != "-") {
+      fmt::print("{}{}{}{}", output::to_text(r), output::job_text(t, r.packs.analysis), note,
+                 cmp ? output::to_text(*cmp) : "");
+    }
     docs.push_back(output::to_json(r));
     if (!t.meta.job.ranks.empty()) docs.back()["job"] = output::job_json(t, r.packs.analysis);
     if (cmp) docs.back()["independent"] = output::to_json(*cmp);

@@ -155,9 +155,6 @@ nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
           {"warnings", job.warnings}};
 }
 
-namespace {
-
-/// Text lines of a linked job (empty for one trace).
 std::string job_text(const trace::Trace& t, const Analysis& a) {
   const trace::JobInfo& job = t.meta.job;
   if (job.ranks.empty()) return "";
@@ -188,6 +185,8 @@ std::string job_text(const trace::Trace& t, const Analysis& a) {
   for (const std::string& w : job.warnings) out += "  job warning: " + w + "\n";
   return out;
 }
+
+namespace {
 
 }  // namespace
 

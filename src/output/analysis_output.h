@@ -29,4 +29,8 @@ std::string to_text(const trace::Trace& trace, const timing::Analysis& a);
 /// max, ns), critical_path_by_rank [{rank, start_ns, end_ns, ops}], warnings; null for one trace.
 nlohmann::json job_json(const trace::Trace& trace, const timing::Analysis& a);
 
+/// The text lines of a linked job (the job, a line per rank, the critical path by rank, the job's
+/// warnings), as `emo analyze` prints them; "" for one trace.
+std::string job_text(const trace::Trace& trace, const timing::Analysis& a);
+
 }  // namespace emo::output

@@ -370,13 +370,13 @@ std::string to_text(const driver::JobComparison& c) {
     const double slowdown = c.baseline.time_ns > 0
                                 ? 100.0 * (static_cast<double>(e.time_ns) / static_cast<double>(c.baseline.time_ns) - 1.0)
                                 : 0.0;
-    return fmt::format("  {:<28} {:>10} {:>12.3f} {:>8.2f}% {:>8.2f}% {}{}\n", name, format_duration(e.time_ns),
+    return fmt::format("  {:<30} {:>10} {:>12.3f} {:>8.2f}% {:>8.2f}% {}{}\n", name, format_duration(e.time_ns),
                        e.energy_j, savings, slowdown, e.time_ns <= c.target_ns ? "within target" : "MISSES the target",
                        c.simulated ? " [SIMULATED]" : "");
   };
   std::string out = "joint vs per-rank independent plans, all ranks run together on the joint graph (collectives wait "
                     "for their last participant; ideal switching for both):\n";
-  out += fmt::format("  {:<28} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
+  out += fmt::format("  {:<30} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
   out += row("baseline (max clock)", c.baseline);
   out += row("joint (EMO)", c.joint);
   out += row("independent (each rank alone)", c.independent);

@@ -110,6 +110,9 @@ class Linker {
         throw InputError(t.meta.path, fmt::format("rank {} outside world size {}", r, t.meta.world_size));
       }
       const auto [it, added] = seen.emplace(r, i);
+      if (!added && t_[it->second].meta.path == t.meta.path) {
+        throw InputError(t.meta.path, "given twice");
+      }
       if (!added) {
         throw InputError(t.meta.path, fmt::format("rank {} is also the rank of {}: duplicated rank (two traces of one "
                                                   "rank, or traces of different jobs)",

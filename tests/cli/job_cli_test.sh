@@ -74,7 +74,7 @@ expect_error "--compare-independent needs a job" "--compare-independent" "$EMO" 
   --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
 
 # --- bad jobs ---------------------------------------------------------------------------------------
-expect_error "duplicated rank" "duplicated rank" "$EMO" analyze "$r0" "$r0"
+expect_error "the same trace twice" "given twice" "$EMO" analyze "$r0" "$r0"
 expect_error "--ranks makes them duplicates" "duplicated rank" "$EMO" analyze "$r0" "$r1" --ranks 0,0
 expect_error "--ranks of the wrong length" "one rank per trace" "$EMO" analyze "$r0" "$r1" --ranks 0
 expect_error "--ranks not a number" "--ranks" "$EMO" analyze "$r0" "$r1" --ranks 0,x
