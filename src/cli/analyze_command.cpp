@@ -5,7 +5,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -37,9 +36,7 @@ struct AnalyzeOptions {
 int run_analyze(const AnalyzeOptions& o) {
   std::vector<timing::WhatIf> what_ifs;
   for (const std::string& spec : o.what_ifs) what_ifs.push_back(timing::parse_what_if(spec));
-  std::vector<trace::Trace> loaded;
-  for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
-  const trace::Trace t = std::move(link_if_one_job(std::move(loaded), o.job, true).front());
+  const trace::Trace t = load_trace_or_job(o.traces, o.job);
   const graph::Window window = o.win.find(t);
   timing::Analysis a = timing::analyze(t, window, what_ifs);
   if (!o.durations_from.empty()) {

@@ -30,7 +30,6 @@
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 #include "timing/analysis.h"
-#include "trace/load.h"
 #include "driver/job_compare.h"
 #include "output/analysis_output.h"
 #include "driver/load_job.h"
@@ -177,12 +176,18 @@ double parse_max_slowdown(const std::string& text) {
   return v;
 }
 
+/// How `o` loads traces: its --load-threads; reduced (trace/reduce.h) unless an output draws
+/// every op (--overlay, --report).
+driver::LoadOptions load_options(const OptimizeCliOptions& o) {
+  return {o.load_threads, o.overlay_out.empty() && o.report_out.empty()};
+}
+
 /// The traces of `o`, in order: driver::load_traces, or load_traces_mpi with --mpi (empty on a
 /// process other than 0; nullopt there when some file failed: process 0 throws its error).
-/// Reduced unless an output draws every op (--overlay, --report; trace/reduce.h).
+/// Reduced as load_options() says.
 std::optional<std::vector<trace::Trace>> load_all(const OptimizeCliOptions& o, ProgressBar& bar) {
   bar.update("loading", 0, o.traces.size());
-  const driver::LoadOptions load{o.load_threads, o.overlay_out.empty() && o.report_out.empty()};
+  const driver::LoadOptions load = load_options(o);
   try {
     return o.mpi ? driver::load_traces_mpi(o.traces, load) : driver::load_traces(o.traces, load);
   } catch (const driver::MpiPeerFailed&) {
@@ -223,8 +228,7 @@ driver::JobComparison compare_independent(const trace::Trace& t, const driver::O
   // The ranks' own traces, loaded as the job's were (reduced alike: JobInfo::source_row refers to them).
   std::vector<std::string> paths;
   for (const trace::JobRank& jr : t.meta.job.ranks) paths.push_back(jr.path);
-  const std::vector<trace::Trace> alone =
-      driver::load_traces(paths, driver::LoadOptions{o.load_threads, o.overlay_out.empty() && o.report_out.empty()});
+  const std::vector<trace::Trace> alone = driver::load_traces(paths, load_options(o));
   driver::JobComparison cmp = driver::compare_with_independent(t, r, alone, *gpu_for(t, o.gpu).spec, opts);
   bar.update("per-rank independent plans", 1, 1);
   return cmp;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "timing/analysis.h"
 #include "trace/job.h"
+#include "trace/load.h"
 
 namespace emo::cli {
 
@@ -58,6 +59,12 @@ std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, cons
   std::vector<trace::Trace> out;
   out.push_back(trace::link_job(std::move(traces), lo));
   return out;
+}
+
+trace::Trace load_trace_or_job(const std::vector<std::string>& paths, const JobOptions& j) {
+  std::vector<trace::Trace> loaded;
+  for (const std::string& path : paths) loaded.push_back(trace::load_trace(path));
+  return std::move(link_if_one_job(std::move(loaded), j, true).front());
 }
 
 std::string option_of(const std::string& field) {

@@ -42,4 +42,8 @@ void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent);
 /// are an error. Throws emo::InputError / ArgumentError (link_job, parse_ranks).
 std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, const JobOptions& j, bool one_required);
 
+/// `emo analyze` and `emo pack`: loads every file of `paths` whole (trace::load_trace) and links
+/// several into one job (link_if_one_job, one required). Throws emo::InputError / ArgumentError.
+trace::Trace load_trace_or_job(const std::vector<std::string>& paths, const JobOptions& j);
+
 }  // namespace emo::cli

@@ -3,7 +3,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,7 +16,6 @@
 #include "timing/analysis.h"
 #include "core/error.h"
 #include "core/units.h"
-#include "trace/load.h"
 
 namespace emo::cli {
 namespace {
@@ -33,9 +31,7 @@ struct PackCliOptions {
 
 int run_pack_command(const PackCliOptions& o) {
   const std::optional<TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
-  std::vector<trace::Trace> loaded;
-  for (const std::string& path : o.traces) loaded.push_back(trace::load_trace(path));
-  const trace::Trace t = std::move(link_if_one_job(std::move(loaded), o.job, true).front());
+  const trace::Trace t = load_trace_or_job(o.traces, o.job);
   const graph::Window window = o.win.find(t);
   const pack::PackRun r = pack::run_pack(t, window, model::pack_options_for(t, min_pack, "--min-pack-ms"));
   if (o.json_out != "-") fmt::print("{}", output::to_text(t, r));

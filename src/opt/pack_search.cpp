@@ -72,6 +72,34 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
 
 namespace {
 
+/// One move of the exact local search: pack p to option `option` (-1: none), predicted energy after.
+struct Move {
+  int option = -1;
+  double energy_j = 0;
+};
+
+/// Pack p's cheapest move 1, 2, 4 or 8 options slower than `choice[p]` that keeps the makespan
+/// within `limit_ns` and predicts less than `below_j`, judged by `ev` (the plan `choice`).
+/// `choice` is restored before returning.
+Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector<int>& choice, std::uint32_t p,
+               TimeNs limit_ns, double below_j) {
+  Move best{-1, below_j};
+  const int k0 = choice[p];
+  for (const int step : {1, 2, 4, 8}) {
+    const int k = k0 + step;
+    if (k >= static_cast<int>(pc.options()[p].size())) break;
+    const pack::PackTime& t = pc.time(p, k);
+    if (!ev.is_slower(p, t)) continue;  // a non-monotone model
+    const TimeNs m = ev.try_slower(p, t, limit_ns);
+    if (m > limit_ns) break;  // slower steps only lengthen it further
+    choice[p] = k;
+    const double e = pc.predicted_energy(choice, m);
+    choice[p] = k0;
+    if (e < best.energy_j) best = {k, e};
+  }
+  return best;
+}
+
 /// polish() above kBatchPolishPacks packs (a job of many ranks): each round finds every pack's
 /// best single move at the current plan (PlanEvaluator::try_slower, cheap), then applies them
 /// together, cheapest-first: the whole batch is evaluated exactly on the pack graph and kept when
@@ -86,22 +114,8 @@ std::vector<int> polish_batched(const PackChoices& pc, std::vector<int> choice, 
     const double energy = pc.predicted_energy(choice, ev.makespan_ns());
     std::vector<std::tuple<double, std::uint32_t, int>> best;  // (energy after, pack, option)
     for (std::uint32_t p = 0; p < P; ++p) {
-      const int k0 = choice[p];
-      double best_e = energy - 1e-9;
-      int best_k = -1;
-      for (const int step : {1, 2, 4, 8}) {
-        const int k = k0 + step;
-        if (k >= static_cast<int>(pc.options()[p].size())) break;
-        const pack::PackTime& t = pc.time(p, k);
-        if (!ev.is_slower(p, t)) continue;
-        const TimeNs m = ev.try_slower(p, t, limit_ns);
-        if (m > limit_ns) break;
-        choice[p] = k;
-        const double e = pc.predicted_energy(choice, m);
-        choice[p] = k0;
-        if (e < best_e) best_e = e, best_k = k;
-      }
-      if (best_k >= 0) best.emplace_back(best_e, p, best_k);
+      const Move m = best_move(pc, ev, choice, p, limit_ns, energy - 1e-9);
+      if (m.option >= 0) best.emplace_back(m.energy_j, p, m.option);
     }
     std::sort(best.begin(), best.end());
     bool kept = false;
@@ -130,20 +144,9 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
   for (int round = 0; round < max_moves; ++round) {
     int best_p = -1, best_k = 0;
     double best_e = energy - 1e-9;
-    for (std::size_t p = 0; p < P; ++p) {
-      const int k0 = choice[p];
-      for (const int step : {1, 2, 4, 8}) {
-        const int k = k0 + step;
-        if (k >= static_cast<int>(pc.options()[p].size())) break;
-        const pack::PackTime& t = pc.time(p, k);
-        if (!ev.is_slower(static_cast<std::uint32_t>(p), t)) continue;  // a non-monotone model
-        const TimeNs m = ev.try_slower(static_cast<std::uint32_t>(p), t, limit_ns);
-        if (m > limit_ns) break;  // slower steps only lengthen it further
-        choice[p] = k;
-        const double e = pc.predicted_energy(choice, m);
-        choice[p] = k0;
-        if (e < best_e) best_e = e, best_p = static_cast<int>(p), best_k = k;
-      }
+    for (std::uint32_t p = 0; p < P; ++p) {
+      const Move m = best_move(pc, ev, choice, p, limit_ns, best_e);
+      if (m.option >= 0) best_e = m.energy_j, best_p = static_cast<int>(p), best_k = m.option;
     }
     if (best_p < 0) break;
     choice[best_p] = best_k;

@@ -1,6 +1,7 @@
 #include "output/analysis_output.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -108,6 +109,14 @@ struct RankSegment {
   std::int64_t ops = 0;
 };
 
+/// The slack of GPU `device` (GpuSlack::slack_ns), or nullopt when the analysis has none for it.
+std::optional<TimeNs> gpu_slack_of(const Analysis& a, std::int32_t device) {
+  for (const GpuSlack& gs : a.gpus) {
+    if (gs.device == device) return gs.slack_ns;
+  }
+  return std::nullopt;
+}
+
 /// Which rank the critical path is on, when: consecutive steps on one rank merged.
 std::vector<RankSegment> rank_segments(const trace::Trace& t, const Analysis& a) {
   std::vector<RankSegment> out;
@@ -133,9 +142,7 @@ nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
     json j = {{"rank", r.rank}, {"file", r.path}, {"device", static_cast<int>(i)}, {"trace_device", r.device},
               {"offset_ns", r.offset_ns}, {"collectives", r.collectives}, {"collectives_matched", r.matched},
               {"wait_in_collectives_ns", r.wait_ns}};
-    for (const GpuSlack& gs : a.gpus) {
-      if (gs.device == static_cast<std::int32_t>(i)) j["slack_ns"] = gs.slack_ns;
-    }
+    if (const auto slack = gpu_slack_of(a, static_cast<std::int32_t>(i))) j["slack_ns"] = *slack;
     ranks.push_back(std::move(j));
   }
   json path = json::array();
@@ -165,10 +172,7 @@ std::string job_text(const trace::Trace& t, const Analysis& a) {
                                 format_duration(job.residual_median_ns), format_duration(job.residual_max_ns));
   for (std::size_t i = 0; i < job.ranks.size(); ++i) {
     const trace::JobRank& r = job.ranks[i];
-    TimeNs slack = 0;
-    for (const GpuSlack& gs : a.gpus) {
-      if (gs.device == static_cast<std::int32_t>(i)) slack = gs.slack_ns;
-    }
+    const TimeNs slack = gpu_slack_of(a, static_cast<std::int32_t>(i)).value_or(0);
     out += fmt::format("  rank {:<8} GPU {}, offset {:+.3f} us, collectives {} of {} matched, waited {} in them, "
                        "slack {} ({})\n",
                        r.rank, i, static_cast<double>(r.offset_ns) / 1e3, r.matched, r.collectives,
