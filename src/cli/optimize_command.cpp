@@ -31,6 +31,7 @@
 #include "runtime/nvml_device.h"
 #include "timing/analysis.h"
 #include "driver/job_compare.h"
+#include "driver/job_solve.h"
 #include "output/analysis_output.h"
 #include "driver/load_job.h"
 
@@ -56,6 +57,8 @@ struct OptimizeCliOptions {
   bool compare_independent = false;  ///< A linked job: also each rank optimised alone, run together.
   bool mpi = false;              ///< Load the traces across MPI processes (driver/load_job.h).
   int load_threads = 0;          ///< Loading threads per process (0 = one per core).
+  std::string solve = "auto";    ///< A job: joint, decomposed, or auto (driver/job_solve.h).
+  int solve_threads = 0;         ///< Ranks solved at once by the decomposed solve (0 = one per core).
   std::vector<std::string> command;  ///< After `--`.
 };
 
@@ -234,6 +237,55 @@ driver::JobComparison compare_independent(const trace::Trace& t, const driver::O
   return cmp;
 }
 
+/// Whether the linked job `t` is solved decomposed (--solve; auto: above kJointSolveMaxRanks
+/// ranks). Throws InputError for what the decomposed solve does not do.
+bool solve_decomposed(const OptimizeCliOptions& o, const trace::Trace& t) {
+  const std::size_t ranks = t.meta.job.ranks.size();
+  if (ranks < 2) {
+    if (o.solve == "decomposed") {
+      throw InputError("--solve decomposed", "needs the traces of one job's ranks, linked (docs/multi-rank.md)");
+    }
+    return false;
+  }
+  const bool d = o.solve == "decomposed" || (o.solve == "auto" && ranks > driver::kJointSolveMaxRanks);
+  if (d && (o.true_optimum || !o.overlay_out.empty() || !o.report_out.empty() || o.compare_independent)) {
+    throw InputError(fmt::format("--solve {} ({} ranks)", o.solve, ranks),
+                     "the decomposed solve has no --true-optimum, --compare-independent, --overlay or --report; "
+                     "give --solve joint for them");
+  }
+  const graph::Window w = o.win.find(t);
+  if (d && (w.begin_ns != INT64_MIN || w.end_ns != INT64_MAX)) {
+    throw InputError(fmt::format("--solve {} ({} ranks)", o.solve, ranks),
+                     "the decomposed solve optimises the whole traces; a step or window needs --solve joint");
+  }
+  return d;
+}
+
+/// The decomposed solve of the linked job `t` (driver/job_solve.h): prints its text, adds its JSON
+/// to `docs`, writes its policy (the i-th of n outputs).
+void run_decomposed(const trace::Trace& t, const OptimizeCliOptions& o, const driver::OptimizeOptions& opts,
+                    ProgressBar& bar, nlohmann::json& docs, std::size_t i, std::size_t n) {
+  bar.update("job graph", 0, 1);
+  const timing::Analysis a = timing::analyze(t, graph::Window{}, {});
+  bar.update("job graph", 1, 1);
+  // The ranks' own traces, loaded as the job's were (reduced alike: JobInfo::source_row refers to them).
+  std::vector<std::string> paths;
+  for (const trace::JobRank& jr : t.meta.job.ranks) paths.push_back(jr.path);
+  std::vector<trace::Trace> alone = driver::load_traces(paths, load_options(o));
+  driver::DecomposedOptions how;
+  how.threads = o.solve_threads;
+  how.progress = &bar;
+  const GpuChoice gpu = gpu_for(t, o.gpu);
+  const driver::DecomposedSolve d = driver::solve_decomposed(t, a.graph, std::move(alone), *gpu.spec, opts, how);
+  bar.finish();
+  if (o.json_out != "-") fmt::print("{}{}{}", output::job_text(t, a), gpu.note, output::to_text(d));
+  docs.push_back(output::to_json(d));
+  docs.back()["trace"] = t.meta.path;
+  docs.back()["gpu"] = gpu.spec->id;
+  docs.back()["job"] = output::job_json(t, a);
+  if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(d.policy));
+}
+
 int run_optimize(OptimizeCliOptions o) {
   split_command(o);
   const bool nvml = o.device == "nvml";
@@ -266,6 +318,10 @@ int run_optimize(OptimizeCliOptions o) {
   for (std::size_t i = 0; i < n; ++i) {
     bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
     const trace::Trace& t = traces[i];
+    if (!nvml && solve_decomposed(o, t)) {
+      run_decomposed(t, o, opts, bar, docs, i, n);
+      continue;
+    }
     const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
@@ -360,6 +416,14 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_flag("--compare-independent", o->compare_independent,
                 "A job of several ranks: also optimise each rank alone and run those plans together on the joint "
                 "graph, next to the joint plan (simulated device; docs/multi-rank.md)");
+  cmd->add_option("--solve", o->solve,
+                  "A job of several ranks: joint (one problem over every rank's packs), decomposed (each rank "
+                  "against its collectives' pinned times; scales to many ranks) or auto (default: joint up to 8 "
+                  "ranks); docs/multi-rank.md")
+      ->check(CLI::IsMember({"auto", "joint", "decomposed"}));
+  cmd->add_option("--solve-threads", o->solve_threads,
+                  "--solve decomposed: ranks solved at once (default 0: one per core)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet,-q", o->quiet, "No progress bar (drawn on stderr only when stderr is a terminal)");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;

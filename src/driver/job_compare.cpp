@@ -2,43 +2,17 @@
 
 #include <stdexcept>
 
+#include "driver/job_solve.h"
 #include "runtime/sim_backend.h"
-#include "runtime/sim_device.h"
-#include "runtime/sim_run.h"
 #include "trace/job.h"
 
 namespace emo::driver {
-namespace {
-
-/// Per op row of `t`: the clock of its pack in `r`'s kept plan (0 outside every pack).
-std::vector<double> op_clocks(const trace::Trace& t, const OptimizeResult& r) {
-  const graph::DepGraph& g = r.packs.analysis.graph;
-  const std::vector<double> node = runtime::node_clocks(g, r.packs.packing, r.plan().pack_clock_mhz);
-  std::vector<double> out(t.ops.size(), 0.0);
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) out[g.op[n]] = node[n];
-  return out;
-}
-
-Evaluated run(const trace::Trace& job, const graph::DepGraph& g, const runtime::SimDevice& device,
-              const std::vector<double>& node_clock_mhz, std::uint64_t seed) {
-  runtime::SimRunOptions o;
-  o.seed = seed + 1;
-  const runtime::SimRunResult res = runtime::run_on_sim(job, g, device, node_clock_mhz, {}, o);
-  return {res.makespan_ns, res.energy_j, 0};
-}
-
-}  // namespace
 
 JobComparison compare_with_independent(const trace::Trace& job, const OptimizeResult& joint,
                                        const std::vector<trace::Trace>& rank_traces, const model::GpuSpec& gpu,
                                        const OptimizeOptions& options) {
   const trace::JobInfo& info = job.meta.job;
-  if (info.ranks.empty() || info.source_row.size() != job.ops.size()) {
-    throw std::invalid_argument("compare_with_independent: not a linked trace");
-  }
-  if (rank_traces.size() != info.ranks.size()) {
-    throw std::invalid_argument("compare_with_independent: one trace per rank of the job expected");
-  }
+  check_rank_traces(job, rank_traces.size(), "compare_with_independent");
   JobComparison out;
   std::vector<std::vector<double>> clock_of_row;  // per rank, per row of its own trace
   for (std::size_t i = 0; i < rank_traces.size(); ++i) {
@@ -61,19 +35,16 @@ JobComparison compare_with_independent(const trace::Trace& job, const OptimizeRe
     }
     independent[n] = clock_of_row[rank][source];
   }
-  runtime::SimDeviceOptions dev_opts;
-  dev_opts.seed = options.seed;
-  const runtime::SimDevice device(gpu, dev_opts);
   const double f_max = gpu.max_sm_clock_mhz();
   std::vector<double> baseline(g.nodes(), 0.0);
   for (std::uint32_t n = 0; n < g.nodes(); ++n) baseline[n] = g.gpu[n] ? f_max : 0.0;
   for (std::uint32_t n = 0; n < g.nodes(); ++n) {
     if (g.gpu[n] && independent[n] <= 0) independent[n] = f_max;  // an op in no pack alone
   }
-  out.baseline = run(job, g, device, baseline, options.seed);
-  out.joint = run(job, g, device, runtime::node_clocks(g, joint.packs.packing, joint.plan().pack_clock_mhz),
-                  options.seed);
-  out.independent = run(job, g, device, independent, options.seed);
+  out.baseline = run_job_plan(job, g, gpu, options.seed, baseline);
+  out.joint = run_job_plan(job, g, gpu, options.seed,
+                           runtime::node_clocks(g, joint.packs.packing, joint.plan().pack_clock_mhz));
+  out.independent = run_job_plan(job, g, gpu, options.seed, independent);
   out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
   return out;
 }

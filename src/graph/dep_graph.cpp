@@ -69,6 +69,7 @@ class Builder {
     sync_record_edges();
     inferred_sync_edges();
     assign_lags_and_csr();
+    pin_collectives();
     topological_order();
     return std::move(g_);
   }
@@ -601,6 +602,69 @@ class Builder {
     if (g_.gpu[n] && !is_end && g_.in_type[binding] == EdgeType::kStreamOrder) {
       g_.stats.unexplained_gpu_gap_ns += gap;
     }
+  }
+
+  /// A rank cut out of a job (TraceMeta::cut, driver/job_solve.h): each pinned collective takes
+  /// its transfer time and starts no earlier than its pin (a release); "no later" becomes an edge
+  /// S(collective) -> E(sink) with lag end_ns - start_ns, the sink being a node nothing waits for
+  /// (the latest-ending host node without successors; else such a GPU node), so that the sink ends
+  /// after the job's end — the makespan exceeds it — exactly when the collective starts late.
+  /// Applied after the lags are fitted (they stay those of the recording) and typed collective.
+  void pin_collectives() {
+    const trace::JobCut& cut = t_.meta.cut;
+    if (cut.pins.empty() || g_.nodes() == 0) return;
+    std::vector<std::uint8_t> has_out(g_.nodes(), 0);
+    for (std::uint32_t from : g_.in_from) has_out[DepGraph::node_of(from)] = 1;
+    std::uint32_t sink = kNoNode;
+    auto better = [&](std::uint32_t n) {
+      if (sink == kNoNode) return true;
+      if (g_.gpu[n] != g_.gpu[sink]) return g_.gpu[n] == 0;
+      return g_.rec_end[n] >= g_.rec_end[sink];
+    };
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+      if (!has_out[n] && better(n)) sink = n;
+    }
+    if (sink == kNoNode) return;  // every node has a successor: a cycle was cut; nothing to pin to
+    std::vector<RawEdge> extra;
+    for (const trace::CollectivePin& p : cut.pins) {
+      const std::uint32_t n = p.op < node_of_op_.size() ? node_of_op_[p.op] : kNoNode;
+      if (n == kNoNode) continue;
+      g_.dur[n] = p.transfer_ns;
+      g_.release[n] = std::max(g_.release[n], p.start_ns);
+      extra.push_back({DepGraph::start_tp(n), DepGraph::end_tp(sink), cut.end_ns - p.start_ns, EdgeType::kCollective, false});
+    }
+    insert_edges(extra);
+  }
+
+  /// Adds `extra` to the CSR as they are (no lag fitting).
+  void insert_edges(const std::vector<RawEdge>& extra) {
+    if (extra.empty()) return;
+    const std::size_t tps = 2 * g_.nodes();
+    std::vector<std::uint32_t> add(tps + 1, 0);
+    for (const RawEdge& e : extra) ++add[e.to_tp + 1];
+    for (std::size_t t = 0; t < tps; ++t) add[t + 1] += add[t];
+    const std::size_t m = g_.in_from.size() + extra.size();
+    std::vector<std::uint32_t> from(m), begin(tps + 1, 0);
+    std::vector<TimeNs> lag(m);
+    std::vector<EdgeType> type(m);
+    std::vector<std::uint8_t> inferred(m, 0);
+    std::vector<std::uint32_t> fill(tps);
+    for (std::size_t t = 0; t < tps; ++t) {
+      begin[t] = g_.in_begin[t] + add[t];
+      std::uint32_t k = begin[t];
+      for (std::uint32_t j = g_.in_begin[t]; j < g_.in_begin[t + 1]; ++j, ++k) {
+        from[k] = g_.in_from[j], lag[k] = g_.in_lag[j], type[k] = g_.in_type[j], inferred[k] = g_.in_inferred[j];
+      }
+      fill[t] = k;
+    }
+    begin[tps] = static_cast<std::uint32_t>(m);
+    for (const RawEdge& e : extra) {
+      const std::uint32_t k = fill[e.to_tp]++;
+      from[k] = e.from_tp, lag[k] = e.lag, type[k] = e.type;
+      ++g_.stats.edges[static_cast<int>(e.type)];
+    }
+    g_.in_begin = std::move(begin), g_.in_from = std::move(from), g_.in_lag = std::move(lag);
+    g_.in_type = std::move(type), g_.in_inferred = std::move(inferred);
   }
 
   /// g_.topo (graph/algorithms.h, timepoint_order). Cycle policy: equal-time cycles, if any, are

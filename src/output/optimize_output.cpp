@@ -337,15 +337,28 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
 
 namespace {
 
-nlohmann::json schedule_json(const driver::Evaluated& e, const driver::JobComparison& c) {
-  const double savings = c.baseline.energy_j > 0 ? 1.0 - e.energy_j / c.baseline.energy_j : 0.0;
+/// One schedule of a job against its baseline and target.
+nlohmann::json schedule_json(const driver::Evaluated& e, const driver::Evaluated& baseline, TimeNs target_ns) {
+  const double savings = baseline.energy_j > 0 ? 1.0 - e.energy_j / baseline.energy_j : 0.0;
   const double slowdown =
-      c.baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / static_cast<double>(c.baseline.time_ns) - 1.0 : 0.0;
+      baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / static_cast<double>(baseline.time_ns) - 1.0 : 0.0;
   return {{"time_ns", e.time_ns},
           {"energy_j", e.energy_j},
           {"savings", savings},
           {"slowdown", slowdown},
-          {"within_target", e.time_ns <= c.target_ns}};
+          {"within_target", e.time_ns <= target_ns}};
+}
+
+/// A text row of one schedule of a job: time, energy, savings, slowdown, the target.
+std::string schedule_row(const char* name, const driver::Evaluated& e, const driver::Evaluated& baseline,
+                         TimeNs target_ns, bool simulated) {
+  const double savings = baseline.energy_j > 0 ? 100.0 * (1.0 - e.energy_j / baseline.energy_j) : 0.0;
+  const double slowdown = baseline.time_ns > 0
+                              ? 100.0 * (static_cast<double>(e.time_ns) / static_cast<double>(baseline.time_ns) - 1.0)
+                              : 0.0;
+  return fmt::format("  {:<30} {:>10} {:>12.3f} {:>8.2f}% {:>8.2f}% {}{}\n", name, format_duration(e.time_ns),
+                     e.energy_j, savings, slowdown, e.time_ns <= target_ns ? "within target" : "MISSES the target",
+                     simulated ? " [SIMULATED]" : "");
 }
 
 }  // namespace
@@ -355,9 +368,9 @@ nlohmann::json to_json(const driver::JobComparison& c) {
   for (const driver::RankAlone& r : c.ranks) {
     ranks.push_back({{"rank", r.rank}, {"packs", r.packs}, {"savings", r.savings}, {"slowdown", r.slowdown}});
   }
-  return {{"baseline", schedule_json(c.baseline, c)},
-          {"joint", schedule_json(c.joint, c)},
-          {"independent", schedule_json(c.independent, c)},
+  return {{"baseline", schedule_json(c.baseline, c.baseline, c.target_ns)},
+          {"joint", schedule_json(c.joint, c.baseline, c.target_ns)},
+          {"independent", schedule_json(c.independent, c.baseline, c.target_ns)},
           {"target_ns", c.target_ns},
           {"ranks_alone", ranks},
           {"switching", "ideal: every op at its pack's clock from its start, for both plans"},
@@ -366,13 +379,7 @@ nlohmann::json to_json(const driver::JobComparison& c) {
 
 std::string to_text(const driver::JobComparison& c) {
   auto row = [&](const char* name, const driver::Evaluated& e) {
-    const double savings = c.baseline.energy_j > 0 ? 100.0 * (1.0 - e.energy_j / c.baseline.energy_j) : 0.0;
-    const double slowdown = c.baseline.time_ns > 0
-                                ? 100.0 * (static_cast<double>(e.time_ns) / static_cast<double>(c.baseline.time_ns) - 1.0)
-                                : 0.0;
-    return fmt::format("  {:<30} {:>10} {:>12.3f} {:>8.2f}% {:>8.2f}% {}{}\n", name, format_duration(e.time_ns),
-                       e.energy_j, savings, slowdown, e.time_ns <= c.target_ns ? "within target" : "MISSES the target",
-                       c.simulated ? " [SIMULATED]" : "");
+    return schedule_row(name, e, c.baseline, c.target_ns, c.simulated);
   };
   std::string out = "joint vs per-rank independent plans, all ranks run together on the joint graph (collectives wait "
                     "for their last participant; ideal switching for both):\n";
@@ -386,6 +393,68 @@ std::string to_text(const driver::JobComparison& c) {
   }
   out += fmt::format("  target {}; each rank alone, on its own trace (savings/slowdown): {}\n",
                      format_duration(c.target_ns), alone);
+  return out;
+}
+
+nlohmann::json to_json(const driver::DecomposedSolve& d) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const driver::RankSolve& r : d.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"packs", r.packs},
+                     {"collectives_pinned", r.pinned},
+                     {"wait_before_collectives_ns", r.wait_ns},
+                     {"mean_clock_mhz", r.mean_clock_mhz},
+                     {"own_savings", r.own_savings},
+                     {"own_target_met", r.own_met}});
+  }
+  return {{"solve", "decomposed"},
+          {"max_slowdown", d.max_slowdown},
+          {"model_makespan_ns", d.model_makespan_ns},
+          {"collectives_pinned", d.collectives_pinned},
+          {"baseline", schedule_json(d.baseline, d.baseline, d.target_ns)},
+          {"emo", schedule_json(d.plan, d.baseline, d.target_ns)},
+          {"own_plan", schedule_json(d.own_plan, d.baseline, d.target_ns)},
+          {"static_best", d.static_best.clock_mhz > 0 ? schedule_json(d.static_best, d.baseline, d.target_ns)
+                                                      : nlohmann::json()},
+          {"static_best_clock_mhz", d.static_best.clock_mhz},
+          {"static_kept", d.static_kept},
+          {"pin_stretch", d.pin_stretch},
+          {"rank_slowdown", d.rank_slowdown},
+          {"rounds", d.rounds},
+          {"target_ns", d.target_ns},
+          {"savings", d.savings()},
+          {"slowdown", d.slowdown()},
+          {"ranks", ranks},
+          {"switching", "ideal: every op at its pack's clock from its start"},
+          {"simulated", d.simulated}};
+}
+
+std::string to_text(const driver::DecomposedSolve& d) {
+  std::string out = fmt::format(
+      "decomposed joint solve of {} ranks (docs/multi-rank.md): {} collectives pinned at their max-clock start "
+      "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; the plans run together "
+      "on the job's graph (collectives wait for their last participant; ideal switching):\n",
+      d.ranks.size(), d.collectives_pinned, 100 * d.pin_stretch, 100 * d.rank_slowdown,
+      d.rounds > 1 ? fmt::format(" ({} rounds: the first missed the target)", d.rounds) : "");
+  out += fmt::format("  {:<30} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
+  out += schedule_row("baseline (max clock)", d.baseline, d.baseline, d.target_ns, d.simulated);
+  if (d.static_best.clock_mhz > 0) {
+    out += schedule_row(fmt::format("best static ({:.0f} MHz)", d.static_best.clock_mhz).c_str(), d.static_best,
+                        d.baseline, d.target_ns, d.simulated);
+  }
+  out += schedule_row("EMO (decomposed)", d.own_plan, d.baseline, d.target_ns, d.simulated);
+  out += fmt::format("  target {}; kept: {}\n", format_duration(d.target_ns),
+                     d.static_kept ? "the static clock (cheaper, or the plan missed)" : "EMO's plan");
+  out += fmt::format("  {:>6} {:>6} {:>7} {:>14} {:>11} {:>12}\n", "rank", "packs", "pinned", "wait (max clk)",
+                     "mean clock", "own savings");
+  constexpr std::size_t kShown = 16;
+  for (std::size_t i = 0; i < d.ranks.size() && i < kShown; ++i) {
+    const driver::RankSolve& r = d.ranks[i];
+    out += fmt::format("  {:>6} {:>6} {:>7} {:>14} {:>7.0f} MHz {:>11.2f}%{}\n", r.rank, r.packs, r.pinned,
+                       format_duration(r.wait_ns), r.mean_clock_mhz, 100 * r.own_savings,
+                       r.own_met ? "" : " (its own run missed)");
+  }
+  if (d.ranks.size() > kShown) out += fmt::format("  ... {} more ranks in --json\n", d.ranks.size() - kShown);
   return out;
 }
 

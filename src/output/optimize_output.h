@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "driver/job_compare.h"
+#include "driver/job_solve.h"
 #include "driver/optimize.h"
 #include "output/html_report.h"
 #include "trace/trace.h"
@@ -30,6 +31,12 @@ nlohmann::json to_json(const driver::JobComparison& c);
 
 /// The text of a JobComparison, every figure labelled [SIMULATED].
 std::string to_text(const driver::JobComparison& c);
+
+/// JSON of a decomposed joint solve (driver/job_solve.h): the schedules, the target, per rank
+/// its packs, pins, wait, mean clock and own savings. Every figure simulated ("simulated": true).
+nlohmann::json to_json(const driver::DecomposedSolve& d);
+/// The text of a decomposed joint solve, every figure labelled [SIMULATED]; at most 16 rank rows.
+std::string to_text(const driver::DecomposedSolve& d);
 
 /// The HTML report's content for `r` (render it with render_html_report).
 HtmlReport to_report(const trace::Trace& trace, const driver::OptimizeResult& r);

@@ -193,6 +193,25 @@ struct JobInfo {
                                          ///< own trace (the rank: trace::job_rank_index).
 };
 
+/// One collective of a rank cut out of a linked job (driver/job_solve.h): the job fixes when its
+/// transfer starts — the other ranks arrive then — and how long the transfer takes.
+struct CollectivePin {
+  std::uint32_t op = 0;     ///< Row of the collective kernel in OpTable.
+  TimeNs start_ns = 0;      ///< The transfer starts here, on this trace's clock: the kernel starts
+                            ///< no earlier (the others arrive then) and must start no later (they
+                            ///< would wait for this rank).
+  TimeNs transfer_ns = 0;   ///< The transfer's duration (the kernel's duration in the job's graph).
+};
+
+/// A rank's trace cut out of a linked job for the decomposed joint solve (driver/job_solve.h):
+/// the job's timing at each of its collectives, fixed (graph::build_graph applies it). Empty
+/// `pins`: a trace of its own.
+struct JobCut {
+  std::vector<CollectivePin> pins;
+  TimeNs end_ns = 0;        ///< The job's latest end, on this trace's clock: a pin's "no later"
+                            ///< is a constraint on the makespan (graph::build_graph).
+};
+
 /// Metadata of the traced job.
 struct TraceMeta {
   TraceFormat format = TraceFormat::kKinetoJson;
@@ -204,6 +223,7 @@ struct TraceMeta {
   std::vector<GpuInfo> gpus;         ///< Sorted by device.
   std::string schema;                ///< Format version if known (nsys export version, ...).
   JobInfo job;                       ///< Linked traces of several ranks; ranks empty otherwise.
+  JobCut cut;                        ///< A rank cut out of a job (decomposed solve); empty otherwise.
 };
 
 /// A whole trace. Build with a reader, then call finish().

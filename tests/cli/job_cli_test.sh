@@ -73,6 +73,34 @@ fi
 expect_error "--compare-independent needs a job" "--compare-independent" "$EMO" optimize "$r0" --compare-independent \
   --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
 
+# --- the decomposed solve (driver/job_solve.h): each rank against its collectives' pinned times ----
+if "$EMO" optimize "$r0" "$r1" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --solve decomposed --solve-threads 2 \
+     --policy "$out/pd.json" --json "$out/d.json" > "$out/d.txt" 2> "$out/d.err" &&
+   python3 - "$out/d.json" "$out/pd.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = json.load(open(sys.argv[2]))
+assert d["solve"] == "decomposed" and d["simulated"] is True
+assert d["collectives_pinned"] == 10 and d["job"]["collectives_linked"] == 10
+assert d["emo"]["within_target"] and d["emo"]["energy_j"] < d["baseline"]["energy_j"], d["emo"]
+assert d["emo"]["energy_j"] <= d["own_plan"]["energy_j"] + 1e-9
+assert [r["rank"] for r in d["ranks"]] == [0, 1] and all(r["collectives_pinned"] == 10 for r in d["ranks"])
+assert [(g["device"], g["rank"]) for g in p["gpus"]] == [(0, 0), (1, 1)], p["gpus"]
+assert abs(p["predicted"]["energy_j"] - d["emo"]["energy_j"]) < 1e-6 and p["latency_target_ns"] == d["target_ns"]
+PY
+then
+  grep -q "EMO (decomposed).*SIMULATED" "$out/d.txt" && ok "--solve decomposed: a section per rank, within the target, labelled simulated" ||
+    bad "--solve decomposed text: $(tail -8 "$out/d.txt")"
+else
+  bad "--solve decomposed: $(cat "$out/d.err")"
+fi
+expect_error "--solve decomposed needs a job" "--solve decomposed" "$EMO" optimize "$r0" --solve decomposed \
+  --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
+expect_error "--solve decomposed has no overlay" "--solve joint" "$EMO" optimize "$r0" "$r1" --solve decomposed \
+  --overlay "$out/x.json" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
+expect_error "--solve of an unknown kind" "--solve" "$EMO" optimize "$r0" "$r1" --solve fast \
+  --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
+
 # --- bad jobs ---------------------------------------------------------------------------------------
 expect_error "the same trace twice" "given twice" "$EMO" analyze "$r0" "$r0"
 expect_error "--ranks makes them duplicates" "duplicated rank" "$EMO" analyze "$r0" "$r1" --ranks 0,0

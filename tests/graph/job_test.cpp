@@ -156,6 +156,39 @@ TEST(LinkJob, TheCollectiveWaitsForItsLastParticipant) {
   EXPECT_EQ(late.end(c1), 360);
 }
 
+// A rank cut out of the job (trace::JobCut, the decomposed solve): rank 0 alone, on its own
+// clock, its allreduce pinned at the job's transfer start 210 (rank 1 arrives then) with the
+// transfer's 100 ns, the job to end by 330 (a stretched target). Worked by hand: the allreduce
+// waits until 210 and ends at 310; "no later than 210" is an edge S(allreduce) -> E(sink) of
+// 330 - 210 = 120 ns, so the makespan is 330 while it starts by 210 and grows by its lateness
+// beyond. The sink: rank 0's only node nothing waits for is the allreduce itself (every host
+// call launches something); with a trailing cudaDeviceSynchronize it is that call.
+TEST(JobCut, APinnedCollectiveStartsAtItsPinAndALateStartOverrunsTheJobEnd) {
+  for (const bool device_sync : {false, true}) {
+    trace::Trace t = rank_trace({.rank = 0, .gemm = 100, .device_sync = device_sync});
+    const std::uint32_t coll = t.collectives.op[0];
+    t.meta.cut.pins.push_back({coll, 210, 100});
+    t.meta.cut.end_ns = 330;
+    const DepGraph g = graph::build_graph(t);
+    const auto c = node_named(t, g, "nccl", 0), gemm = node_named(t, g, "gemm", 0);
+    EXPECT_EQ(g.dur[c], 100);
+    EXPECT_EQ(g.release[c], 210);
+    const timing::Schedule s = timing::replay(g, g.dur);
+    EXPECT_EQ(s.start(c), 210) << "device_sync " << device_sync;
+    EXPECT_EQ(s.end(c), device_sync ? 310 : 330);  // without a sync the allreduce is the sink
+    EXPECT_EQ(s.makespan_ns, 330);
+    std::vector<TimeNs> dur = g.dur;
+    dur[gemm] = 150;  // arrives at 160, still before the others: nothing moves
+    EXPECT_EQ(timing::replay(g, dur).makespan_ns, 330);
+    dur[gemm] = 250;  // arrives at 260, 50 ns late: the makespan says so
+    EXPECT_EQ(timing::replay(g, dur).makespan_ns, 380);
+  }
+  // Without pins the same trace replays as recorded (the cut changes nothing else).
+  const trace::Trace plain = rank_trace({.rank = 0, .gemm = 100});
+  const DepGraph g = graph::build_graph(plain);
+  EXPECT_EQ(timing::replay(g, g.dur).makespan_ns, 310);
+}
+
 TEST(LinkJob, AnUnrecordedDeviceSyncWaitsForItsOwnRankOnly) {
   std::vector<trace::Trace> v;
   v.push_back(rank_trace({.rank = 0, .gemm = 100, .device_sync = true}));
