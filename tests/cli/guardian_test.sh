@@ -127,6 +127,26 @@ s=$(setters)
   && ok "launcher exits 7 leaving a grandchild: clocks reset, exit 7, the grandchild left running" \
   || bad "launcher: rc=$rc setters=$s grandchild gone? $(gone "$grandchild" && echo yes)"
 
+# --- on a terminal: the command gets it (reads it, gets Ctrl-C), emo run takes it back after -------
+if command -v script >/dev/null; then
+  fresh
+  cat > "$dir/term.sh" <<EOF
+#!/bin/sh
+"$EMO" run --policy "$dir/p3.json" --no-tracer -- sh -c 'read x; echo "read: \$x"; echo "P 0 1 0" >&\$EMO_PROGRESS_FD; exec sleep 30'
+echo "rc=\$?"
+ps -o pgid=,tpgid= -p \$\$
+EOF
+  chmod +x "$dir/term.sh"
+  out=$( (sleep 0.3; echo hello; sleep 0.3; printf '\003'; sleep 0.3) | timeout 10 script -qec "$dir/term.sh" /dev/null | tr -d '\r')
+  read -r pg tpg < <(tail -1 <<<"$out")
+  [[ "$out" == *"read: hello"*"command killed by signal 2"*"rc=130"* && "$pg" == "$tpg" \
+     && "$(setters)" == *"SetGpuLockedClocks 0 990 990;"*"ResetGpuLockedClocks 2;" ]] \
+    && ok "terminal: the command reads it and gets Ctrl-C (exit 130, clocks reset); the shell has it back" \
+    || bad "terminal: <<$out>> setters=$(setters)"
+else
+  echo "(no script(1): terminal case not run)"
+fi
+
 # --- --dry-run: no guardian --------------------------------------------------------------------------
 fresh
 "$EMO" run --policy "$dir/p3.json" --no-tracer --dry-run --log "$dir/run.log" -- bash -c "$LOCK3" 2>"$dir/err"; rc=$?
