@@ -331,7 +331,7 @@ class PolicyRun {
       if (waitpid(pid_, &status, WNOHANG) == pid_) break;
       if (o_.timeout_s > 0 && !report_.timed_out && now >= timeout_ns_) time_out(now);
       if (kill_deadline_ns_ > 0 && now >= kill_deadline_ns_) {
-        kill(-pid_, SIGKILL);  // the command's whole process group
+        signal_job(SIGKILL);
         kill_deadline_ns_ = std::numeric_limits<std::int64_t>::max();  // once
       }
       if (!stopped_) {
@@ -481,7 +481,7 @@ class PolicyRun {
         stopped_ = true;
         report_.resets += guard_.reset("signal");
       }
-      kill(-pid_, sig);
+      signal_job(sig);
       if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * kNsPerS);
     }
   }
@@ -523,8 +523,13 @@ class PolicyRun {
       stopped_ = true;
       report_.resets += guard_.reset("timeout");
     }
-    kill(-pid_, SIGTERM);
+    signal_job(SIGTERM);
     if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * kNsPerS);
+  }
+
+  /// Signals the command's whole process group; the command alone if it has left it (setsid).
+  void signal_job(int sig) {
+    if (kill(-pid_, sig) != 0) kill(pid_, sig);
   }
 
   /// Tells the guardian (when the device is an NVML GPU) before locking the clock.
