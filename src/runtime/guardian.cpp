@@ -287,10 +287,11 @@ void take_over(const GuardianState& st, Nvml& nvml, pid_t parent) {
     }
   }
   if (reset.size() == st.gpus.size() && !st.state_path.empty()) ::unlink(st.state_path.c_str());
+  std::string what = st.gpus.empty() ? std::string("ended")
+                                     : fmt::format("ended without resetting clocks: reset GPU {}", fmt::join(reset, ", "));
+  if (st.job_pgid > 0) what += fmt::format("; stopping its command (process group {})", st.job_pgid);
   if (!st.gpus.empty() || st.job_pgid > 0) {
-    std::fprintf(stderr, "emo guardian: emo run (pid %d) ended without resetting clocks: reset GPU %s%s\n",
-                 static_cast<int>(parent), fmt::format("{}", fmt::join(reset, ", ")).c_str(),
-                 st.job_pgid > 0 ? fmt::format("; stopping its command (process group {})", st.job_pgid).c_str() : "");
+    std::fprintf(stderr, "emo guardian: emo run (pid %d) %s\n", static_cast<int>(parent), what.c_str());
   }
   if (st.job_pgid > 0) stop_group(st.job_pgid);
 }

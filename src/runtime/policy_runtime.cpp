@@ -401,7 +401,6 @@ class PolicyRun {
     }
     setpgid(pid_, pid_);  // also here: no race with the signals below
     timeout_ns_ = now_ns() + static_cast<std::int64_t>(o_.timeout_s * kNsPerS);
-    if (guardian_) guardian_->job_started(pid_);
     ::close(exec_write.fd);
     exec_write.fd = -1;
     int exec_errno = 0;
@@ -410,6 +409,7 @@ class PolicyRun {
       waitpid(pid_, &status, 0);
       throw InputError(o_.command[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
     }
+    if (guardian_) guardian_->job_started(pid_);
   }
 
   /// Waits for a signal, progress, or the next due switch (at most 1 s), and handles what came.
@@ -535,21 +535,29 @@ class PolicyRun {
   /// Tells the guardian (when the device is an NVML GPU) before locking the clock.
   void lock(std::int32_t device, double mhz) {
     Device* dev = devices_.at(device);
-    if (const auto* nv = dynamic_cast<const NvmlDevice*>(dev); nv != nullptr && guardian_) guardian_->will_lock(nv->index());
+    if (const auto* nv = dynamic_cast<const NvmlDevice*>(dev); nv != nullptr && guardian_) {
+      guardian_->will_lock(nv->index());
+    }
     dev->lock_sm_clock(mhz);
+  }
+
+  /// Makes emo run's process group the terminal's foreground again, once, if the command had it
+  /// (SIGTTOU blocked: emo run is in the background until then).
+  void take_terminal_back() {
+    if (!own_tty_) return;
+    own_tty_ = false;
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(STDIN_FILENO, getpgrp());
+    sigprocmask(SIG_SETMASK, &old, nullptr);
   }
 
   RunReport finish(int status) {
     const std::int64_t end = now_ns();
     if (guardian_) guardian_->job_exited();
-    if (own_tty_) {  // take the terminal back (SIGTTOU blocked: emo run is in the background now)
-      sigset_t ttou, old;
-      sigemptyset(&ttou);
-      sigaddset(&ttou, SIGTTOU);
-      sigprocmask(SIG_BLOCK, &ttou, &old);
-      tcsetpgrp(STDIN_FILENO, getpgrp());
-      sigprocmask(SIG_SETMASK, &old, nullptr);
-    }
+    take_terminal_back();
     report_.resets += guard_.reset("exit");
     if (guardian_) guardian_->done();
     for (const auto& pl : planners_) report_.skipped_switches += pl.skipped();
@@ -574,6 +582,7 @@ class PolicyRun {
 
  public:
   ~PolicyRun() {
+    take_terminal_back();  // also when the command could not start, or an exception is unwinding
     if (restore_mask_) sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
   }
   PolicyRun(const PolicyRun&) = delete;

@@ -94,6 +94,10 @@ want="${start_reset}${locks}nvmlDeviceSetGpuLockedClocks 0 1410 1410;nvmlDeviceS
   && ok "normal exit: exact setter sequence, guardian gone without a reset, no record, exit 5" \
   || bad "normal exit: rc=$rc gp=$gp setters=$(setters) state=$(ls "$dir/state")"
 
+# A command that cannot start: one line, nothing from the guardian (it was never told of a job).
+expect_error run_bad_command "cannot run the command: No such file or directory" \
+  "$EMO" run --policy "$dir/p3.json" --no-tracer -- "$dir/no-such-command"
+
 # --- the command crashes ----------------------------------------------------------------------------
 for sig in SEGV ABRT; do
   fresh
