@@ -48,6 +48,9 @@ Action add_export_command(CLI::App& app);
 /// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] -- CMD ARGS...`
 Action add_run_command(CLI::App& app);
 
+/// `emo reset (--gpu-index I | --all)`
+Action add_reset_command(CLI::App& app);
+
 /// "--min-pack-ms X" as ns: a finite number of milliseconds, > 0 and at most an hour; nullopt for
 /// "". Throws InputError("--min-pack-ms X", reason) otherwise. Shared by `emo pack` and
 /// `emo optimize`.

@@ -1,8 +1,10 @@
 // `emo`: the command-line front end. Bad input of any kind ends with one line on stderr,
 // "emo: error: FILE: problem", and exit code 2.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <exception>
 #include <new>
 #include <vector>
@@ -13,8 +15,11 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/version.h"
+#include "runtime/guardian.h"
 
 int main(int argc, char** argv) {
+  // The guardian `emo run` starts (runtime/guardian.h): a hidden mode, not a command.
+  if (argc == 3 && std::string_view(argv[1]) == "__guardian") return emo::runtime::run_guardian(std::atoi(argv[2]));
   CLI::App app{"EMO: cut the energy of GPU AI workloads by running non-critical GPU work at "
                "lower SM clocks"};
   app.set_version_flag("--version", "emo " + std::string(emo::version()));
@@ -35,6 +40,7 @@ int main(int argc, char** argv) {
   actions.push_back(emo::cli::add_trace_command(app));
   actions.push_back(emo::cli::add_export_command(app));
   actions.push_back(emo::cli::add_run_command(app));
+  actions.push_back(emo::cli::add_reset_command(app));
   emo::cli::set_command_after_separator(argc, argv);
   // Our own words for the two usage errors whose CLI11 wording misleads: a first argument that is
   // no command ("A subcommand is required"), and a negative number for an option that takes a

@@ -1,8 +1,9 @@
-// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] -- CMD ARGS...`: runs a command
-// and applies a clock policy at its pack boundaries (runtime/policy_runtime.h, docs/runtime.md).
-// Clocks are reset on every exit path; --dry-run never calls an NVML setter and logs each
-// intended switch with its time.
+// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] [--timeout S] -- CMD ARGS...`: runs
+// a command and applies a clock policy at its pack boundaries (runtime/policy_runtime.h,
+// docs/runtime.md). Clocks are reset on every exit path, by a guardian process after kill -9
+// (runtime/guardian.h); --dry-run never calls an NVML setter and logs each intended switch.
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "cli/child_process.h"
 #include "cli/commands.h"
+#include "cli/reset_command.h"
 #include "model/gpu_catalog.h"
 #include "policy/policy.h"
 #include "runtime/nvml.h"
@@ -27,6 +29,7 @@ struct RunCliOptions {
   bool dry_run = false;
   std::string log;
   bool no_tracer = false;
+  double timeout_s = 0;  ///< 0 = none
   std::vector<std::string> command;
 };
 
@@ -71,6 +74,8 @@ int run_run(const RunCliOptions& o) {
   ro.command = o.command;
   ro.dry_run = o.dry_run;
   ro.log_path = o.log;
+  ro.timeout_s = o.timeout_s;
+  ro.guardian_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "__guardian"};
   if (!o.no_tracer) {
     ro.tracer_library = tracer_library_path();
     ro.cupti_library = cupti_library_path();
@@ -84,6 +89,7 @@ int run_run(const RunCliOptions& o) {
     fmt::print(stderr, "emo run: [dry-run] {}; the policy is not checked against the GPUs\n", e.what());
   }
   if (nvml) {
+    handle_stale_locks(*nvml, "emo run", !o.dry_run);
     for (const auto& g : ro.policy.gpus) {
       if (g.device < 0) throw InputError(o.policy, fmt::format("GPU index {} is negative", g.device));
       owned[g.device] = std::make_unique<runtime::NvmlDevice>(nvml, static_cast<unsigned>(g.device));
@@ -97,9 +103,10 @@ int run_run(const RunCliOptions& o) {
   const runtime::RunReport r = runtime::run_policy(ro, devices);
   fmt::print(stderr,
              "emo run: {}{} switches ({} late, {} skipped as redundant) from {} pack starts; clocks reset on {} GPU(s); "
-             "command {} {}\n",
+             "command {} {}{}\n",
              o.dry_run ? "[dry-run] " : "", r.switches, r.late_switches, r.skipped_switches, r.progress_lines, r.resets,
-             r.child_signal ? "killed by signal" : "exited with code", r.child_signal ? r.child_signal : r.exit_code);
+             r.child_signal ? "killed by signal" : "exited with code", r.child_signal ? r.child_signal : r.exit_code,
+             r.timed_out ? fmt::format(" (stopped after --timeout {} s: exit code 124)", o.timeout_s) : "");
   return r.exit_code;
 }
 
@@ -113,9 +120,15 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--log", o->log, "Write a JSON-lines log of progress, switches and resets to FILE ('-' = stderr)");
   cmd->add_flag("--no-tracer", o->no_tracer,
                 "Do not inject the CUPTI tracer: the command reports pack starts itself on $EMO_PROGRESS_FD");
+  CLI::Option* timeout = cmd->add_option(
+      "--timeout", o->timeout_s,
+      "Stop the command after SECONDS: SIGTERM to its process group, SIGKILL 10 s later, clocks reset, exit 124");
   cmd->add_option("command", o->command, "The command to run, after --");
-  return [cmd, o]() -> int {
+  return [cmd, o, timeout]() -> int {
     if (!cmd->parsed()) return -1;
+    if (timeout->count() > 0 && !(o->timeout_s > 0 && std::isfinite(o->timeout_s))) {
+      throw InputError("--timeout", fmt::format("{} is not a number of seconds > 0", o->timeout_s));
+    }
     return run_run(*o);
   };
 }

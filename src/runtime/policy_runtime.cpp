@@ -24,6 +24,8 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "core/json_text.h"
+#include "runtime/guardian.h"
+#include "runtime/nvml_device.h"
 
 extern char** environ;
 
@@ -304,12 +306,16 @@ class PolicyRun {
   }
 
   RunReport run() {
+    if (!o_.dry_run && !o_.guardian_command.empty()) {  // before any clock is touched
+      guardian_.emplace(o_.guardian_command);
+      log_.event("guardian", fmt::format("\"pid\":{}", guardian_->pid()), now_ns());
+    }
     // Start from default clocks; this is also the permission check before the command starts.
     guard_.reset("start");
     guard_.arm();
     if (!o_.dry_run) {
       for (const auto& [device, mhz] : o_.start_clock_mhz) {
-        devices_.at(device)->lock_sm_clock(mhz);
+        lock(device, mhz);
         log_.event("switch", fmt::format("\"gpu\":{},\"pack\":-1,\"iteration\":-1,\"clock_mhz\":{},\"reason\":\"start\","
                                          "\"applied\":true", device, mhz), now_ns());
       }
@@ -323,8 +329,9 @@ class PolicyRun {
       poll_once();
       const std::int64_t now = now_ns();
       if (waitpid(pid_, &status, WNOHANG) == pid_) break;
+      if (o_.timeout_s > 0 && !report_.timed_out && now >= timeout_ns_) time_out(now);
       if (kill_deadline_ns_ > 0 && now >= kill_deadline_ns_) {
-        kill(pid_, SIGKILL);
+        signal_job(SIGKILL);
         kill_deadline_ns_ = std::numeric_limits<std::int64_t>::max();  // once
       }
       if (!stopped_) {
@@ -370,10 +377,21 @@ class PolicyRun {
                            json_quote(o_.tracer_library), o_.policy.switch_latency_ms),
                t0_);
 
+    own_tty_ = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    const bool own_tty = own_tty_;
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
     if (pid_ == 0) {
-      // Child: only async-signal-safe calls until exec.
+      // Child: only async-signal-safe calls until exec. Its own process group (the timeout and
+      // the guardian stop the whole job), given the terminal when emo run had it.
+      setpgid(0, 0);
+      if (own_tty) {
+        sigset_t ttou;
+        sigemptyset(&ttou);
+        sigaddset(&ttou, SIGTTOU);
+        sigprocmask(SIG_BLOCK, &ttou, nullptr);
+        tcsetpgrp(STDIN_FILENO, getpid());
+      }
       sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
       fcntl(progress_write.fd, F_SETFD, 0);  // the progress pipe survives exec
       execvpe(argv[0], argv.data(), envp.data());
@@ -381,6 +399,8 @@ class PolicyRun {
       (void)!::write(exec_write.fd, &err, sizeof err);
       _exit(127);
     }
+    setpgid(pid_, pid_);  // also here: no race with the signals below
+    timeout_ns_ = now_ns() + static_cast<std::int64_t>(o_.timeout_s * kNsPerS);
     ::close(exec_write.fd);
     exec_write.fd = -1;
     int exec_errno = 0;
@@ -389,6 +409,7 @@ class PolicyRun {
       waitpid(pid_, &status, 0);
       throw InputError(o_.command[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
     }
+    if (guardian_) guardian_->job_started(pid_);
   }
 
   /// Waits for a signal, progress, or the next due switch (at most 1 s), and handles what came.
@@ -402,6 +423,9 @@ class PolicyRun {
     }
     if (kill_deadline_ns_ > 0) {
       timeout_ms = std::min(timeout_ms, std::max<std::int64_t>(0, (kill_deadline_ns_ - now) / 1'000'000 + 1));
+    }
+    if (o_.timeout_s > 0 && !report_.timed_out) {
+      timeout_ms = std::min(timeout_ms, std::max<std::int64_t>(0, (timeout_ns_ - now) / 1'000'000 + 1));
     }
     pollfd fds[2] = {{sfd_.fd, POLLIN, 0}, {progress_read_.fd, POLLIN, 0}};
     const int nfds = progress_read_.fd >= 0 ? 2 : 1;
@@ -443,9 +467,9 @@ class PolicyRun {
     if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
   }
 
-  /// SIGINT/SIGTERM/SIGHUP: reset clocks at once, stop switching, pass the signal on when it
-  /// came from kill() (a terminal's reaches the command's process group anyway), and SIGKILL
-  /// the command after the grace period.
+  /// SIGINT/SIGTERM/SIGHUP: reset clocks at once, stop switching, pass the signal on to the
+  /// command's process group (it has its own: a terminal's signal reaches emo run only when
+  /// emo run kept the terminal), and SIGKILL it after the grace period.
   void read_signals(std::int64_t now) {
     signalfd_siginfo si{};
     while (::read(sfd_.fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
@@ -457,7 +481,7 @@ class PolicyRun {
         stopped_ = true;
         report_.resets += guard_.reset("signal");
       }
-      if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) kill(pid_, sig);
+      signal_job(sig);
       if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * kNsPerS);
     }
   }
@@ -467,7 +491,7 @@ class PolicyRun {
   void apply(const Switch& s, std::int64_t now) {
     if (!o_.dry_run) {
       try {
-        devices_.at(s.device)->lock_sm_clock(s.clock_mhz);
+        lock(s.device, s.clock_mhz);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "emo run: %s; clocks reset, the command continues at default clocks\n",
                      one_line(e.what()).c_str());
@@ -490,9 +514,52 @@ class PolicyRun {
                            s.iteration, s.clock_mhz, switch_reason_name(s.reason)));
   }
 
+  /// --timeout: reset clocks, stop switching, SIGTERM the command's process group (SIGKILL
+  /// after the grace period); the exit code will be 124.
+  void time_out(std::int64_t now) {
+    report_.timed_out = true;
+    log_.event("timeout", fmt::format("\"timeout_s\":{}", o_.timeout_s), now);
+    if (!stopped_) {
+      stopped_ = true;
+      report_.resets += guard_.reset("timeout");
+    }
+    signal_job(SIGTERM);
+    if (kill_deadline_ns_ == 0) kill_deadline_ns_ = now + static_cast<std::int64_t>(o_.grace_s * kNsPerS);
+  }
+
+  /// Signals the command's whole process group; the command alone if it has left it (setsid).
+  void signal_job(int sig) {
+    if (kill(-pid_, sig) != 0) kill(pid_, sig);
+  }
+
+  /// Tells the guardian (when the device is an NVML GPU) before locking the clock.
+  void lock(std::int32_t device, double mhz) {
+    Device* dev = devices_.at(device);
+    if (const auto* nv = dynamic_cast<const NvmlDevice*>(dev); nv != nullptr && guardian_) {
+      guardian_->will_lock(nv->index());
+    }
+    dev->lock_sm_clock(mhz);
+  }
+
+  /// Makes emo run's process group the terminal's foreground again, once, if the command had it
+  /// (SIGTTOU blocked: emo run is in the background until then).
+  void take_terminal_back() {
+    if (!own_tty_) return;
+    own_tty_ = false;
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(STDIN_FILENO, getpgrp());
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+  }
+
   RunReport finish(int status) {
     const std::int64_t end = now_ns();
+    if (guardian_) guardian_->job_exited();
+    take_terminal_back();
     report_.resets += guard_.reset("exit");
+    if (guardian_) guardian_->done();
     for (const auto& pl : planners_) report_.skipped_switches += pl.skipped();
     report_.duration_s = ns_to_s(end - t0_);
     if (WIFSIGNALED(status)) {
@@ -502,6 +569,7 @@ class PolicyRun {
       report_.exit_code = WEXITSTATUS(status);
     }
     if (report_.received_signal != 0) report_.exit_code = 128 + report_.received_signal;
+    if (report_.timed_out) report_.exit_code = 124;
     log_.event("exit",
                fmt::format("\"exit_code\":{},\"child_signal\":{},\"received_signal\":{},\"switches\":{},\"late\":{},"
                            "\"skipped\":{},\"progress_lines\":{},\"bad_lines\":{},\"resets\":{}",
@@ -514,6 +582,7 @@ class PolicyRun {
 
  public:
   ~PolicyRun() {
+    take_terminal_back();  // also when the command could not start, or an exception is unwinding
     if (restore_mask_) sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
   }
   PolicyRun(const PolicyRun&) = delete;
@@ -527,6 +596,7 @@ class PolicyRun {
   RunReport report_;
   std::vector<SwitchPlanner> planners_;
   std::map<std::int32_t, std::size_t> planner_of_;
+  std::optional<Guardian> guardian_;  // before guard_: told "done", or closed after guard_'s reset
   ClockGuard guard_;  // declared after log_: destroyed (and resetting) before it
   std::optional<TempFile> watch_;
   sigset_t mask_{}, old_mask_{};
@@ -535,6 +605,8 @@ class PolicyRun {
   pid_t pid_ = -1;
   bool stopped_ = false;                ///< After a signal or a failed lock: no more switches.
   std::int64_t kill_deadline_ns_ = 0;   ///< When to SIGKILL the command after a signal, 0 = none.
+  std::int64_t timeout_ns_ = 0;         ///< When --timeout stops the command.
+  bool own_tty_ = false;                ///< The command was given the terminal.
   std::string partial_;                 ///< Incomplete progress line.
 };
 

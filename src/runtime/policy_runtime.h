@@ -123,11 +123,17 @@ struct RunOptions {
   /// Called for each pack start received (any device), before switches are planned; used to
   /// read the energy counter at each pack start. Exceptions from it propagate (clocks are reset).
   std::function<void(const PackStarted&)> on_pack_start;
+  /// The guardian to start before any clock is touched (runtime/guardian.h), e.g.
+  /// {"/usr/bin/emo", "__guardian"}; empty = none. Not started in a dry run.
+  std::vector<std::string> guardian_command;
+  /// Stop the command after this many seconds (0 = never): SIGTERM to its process group, SIGKILL
+  /// after `grace_s`, clocks reset, exit code 124.
+  double timeout_s = 0;
 };
 
 /// What happened.
 struct RunReport {
-  int exit_code = 0;                ///< Child's code; 128 + signal when it or `emo run` was signalled.
+  int exit_code = 0;                ///< Child's code; 128 + signal when it or `emo run` was signalled; 124 on timeout.
   int child_signal = 0;             ///< Signal that killed the child, 0 if it exited.
   int received_signal = 0;          ///< SIGINT/SIGTERM/SIGHUP received by `emo run`, 0 if none.
   std::int64_t progress_lines = 0;  ///< Pack starts received.
@@ -136,10 +142,12 @@ struct RunReport {
   std::int64_t late_switches = 0;
   std::int64_t skipped_switches = 0;
   std::int64_t resets = 0;          ///< Clock resets done at the end.
+  bool timed_out = false;           ///< Stopped after RunOptions::timeout_s (exit_code 124).
   double duration_s = 0;
 };
 
-/// Runs `options.command` and applies the policy. `devices` maps the policy's device index to
+/// Runs `options.command` in its own process group (which gets the terminal when `emo run` had
+/// it) and applies the policy. `devices` maps the policy's device index to
 /// the Device whose clock is set (unused in a dry run: pass an empty map). Returns when the
 /// command has exited; clocks of every device in `devices` are reset before returning or
 /// throwing (not in a dry run). Throws emo::InputError when the command cannot be started, or

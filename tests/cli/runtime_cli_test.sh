@@ -12,6 +12,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_LOG=$dir/nvml.log
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS
+export EMO_STATE_DIR=$dir/state  # lock records (docs/runtime.md, stale-lock note) stay in this test
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool
 require_tool python3
 setters() { grep -E '^nvmlDevice(Set|Reset)' "$dir/nvml.log" 2>/dev/null | tr '\n' ';'; }
