@@ -2,6 +2,7 @@
 // and applies a clock policy at its pack boundaries (runtime/policy_runtime.h, docs/runtime.md).
 // Clocks are reset on every exit path; --dry-run never calls an NVML setter and logs each
 // intended switch with its time.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -30,37 +31,65 @@ struct RunCliOptions {
   std::vector<std::string> command;
 };
 
-/// Checks the policy against the GPUs: each policy GPU exists, is the policy's GPU model, and
-/// supports every clock the policy sets. Throws InputError naming the policy file.
-void check_policy(const policy::Policy& p, const std::string& path,
-                  const std::map<std::int32_t, std::unique_ptr<runtime::NvmlDevice>>& devices) {
-  for (const auto& g : p.gpus) {
-    const auto& dev = *devices.at(g.device);
-    if (!p.gpu.empty()) {
-      const auto* spec = dev.spec();
-      const auto* want = model::GpuCatalog::builtin().find(p.gpu);
-      if (want != nullptr && spec != want) {
-        throw InputError(path, fmt::format("the policy is for {} but GPU {} is {}", p.gpu, g.device, dev.name()));
-      }
-    }
-    const auto clocks = dev.supported_sm_clocks_mhz();
-    auto supported = [&](double mhz) {
-      for (double c : clocks) {
-        if (std::abs(c - mhz) <= 0.5) return true;
-      }
-      return false;
-    };
-    for (const auto& k : g.packs) {
-      if (!supported(k.clock_mhz)) {
-        throw InputError(path, fmt::format("pack {} of GPU {}: {} MHz is not a supported SM clock of {}", k.index,
-                                           g.device, k.clock_mhz, dev.name()));
-      }
-    }
-    if (g.default_clock_mhz > 0 && !supported(g.default_clock_mhz)) {
-      throw InputError(path, fmt::format("GPU {}: default clock {} MHz is not supported by {}", g.device,
-                                         g.default_clock_mhz, dev.name()));
+/// Checks one policy section against GPU `dev`: the policy's GPU model, and every clock the
+/// section sets supported. Throws InputError naming the policy file.
+void check_section(const policy::Policy& p, const policy::GpuPolicy& g, const std::string& path,
+                   const runtime::NvmlDevice& dev) {
+  if (!p.gpu.empty()) {
+    const auto* spec = dev.spec();
+    const auto* want = model::GpuCatalog::builtin().find(p.gpu);
+    if (want != nullptr && spec != want) {
+      throw InputError(path, fmt::format("the policy is for {} but GPU {} is {}", p.gpu, dev.index(), dev.name()));
     }
   }
+  const auto clocks = dev.supported_sm_clocks_mhz();
+  auto supported = [&](double mhz) {
+    for (double c : clocks) {
+      if (std::abs(c - mhz) <= 0.5) return true;
+    }
+    return false;
+  };
+  for (const auto& k : g.packs) {
+    if (!supported(k.clock_mhz)) {
+      throw InputError(path, fmt::format("pack {} of GPU {}: {} MHz is not a supported SM clock of {}", k.index,
+                                         g.device, k.clock_mhz, dev.name()));
+    }
+  }
+  if (g.default_clock_mhz > 0 && !supported(g.default_clock_mhz)) {
+    throw InputError(path, fmt::format("GPU {}: default clock {} MHz is not supported by {}", g.device,
+                                       g.default_clock_mhz, dev.name()));
+  }
+}
+
+/// True for a job's policy (docs/multi-rank.md): its sections have ranks.
+bool is_job_policy(const policy::Policy& p) {
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const auto& g) { return g.rank >= 0; });
+}
+
+/// The GPUs `emo run` drives, by NVML index: a job policy's processes may run on any GPU of the
+/// node (each claims its own by UUID), so every GPU NVML sees; otherwise the policy's sections'
+/// indices. Each is checked against the sections it may serve (InputError naming the file).
+std::map<std::int32_t, std::unique_ptr<runtime::NvmlDevice>> open_devices(const std::shared_ptr<runtime::Nvml>& nvml,
+                                                                         const policy::Policy& p,
+                                                                         const std::string& path) {
+  std::map<std::int32_t, std::unique_ptr<runtime::NvmlDevice>> owned;
+  const bool job = is_job_policy(p);
+  for (const auto& g : p.gpus) {
+    if (g.device < 0) throw InputError(path, fmt::format("GPU index {} is negative", g.device));
+  }
+  if (job) {
+    const unsigned n = nvml->device_count();
+    for (unsigned i = 0; i < n; ++i) owned[static_cast<std::int32_t>(i)] = std::make_unique<runtime::NvmlDevice>(nvml, i);
+  } else {
+    for (const auto& g : p.gpus) owned[g.device] = std::make_unique<runtime::NvmlDevice>(nvml, static_cast<unsigned>(g.device));
+  }
+  for (const auto& g : p.gpus) {
+    if (!job) check_section(p, g, path, *owned.at(g.device));
+    for (const auto& [index, dev] : owned) {
+      if (job) check_section(p, g, path, *dev);
+    }
+  }
+  return owned;
 }
 
 int run_run(const RunCliOptions& o) {
@@ -84,11 +113,8 @@ int run_run(const RunCliOptions& o) {
     fmt::print(stderr, "emo run: [dry-run] {}; the policy is not checked against the GPUs\n", e.what());
   }
   if (nvml) {
-    for (const auto& g : ro.policy.gpus) {
-      if (g.device < 0) throw InputError(o.policy, fmt::format("GPU index {} is negative", g.device));
-      owned[g.device] = std::make_unique<runtime::NvmlDevice>(nvml, static_cast<unsigned>(g.device));
-    }
-    check_policy(ro.policy, o.policy, owned);
+    owned = open_devices(nvml, ro.policy, o.policy);
+    for (const auto& [index, dev] : owned) ro.gpus.push_back({index, nvml->uuid(static_cast<unsigned>(index)), ""});
   }
   std::map<std::int32_t, runtime::Device*> devices;
   if (!o.dry_run) {
@@ -96,9 +122,14 @@ int run_run(const RunCliOptions& o) {
   }
   const runtime::RunReport r = runtime::run_policy(ro, devices);
   fmt::print(stderr,
-             "emo run: {}{} switches ({} late, {} skipped as redundant) from {} pack starts; clocks reset on {} GPU(s); "
-             "command {} {}\n",
-             o.dry_run ? "[dry-run] " : "", r.switches, r.late_switches, r.skipped_switches, r.progress_lines, r.resets,
+             "emo run: {}{} switches ({} late, {} skipped as redundant{}) from {} pack starts{}; clocks reset on {} "
+             "GPU(s); command {} {}\n",
+             o.dry_run ? "[dry-run] " : "", r.switches, r.late_switches, r.skipped_switches,
+             r.deferred_switches + r.dropped_switches > 0
+                 ? fmt::format(", {} deferred and {} dropped by the minimum switch interval", r.deferred_switches,
+                               r.dropped_switches)
+                 : "",
+             r.progress_lines, r.hellos > 0 ? fmt::format(" of {} process GPU(s)", r.hellos) : "", r.resets,
              r.child_signal ? "killed by signal" : "exited with code", r.child_signal ? r.child_signal : r.exit_code);
   return r.exit_code;
 }
