@@ -1,4 +1,4 @@
-// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] -- CMD ARGS...`: runs a command
+// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] [--min-switch-interval-ms MS] -- CMD ARGS...`: runs a command
 // and applies a clock policy at its pack boundaries (runtime/policy_runtime.h, docs/runtime.md).
 // Clocks are reset on every exit path; --dry-run never calls an NVML setter and logs each
 // intended switch with its time.
@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct RunCliOptions {
   bool dry_run = false;
   std::string log;
   bool no_tracer = false;
+  std::optional<double> min_switch_interval_ms;  ///< Overrides the policy's (issue 17).
   std::vector<std::string> command;
 };
 
@@ -84,10 +86,11 @@ std::map<std::int32_t, std::unique_ptr<runtime::NvmlDevice>> open_devices(const 
     for (const auto& g : p.gpus) owned[g.device] = std::make_unique<runtime::NvmlDevice>(nvml, static_cast<unsigned>(g.device));
   }
   for (const auto& g : p.gpus) {
-    if (!job) check_section(p, g, path, *owned.at(g.device));
-    for (const auto& [index, dev] : owned) {
-      if (job) check_section(p, g, path, *dev);
+    if (!job) {
+      check_section(p, g, path, *owned.at(g.device));
+      continue;
     }
+    for (const auto& [index, dev] : owned) check_section(p, g, path, *dev);
   }
   return owned;
 }
@@ -97,6 +100,12 @@ int run_run(const RunCliOptions& o) {
   runtime::RunOptions ro;
   ro.policy = policy::load_policy(o.policy);
   ro.policy_path = o.policy;
+  if (o.min_switch_interval_ms) {
+    if (!(*o.min_switch_interval_ms >= 0)) {
+      throw InputError("--min-switch-interval-ms", fmt::format("{} is negative", *o.min_switch_interval_ms));
+    }
+    ro.policy.min_switch_interval_ms = *o.min_switch_interval_ms;
+  }
   ro.command = o.command;
   ro.dry_run = o.dry_run;
   ro.log_path = o.log;
@@ -144,6 +153,9 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--log", o->log, "Write a JSON-lines log of progress, switches and resets to FILE ('-' = stderr)");
   cmd->add_flag("--no-tracer", o->no_tracer,
                 "Do not inject the CUPTI tracer: the command reports pack starts itself on $EMO_PROGRESS_FD");
+  cmd->add_option("--min-switch-interval-ms", o->min_switch_interval_ms,
+                  "Least time between two clock switches on a GPU, ms (default: the policy's "
+                  "min_switch_interval_ms, else none); sooner switches are deferred");
   cmd->add_option("command", o->command, "The command to run, after --");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;

@@ -15,7 +15,7 @@ trap 'rm -rf "$dir"' EXIT
 A100="NVIDIA A100-SXM4-80GB"
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_LOG=$dir/nvml.log EMO_FAKE_NVML_GPUS="$A100,$A100,$A100,$A100"
 unset EMO_FAKE_NVML_FAIL
-source "$(dirname "$0")/check_lib.sh"  # ok, bad, require_tool
+source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool, DATA
 require_tool python3
 LAUNCH="$(dirname "$0")/fake_launcher.py"
 # setters_of GPU: that GPU's setter calls, in order, ';'-separated, the GPU index left out.
@@ -100,6 +100,29 @@ check_gpus "min switch interval 15 ms: a deferred switch, a dropped one, per GPU
   "$(i15 1395 1200)" "$(i15 1380 1185)" "$(i15 1365 1170)" "$(i15 1350 1155)"
 [[ $rc -eq 0 && "$err" == *"8 deferred and 4 dropped by the minimum switch interval"* ]] \
   && ok "min interval: counts in the summary" || bad "interval summary: rc=$rc <<$err>>"
+
+# 5. The same minimum on a policy without one, from the command line.
+fresh
+"$EMO" run --policy "$dir/job.json" --min-switch-interval-ms 15 --no-tracer -- \
+  python3 "$LAUNCH" --nproc 4 --visible 0,1,2,3 2>/dev/null; rc=$?
+[[ $rc -eq 0 ]] && check_gpus "emo run --min-switch-interval-ms 15: as the policy's field" \
+  "$(i15 1395 1200)" "$(i15 1380 1185)" "$(i15 1365 1170)" "$(i15 1350 1155)" || bad "--min-switch-interval-ms: rc=$rc"
+expect_error run_negative_interval "--min-switch-interval-ms: -1 is negative" \
+  "$EMO" run --policy "$dir/job.json" --min-switch-interval-ms -1 --no-tracer -- true
+
+# 6. emo optimize writes the catalog's interval (A100: 100 ms) into the policy of a trace with
+#    collectives only when its packs are at least that long (--min-pack-ms 100).
+nccl=${DATA:-}/kineto/hta_nccl_allreduce_rank0.json.gz
+if [[ -n "${DATA:-}" && -f "$nccl" ]]; then
+  interval() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("min_switch_interval_ms", "absent"))' "$1"; }
+  "$EMO" optimize "$nccl" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed 1 --policy "$dir/p20.json" >/dev/null 2>&1
+  "$EMO" optimize "$nccl" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed 1 --min-pack-ms 100 --policy "$dir/p100.json" >/dev/null 2>&1
+  a=$(interval "$dir/p20.json") b=$(interval "$dir/p100.json")
+  [[ "$a" == absent && "$b" == 100.0 ]] && ok "optimize: the policy carries the interval only when packed with it" \
+    || bad "optimize interval: default <<$a>> with --min-pack-ms 100 <<$b>>"
+else
+  echo "(skipped: no shared data for the emo optimize check)"
+fi
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]
