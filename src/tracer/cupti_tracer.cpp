@@ -456,6 +456,9 @@ bool start_follow() {
   cu.ctx_set_current = reinterpret_cast<decltype(cu.ctx_set_current)>(dlsym(cuda, "cuCtxSetCurrent"));
   cu.device_get = reinterpret_cast<decltype(cu.device_get)>(dlsym(cuda, "cuDeviceGet"));
   cu.device_uuid = reinterpret_cast<decltype(cu.device_uuid)>(dlsym(cuda, "cuDeviceGetUuid_v2"));
+  if (cu.device_uuid == nullptr) {  // drivers before CUDA 11.4 (same answer outside MIG)
+    cu.device_uuid = reinterpret_cast<decltype(cu.device_uuid)>(dlsym(cuda, "cuDeviceGetUuid"));
+  }
   if (!cu.event_create || !cu.event_record || !cu.event_query || !cu.event_destroy || !cu.ctx_set_current) {
     warn("libcuda.so.1 lacks the event functions");
     return false;
