@@ -1,11 +1,14 @@
-// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] [--timeout S] -- CMD ARGS...`: runs
-// a command and applies a clock policy at its pack boundaries (runtime/policy_runtime.h,
-// docs/runtime.md). Clocks are reset on every exit path, by a guardian process after kill -9
-// (runtime/guardian.h); --dry-run never calls an NVML setter and logs each intended switch.
+// `emo run --policy FILE [--dry-run] [--log FILE] [--no-tracer] [--timeout S] [--min-switch-interval-ms MS]
+// -- CMD ARGS...`: runs a command and applies a clock policy at its pack boundaries
+// (runtime/policy_runtime.h, docs/runtime.md), on every GPU its processes report. Clocks are reset
+// on every exit path, by a guardian process after kill -9 (runtime/guardian.h); --dry-run never
+// calls an NVML setter and logs each intended switch.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,40 +33,70 @@ struct RunCliOptions {
   std::string log;
   bool no_tracer = false;
   double timeout_s = 0;  ///< 0 = none
+  std::optional<double> min_switch_interval_ms;  ///< Overrides the policy's (issue 17).
   std::vector<std::string> command;
 };
 
-/// Checks the policy against the GPUs: each policy GPU exists, is the policy's GPU model, and
-/// supports every clock the policy sets. Throws InputError naming the policy file.
-void check_policy(const policy::Policy& p, const std::string& path,
-                  const std::map<std::int32_t, std::unique_ptr<runtime::NvmlDevice>>& devices) {
-  for (const auto& g : p.gpus) {
-    const auto& dev = *devices.at(g.device);
-    if (!p.gpu.empty()) {
-      const auto* spec = dev.spec();
-      const auto* want = model::GpuCatalog::builtin().find(p.gpu);
-      if (want != nullptr && spec != want) {
-        throw InputError(path, fmt::format("the policy is for {} but GPU {} is {}", p.gpu, g.device, dev.name()));
-      }
-    }
-    const auto clocks = dev.supported_sm_clocks_mhz();
-    auto supported = [&](double mhz) {
-      for (double c : clocks) {
-        if (std::abs(c - mhz) <= 0.5) return true;
-      }
-      return false;
-    };
-    for (const auto& k : g.packs) {
-      if (!supported(k.clock_mhz)) {
-        throw InputError(path, fmt::format("pack {} of GPU {}: {} MHz is not a supported SM clock of {}", k.index,
-                                           g.device, k.clock_mhz, dev.name()));
-      }
-    }
-    if (g.default_clock_mhz > 0 && !supported(g.default_clock_mhz)) {
-      throw InputError(path, fmt::format("GPU {}: default clock {} MHz is not supported by {}", g.device,
-                                         g.default_clock_mhz, dev.name()));
+/// Checks one policy section against GPU `dev`: the policy's GPU model, and every clock the
+/// section sets supported. Throws InputError naming the policy file.
+void check_section(const policy::Policy& p, const policy::GpuPolicy& g, const std::string& path,
+                   const runtime::NvmlDevice& dev) {
+  if (!p.gpu.empty()) {
+    const auto* spec = dev.spec();
+    const auto* want = model::GpuCatalog::builtin().find(p.gpu);
+    if (want != nullptr && spec != want) {
+      throw InputError(path, fmt::format("the policy is for {} but GPU {} is {}", p.gpu, dev.index(), dev.name()));
     }
   }
+  const auto clocks = dev.supported_sm_clocks_mhz();
+  auto supported = [&](double mhz) {
+    for (double c : clocks) {
+      if (std::abs(c - mhz) <= 0.5) return true;
+    }
+    return false;
+  };
+  for (const auto& k : g.packs) {
+    if (!supported(k.clock_mhz)) {
+      throw InputError(path, fmt::format("pack {} of GPU {}: {} MHz is not a supported SM clock of {}", k.index,
+                                         g.device, k.clock_mhz, dev.name()));
+    }
+  }
+  if (g.default_clock_mhz > 0 && !supported(g.default_clock_mhz)) {
+    throw InputError(path, fmt::format("GPU {}: default clock {} MHz is not supported by {}", g.device,
+                                       g.default_clock_mhz, dev.name()));
+  }
+}
+
+/// True for a job's policy (docs/multi-rank.md): its sections have ranks.
+bool is_job_policy(const policy::Policy& p) {
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const auto& g) { return g.rank >= 0; });
+}
+
+/// The GPUs `emo run` drives, by NVML index: a job policy's processes may run on any GPU of the
+/// node (each claims its own by UUID), so every GPU NVML sees; otherwise the policy's sections'
+/// indices. Each is checked against the sections it may serve (InputError naming the file).
+std::map<std::int32_t, std::unique_ptr<runtime::NvmlDevice>> open_devices(const std::shared_ptr<runtime::Nvml>& nvml,
+                                                                         const policy::Policy& p,
+                                                                         const std::string& path) {
+  std::map<std::int32_t, std::unique_ptr<runtime::NvmlDevice>> owned;
+  const bool job = is_job_policy(p);
+  for (const auto& g : p.gpus) {
+    if (g.device < 0) throw InputError(path, fmt::format("GPU index {} is negative", g.device));
+  }
+  if (job) {
+    const unsigned n = nvml->device_count();
+    for (unsigned i = 0; i < n; ++i) owned[static_cast<std::int32_t>(i)] = std::make_unique<runtime::NvmlDevice>(nvml, i);
+  } else {
+    for (const auto& g : p.gpus) owned[g.device] = std::make_unique<runtime::NvmlDevice>(nvml, static_cast<unsigned>(g.device));
+  }
+  for (const auto& g : p.gpus) {
+    if (!job) {
+      check_section(p, g, path, *owned.at(g.device));
+      continue;
+    }
+    for (const auto& [index, dev] : owned) check_section(p, g, path, *dev);
+  }
+  return owned;
 }
 
 int run_run(const RunCliOptions& o) {
@@ -71,6 +104,12 @@ int run_run(const RunCliOptions& o) {
   runtime::RunOptions ro;
   ro.policy = policy::load_policy(o.policy);
   ro.policy_path = o.policy;
+  if (o.min_switch_interval_ms) {
+    if (!(*o.min_switch_interval_ms >= 0)) {
+      throw InputError("--min-switch-interval-ms", fmt::format("{} is negative", *o.min_switch_interval_ms));
+    }
+    ro.policy.min_switch_interval_ms = *o.min_switch_interval_ms;
+  }
   ro.command = o.command;
   ro.dry_run = o.dry_run;
   ro.log_path = o.log;
@@ -90,11 +129,8 @@ int run_run(const RunCliOptions& o) {
   }
   if (nvml) {
     handle_stale_locks(*nvml, "emo run", !o.dry_run);
-    for (const auto& g : ro.policy.gpus) {
-      if (g.device < 0) throw InputError(o.policy, fmt::format("GPU index {} is negative", g.device));
-      owned[g.device] = std::make_unique<runtime::NvmlDevice>(nvml, static_cast<unsigned>(g.device));
-    }
-    check_policy(ro.policy, o.policy, owned);
+    owned = open_devices(nvml, ro.policy, o.policy);
+    for (const auto& [index, dev] : owned) ro.gpus.push_back({index, nvml->uuid(static_cast<unsigned>(index)), ""});
   }
   std::map<std::int32_t, runtime::Device*> devices;
   if (!o.dry_run) {
@@ -102,9 +138,14 @@ int run_run(const RunCliOptions& o) {
   }
   const runtime::RunReport r = runtime::run_policy(ro, devices);
   fmt::print(stderr,
-             "emo run: {}{} switches ({} late, {} skipped as redundant) from {} pack starts; clocks reset on {} GPU(s); "
-             "command {} {}{}\n",
-             o.dry_run ? "[dry-run] " : "", r.switches, r.late_switches, r.skipped_switches, r.progress_lines, r.resets,
+             "emo run: {}{} switches ({} late, {} skipped as redundant{}) from {} pack starts{}; clocks reset on {} "
+             "GPU(s); command {} {}{}\n",
+             o.dry_run ? "[dry-run] " : "", r.switches, r.late_switches, r.skipped_switches,
+             r.deferred_switches + r.dropped_switches > 0
+                 ? fmt::format(", {} deferred and {} dropped by the minimum switch interval", r.deferred_switches,
+                               r.dropped_switches)
+                 : "",
+             r.progress_lines, r.hellos > 0 ? fmt::format(" of {} process GPU(s)", r.hellos) : "", r.resets,
              r.child_signal ? "killed by signal" : "exited with code", r.child_signal ? r.child_signal : r.exit_code,
              r.timed_out ? fmt::format(" (stopped after --timeout {} s: exit code 124)", o.timeout_s) : "");
   return r.exit_code;
@@ -123,6 +164,9 @@ Action add_run_command(CLI::App& app) {
   CLI::Option* timeout = cmd->add_option(
       "--timeout", o->timeout_s,
       "Stop the command after SECONDS: SIGTERM to its process group, SIGKILL 10 s later, clocks reset, exit 124");
+  cmd->add_option("--min-switch-interval-ms", o->min_switch_interval_ms,
+                  "Least time between two clock switches on a GPU, ms (default: the policy's "
+                  "min_switch_interval_ms, else none); sooner switches are deferred");
   cmd->add_option("command", o->command, "The command to run, after --");
   return [cmd, o, timeout]() -> int {
     if (!cmd->parsed()) return -1;

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/units.h"
 #include "core/version.h"
 
 namespace emo::driver {
@@ -60,6 +61,12 @@ policy::Policy make_policy(const trace::Trace& trace, const pack::PackRun& packs
   pol.predicted_time_ns = header.predicted_time_ns;
   pol.predicted_energy_j = header.predicted_energy_j;
   pol.switch_latency_ms = gpu.switch_latency_ms;
+  // The runtime keeps switches this far apart (issue 17) where collectives can suffer and the
+  // packs were made at least that long (--min-pack-ms): then it never contradicts the plan.
+  if (gpu.min_switch_interval_ms > 0 && packing.min_pack_ns >= ms_to_ns(gpu.min_switch_interval_ms) &&
+      model::has_collectives(trace)) {
+    pol.min_switch_interval_ms = gpu.min_switch_interval_ms;
+  }
   pol.simulated = header.simulated;
   const std::vector<std::int64_t> ordinal = name_ordinals(trace, g);
   std::map<std::int32_t, policy::GpuPolicy> per_device;

@@ -81,6 +81,12 @@ GpuCatalog GpuCatalog::parse(std::string_view text, const std::string& origin) {
       s.idle_power_w = g.at("idle_power_w").get<double>();
       if (!g.at("blocked_power_w").is_null()) s.blocked_power_w = g.at("blocked_power_w").get<double>();
       s.switch_latency_ms = g.at("switch_latency_ms").get<double>();
+      if (g.contains("min_switch_interval_ms")) {  // optional (issue 17); its source is then required
+        s.min_switch_interval_ms = g.at("min_switch_interval_ms").get<double>();
+        if (!g.contains("min_switch_interval_ms_source")) {
+          throw std::invalid_argument(fmt::format("{}: 'min_switch_interval_ms' has no source", s.id));
+        }
+      }
       for (const auto& [key, value] : g.items()) {
         if (key.ends_with("_source")) {
           s.sources[key.substr(0, key.size() - 7)] = value.get<std::string>();
@@ -161,6 +167,17 @@ const GpuSpec& GpuCatalog::at(std::string_view name) const {
   std::vector<std::string> ids;
   for (const GpuSpec& g : gpus_) ids.push_back(g.id);
   throw ArgumentError("gpu", std::string(name), fmt::format("unknown GPU; known: {}", fmt::join(ids, ", ")));
+}
+
+bool has_collectives(const trace::Trace& trace) {
+  if (trace.collectives.size() > 0) return true;
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const trace::OpKind k = trace.ops.kind[i];
+    if (k == trace::OpKind::kKernel && classify_op(k, trace.strings.view(trace.ops.name[i])) == OpClass::kCommunication) {
+      return true;
+    }
+  }
+  return false;
 }
 
 MinPack min_pack_for(const trace::Trace& trace) {

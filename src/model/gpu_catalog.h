@@ -25,6 +25,10 @@ struct GpuSpec {
   double idle_power_w = 0;
   std::optional<double> blocked_power_w;  ///< Power while blocked in communication, if measured.
   double switch_latency_ms = 0;
+  /// Least time between two clock switches on the GPU while collectives run, ms (0 = none):
+  /// NCCL operators were reported to slow down when locked clocks change every ~50 ms
+  /// (data/gpu_catalog.json gives the source; an assumption). Optional in the catalog.
+  double min_switch_interval_ms = 0;
   std::map<std::string, std::string> sources;  ///< field -> "datasheet: ..." / "measured: ..." /
                                                ///< "assumption: ..."
   double max_sm_clock_mhz() const { return sm_clocks_mhz.empty() ? 0 : sm_clocks_mhz.front(); }
@@ -72,8 +76,16 @@ struct MinPack {
 /// latency (data/gpu_catalog.json, "switch_latency_ms": an assumption for every entry).
 inline constexpr TimeNs kFallbackMinPackNs = 20'000'000;
 
+/// True when `trace` has collectives: rows in its collective table, or a GPU op that
+/// classify_op() calls communication (an NCCL kernel, "nccl" in its name). Never throws.
+bool has_collectives(const trace::Trace& trace);
+
 /// Default min_pack for a trace: the largest clock-switch latency (GpuSpec::switch_latency_ms) of
 /// its GPUs found in the built-in catalog, or kFallbackMinPackNs when none is found. Never throws.
+/// Not the minimum switch interval (GpuSpec::min_switch_interval_ms), even with collectives: that
+/// figure is an assumption, and as a minimum pack it costs measured savings and the multi-rank
+/// plans their latency target (docs/gpu-catalog.md, "Minimum switch interval"); pass
+/// `--min-pack-ms` of at least the interval to honour it (the policy then carries it).
 MinPack min_pack_for(const trace::Trace& trace);
 
 /// How `emo pack`, `emo optimize` and the Python package pack a trace: min_pack `min_pack_ns` (named

@@ -56,6 +56,7 @@ std::string to_json(const Policy& p) {
               {"switch_latency_ms", p.switch_latency_ms},
               {"simulated", p.simulated},
               {"gpus", std::move(gpus)}};
+  if (p.min_switch_interval_ms > 0) doc["min_switch_interval_ms"] = p.min_switch_interval_ms;  // optional
   return doc.dump(2) + "\n";
 }
 
@@ -82,6 +83,10 @@ Policy parse_policy(std::string_view text, const std::string& origin) {
   }
   p.switch_latency_ms = field<double>(doc, "switch_latency_ms", origin, "policy");
   p.simulated = field<bool>(doc, "simulated", origin, "policy");
+  if (doc.contains("min_switch_interval_ms")) {  // optional: absent in policies before issue 17
+    p.min_switch_interval_ms = field<double>(doc, "min_switch_interval_ms", origin, "policy");
+    if (!(p.min_switch_interval_ms >= 0)) throw InputError(origin, "policy: min_switch_interval_ms is negative");
+  }
   auto gpus = doc.find("gpus");
   if (gpus == doc.end() || !gpus->is_array()) throw InputError(origin, "policy: missing array 'gpus'");
   for (std::size_t gi = 0; gi < gpus->size(); ++gi) {

@@ -53,6 +53,10 @@ struct Policy {
   std::int64_t predicted_time_ns = 0;   ///< With this policy.
   double predicted_energy_j = 0;
   double switch_latency_ms = 0;         ///< Switches are issued this early.
+  /// Least time between two clock switches on one GPU, ms (0 = none); the runtime defers sooner
+  /// switches. emo optimize writes model::GpuSpec::min_switch_interval_ms for a trace with
+  /// collectives packed at least that long (--min-pack-ms). Optional in the JSON (written when > 0).
+  double min_switch_interval_ms = 0;
   bool simulated = false;               ///< True when the predictions come from a simulated device.
   std::vector<GpuPolicy> gpus;
 };

@@ -27,12 +27,14 @@ struct Nvml::Api {
   int (*reset_gpu_locked)(Device);                                    // nvmlDeviceResetGpuLockedClocks
   int (*set_mem_locked)(Device, unsigned, unsigned);                  // nvmlDeviceSetMemoryLockedClocks
   int (*reset_mem_locked)(Device);                                    // nvmlDeviceResetMemoryLockedClocks
+  int (*get_uuid)(Device, char*, unsigned);                           // nvmlDeviceGetUUID
 };
 
 namespace {
 
 constexpr const char* kDefaultLibrary = "libnvidia-ml.so.1";
 constexpr unsigned kNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned kUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned kMaxClocks = 512;
 
 template <typename F>
@@ -99,6 +101,7 @@ std::shared_ptr<Nvml> Nvml::open(const std::string& library) {
   resolve(nvml->lib_, "nvmlDeviceResetGpuLockedClocks", api->reset_gpu_locked, p);
   resolve(nvml->lib_, "nvmlDeviceSetMemoryLockedClocks", api->set_mem_locked, p);
   resolve(nvml->lib_, "nvmlDeviceResetMemoryLockedClocks", api->reset_mem_locked, p);
+  resolve(nvml->lib_, "nvmlDeviceGetUUID", api->get_uuid, p);
   const int rc = api->init();
   if (rc != 0) {
     throw NvmlError("NVML", fmt::format("nvmlInit failed: {}", nvml_reason(rc)), rc);
@@ -152,6 +155,12 @@ std::string Nvml::name(unsigned index) {
   if (names_.size() <= index) names_.resize(index + 1);
   names_[index] = buf;
   return names_[index];
+}
+
+std::string Nvml::uuid(unsigned index) {
+  char buf[kUuidBufferSize] = {};
+  check(api_->get_uuid(handle(index), buf, kUuidBufferSize), index, "nvmlDeviceGetUUID");
+  return buf;
 }
 
 std::vector<unsigned> Nvml::supported_memory_clocks_mhz(unsigned index) {

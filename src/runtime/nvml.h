@@ -83,6 +83,9 @@ class Nvml {
   Handle handle(unsigned index);
   /// Product name, e.g. "NVIDIA A100-SXM4-80GB".
   std::string name(unsigned index);
+  /// The GPU's UUID as NVML prints it ("GPU-5a1c0e3b-…"): the identity a process reports
+  /// (docs/runtime.md, "Many GPUs, many processes"), whatever CUDA_VISIBLE_DEVICES says.
+  std::string uuid(unsigned index);
   /// Supported memory clocks, MHz, as NVML lists them (descending).
   std::vector<unsigned> supported_memory_clocks_mhz(unsigned index);
   /// Supported graphics (SM) clocks at memory clock `memory_mhz`, MHz, descending.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -35,6 +36,7 @@ tracer::WatchList watch_list_of(const policy::Policy& p) {
   tracer::WatchList w;
   w.marker = p.iteration_marker;
   for (const auto& g : p.gpus) {
+    w.sections.push_back({g.device, g.rank});
     for (const auto& k : g.packs) {
       w.entries.push_back({g.device, k.index, k.start.stream, k.start.ordinal, k.start.op_name});
     }
@@ -46,19 +48,124 @@ std::optional<PackStarted> parse_progress_line(std::string_view line, std::int64
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (!line.starts_with("P ")) return std::nullopt;
   line.remove_prefix(2);
-  std::int64_t v[4] = {0, 0, 0, now_ns};
+  std::int64_t v[5] = {0, 0, 0, now_ns, 0};
   int n = 0;
   while (!line.empty()) {
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
     if (line.empty()) break;
-    if (n == 4) return std::nullopt;
+    if (n == 5) return std::nullopt;
     const auto r = std::from_chars(line.data(), line.data() + line.size(), v[n]);
     if (r.ec != std::errc() || (r.ptr != line.data() + line.size() && *r.ptr != ' ')) return std::nullopt;
     line.remove_prefix(static_cast<std::size_t>(r.ptr - line.data()));
     ++n;
   }
-  if (n < 3 || v[0] < 0 || v[0] > 1 << 20 || v[1] < 0 || v[1] > 1 << 30 || v[2] < 0) return std::nullopt;
-  return PackStarted{static_cast<std::int32_t>(v[0]), static_cast<std::int32_t>(v[1]), v[2], v[3]};
+  if (n < 3 || v[0] < 0 || v[0] > 1 << 20 || v[1] < 0 || v[1] > 1 << 30 || v[2] < 0 || v[4] < 0) return std::nullopt;
+  return PackStarted{static_cast<std::int32_t>(v[0]), static_cast<std::int32_t>(v[1]), v[2], v[3], v[4]};
+}
+
+namespace {
+
+/// Splits off the next space-separated word of `line`.
+std::string_view next_word(std::string_view& line) {
+  while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+  const std::size_t end = std::min(line.find(' '), line.size());
+  const std::string_view w = line.substr(0, end);
+  line.remove_prefix(end);
+  return w;
+}
+
+template <typename T>
+bool whole_int(std::string_view s, T& out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+/// Lower case; a PCI bus id's domain ("00000000:3b:00.0") cut to its last 4 digits.
+std::string canonical_gpu_id(std::string_view id) {
+  std::string s(id);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::size_t colon = s.find(':');
+  if (!s.starts_with("gpu-") && colon != std::string::npos && colon > 4) s.erase(0, colon - 4);
+  return s;
+}
+
+}  // namespace
+
+std::optional<ProcessHello> parse_hello_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (!line.starts_with("H ")) return std::nullopt;
+  line.remove_prefix(2);
+  ProcessHello h;
+  if (!whole_int(next_word(line), h.pid) || !whole_int(next_word(line), h.rank) ||
+      !whole_int(next_word(line), h.device)) {
+    return std::nullopt;
+  }
+  const std::string_view id = next_word(line);
+  if (id.empty() || !next_word(line).empty() || h.pid <= 0 || h.rank < -1 || h.device < 0) return std::nullopt;
+  if (id != "-") h.gpu_id.assign(id);
+  return h;
+}
+
+bool same_gpu_id(std::string_view a, std::string_view b) {
+  return !a.empty() && !b.empty() && canonical_gpu_id(a) == canonical_gpu_id(b);
+}
+
+// ---- GpuRouter -----------------------------------------------------------------------------------
+
+GpuRouter::GpuRouter(const policy::Policy& p, std::vector<GpuIdentity> gpus) : gpus_(std::move(gpus)) {
+  for (const auto& g : p.gpus) {
+    section_rank_[g.device] = g.rank;
+    order_.push_back(g.device);
+    job_ = job_ || g.rank >= 0;
+  }
+}
+
+std::string GpuRouter::claim(const ProcessHello& h) {
+  const auto who = fmt::format("process {} (rank {})", h.pid, h.rank);
+  const auto sec = section_rank_.find(h.device);
+  if (sec == section_rank_.end()) return fmt::format("{} follows section {}, which the policy does not have", who, h.device);
+  if (job_ && h.rank >= 0 && sec->second != h.rank) {
+    return fmt::format("{} claims section {}, which is rank {}'s", who, h.device, sec->second);
+  }
+  std::int32_t gpu = -1;
+  if (!gpus_.empty()) {
+    for (const auto& g : gpus_) {
+      if (same_gpu_id(g.uuid, h.gpu_id) || same_gpu_id(g.pci_bus_id, h.gpu_id)) gpu = g.nvml_index;
+    }
+    if (gpu < 0) return fmt::format("{} runs on GPU '{}', which is not among the GPUs emo run drives (NVML sees no such GPU, or the policy does not name it)", who, h.gpu_id);
+  }
+  if (const auto o = owner_.find(h.device); o != owner_.end()) {
+    if (o->second.pid == h.pid && o->second.gpu == gpu) return "";  // the same hello again
+    return fmt::format("{} claims section {}, already claimed by process {}", who, h.device, o->second.pid);
+  }
+  for (const auto& [device, o] : owner_) {
+    if (gpu >= 0 && o.gpu == gpu) {
+      return fmt::format("{} claims GPU {} for section {}, already claimed by process {} for section {}", who, gpu,
+                         h.device, o.pid, device);
+    }
+  }
+  owner_[h.device] = {h.pid, gpu};
+  return "";
+}
+
+bool GpuRouter::accepts(const PackStarted& p) const {
+  if (!section_rank_.contains(p.device)) return false;
+  if (const auto o = owner_.find(p.device); o != owner_.end()) return o->second.pid == p.pid;
+  if (gpus_.empty()) return true;
+  return std::any_of(gpus_.begin(), gpus_.end(), [&](const GpuIdentity& g) { return g.nvml_index == p.device; });
+}
+
+std::int32_t GpuRouter::gpu_of(std::int32_t device) const {
+  const auto o = owner_.find(device);
+  return o != owner_.end() && o->second.gpu >= 0 ? o->second.gpu : device;
+}
+
+std::vector<std::int32_t> GpuRouter::unclaimed() const {
+  std::vector<std::int32_t> out;
+  for (std::int32_t d : order_) {
+    if (!owner_.contains(d)) out.push_back(d);
+  }
+  return out;
 }
 
 std::string_view switch_reason_name(SwitchReason r) noexcept {
@@ -72,13 +179,41 @@ std::string_view switch_reason_name(SwitchReason r) noexcept {
 
 // ---- SwitchPlanner -------------------------------------------------------------------------------
 
-SwitchPlanner::SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double current_clock_mhz)
-    : gpu_(std::move(gpu)), lead_ns_(std::max<std::int64_t>(0, lead_ns)), requested_mhz_(current_clock_mhz) {}
+SwitchPlanner::SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double current_clock_mhz,
+                             std::int64_t min_interval_ns)
+    : gpu_(std::move(gpu)),
+      lead_ns_(std::max<std::int64_t>(0, lead_ns)),
+      requested_mhz_(current_clock_mhz),
+      min_interval_ns_(std::max<std::int64_t>(0, min_interval_ns)) {}
+
+std::optional<Switch> SwitchPlanner::issue_or_hold(Switch s, std::int64_t now_ns) {
+  const std::int64_t earliest = last_issued_ns_ ? *last_issued_ns_ + min_interval_ns_ : now_ns;
+  if (min_interval_ns_ > 0 && now_ns < earliest) {
+    if (held_) ++dropped_;  // replaced: only the newest clock matters
+    held_ = s;
+    return std::nullopt;
+  }
+  if (std::abs(s.clock_mhz - requested_mhz_) <= 0.5) {  // redundant (a held one counts as dropped)
+    ++(s.deferred ? dropped_ : skipped_);
+    return std::nullopt;
+  }
+  if (s.deferred) {
+    ++deferred_;
+    s.t_ns = earliest;
+  }
+  requested_mhz_ = s.clock_mhz;
+  last_issued_ns_ = s.deferred ? earliest : now_ns;
+  return s;
+}
 
 std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   const auto& packs = gpu_.packs;
   if (p.pack < 0 || static_cast<std::size_t>(p.pack) >= packs.size()) return std::nullopt;
   const auto k = static_cast<std::size_t>(p.pack);
+  if (held_) {  // an observed start supersedes a held switch: the replan below recreates what is still due
+    held_.reset();
+    ++dropped_;
+  }
   const std::int64_t anchor = p.t_ns - packs[k].start_offset_ns;
   iteration_anchor_ns_[p.iteration] = anchor;
   while (iteration_anchor_ns_.size() > 2) iteration_anchor_ns_.erase(iteration_anchor_ns_.begin());
@@ -106,30 +241,41 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   std::stable_sort(plan_.begin(), plan_.end(), [](const Switch& a, const Switch& b) { return a.t_ns < b.t_ns; });
 
   if (std::abs(requested_mhz_ - packs[k].clock_mhz) > 0.5) {
-    requested_mhz_ = packs[k].clock_mhz;
-    return Switch{p.t_ns, gpu_.device, packs[k].index, p.iteration, packs[k].clock_mhz, SwitchReason::kLate};
+    return issue_or_hold(
+        Switch{p.t_ns, gpu_.device, packs[k].index, p.iteration, packs[k].clock_mhz, SwitchReason::kLate}, p.t_ns);
   }
   return std::nullopt;
 }
 
 std::vector<Switch> SwitchPlanner::due(std::int64_t now_ns) {
   std::vector<Switch> out;
+  // Releases the held switch if its time has come by `t` (events are taken in time order).
+  auto release_by = [&](std::int64_t t) {
+    if (!held_ || !last_issued_ns_ || t < *last_issued_ns_ + min_interval_ns_) return;
+    Switch h = *held_;
+    held_.reset();
+    h.deferred = true;
+    if (auto s = issue_or_hold(h, *last_issued_ns_ + min_interval_ns_)) out.push_back(*s);
+  };
   std::size_t i = 0;
   for (; i < plan_.size() && plan_[i].t_ns <= now_ns; ++i) {
-    if (std::abs(plan_[i].clock_mhz - requested_mhz_) <= 0.5) {
+    release_by(plan_[i].t_ns);
+    if (std::abs(plan_[i].clock_mhz - requested_mhz_) <= 0.5 && !held_) {
       ++skipped_;
       continue;
     }
-    requested_mhz_ = plan_[i].clock_mhz;
-    out.push_back(plan_[i]);
+    if (auto s = issue_or_hold(plan_[i], plan_[i].t_ns)) out.push_back(*s);
   }
   plan_.erase(plan_.begin(), plan_.begin() + static_cast<std::ptrdiff_t>(i));
+  release_by(now_ns);
   return out;
 }
 
 std::optional<std::int64_t> SwitchPlanner::next_due_ns() const {
-  if (plan_.empty()) return std::nullopt;
-  return plan_.front().t_ns;
+  std::optional<std::int64_t> t;
+  if (!plan_.empty()) t = plan_.front().t_ns;
+  if (held_ && last_issued_ns_) t = std::min(t.value_or(INT64_MAX), *last_issued_ns_ + min_interval_ns_);
+  return t;
 }
 
 // ---- the runner ----------------------------------------------------------------------------------
@@ -296,11 +442,13 @@ class PolicyRun {
         devices_(devices),
         t0_(now_ns()),
         log_(o.log_path, o.dry_run, t0_),
-        guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_) {
+        guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_),
+        router_(o.policy, o.gpus) {
     const auto lead_ns = ms_to_ns(o.policy.switch_latency_ms);
+    const auto interval_ns = ms_to_ns(o.policy.min_switch_interval_ms);
     for (const auto& g : o.policy.gpus) {
       const auto start = o.dry_run ? o.start_clock_mhz.end() : o.start_clock_mhz.find(g.device);
-      planners_.emplace_back(g, lead_ns, start == o.start_clock_mhz.end() ? 0.0 : start->second);
+      planners_.emplace_back(g, lead_ns, start == o.start_clock_mhz.end() ? 0.0 : start->second, interval_ns);
     }
     for (std::size_t i = 0; i < planners_.size(); ++i) planner_of_[planners_[i].gpu().device] = i;
   }
@@ -451,7 +599,22 @@ class PolicyRun {
     }
   }
 
+  /// A hello line: the process claims its section's GPU (GpuRouter); a refusal is one warning.
+  void handle_hello(const ProcessHello& h, std::int64_t now) {
+    const std::string refused = router_.claim(h);
+    log_.event("hello", fmt::format("\"pid\":{},\"rank\":{},\"section\":{},\"gpu_id\":{},\"nvml_gpu\":{},\"accepted\":{}",
+                                    h.pid, h.rank, h.device, json_quote(h.gpu_id), router_.gpu_of(h.device),
+                                    refused.empty()),
+               now);
+    if (refused.empty()) {
+      ++report_.hellos;
+      return;
+    }
+    std::fprintf(stderr, "emo run: warning: %s; its pack starts are ignored\n", refused.c_str());
+  }
+
   void handle_line(std::string_view line, std::int64_t now) {
+    if (const auto h = parse_hello_line(line)) return handle_hello(*h, now);
     const auto p = parse_progress_line(line, now);
     if (!p) {
       ++report_.bad_lines;
@@ -463,7 +626,7 @@ class PolicyRun {
                                          p->pack, p->iteration, log_.ms(p->t_ns)),
                now);
     const auto it = planner_of_.find(p->device);
-    if (it == planner_of_.end() || stopped_) return;
+    if (it == planner_of_.end() || stopped_ || !router_.accepts(*p)) return;
     if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
   }
 
@@ -491,7 +654,7 @@ class PolicyRun {
   void apply(const Switch& s, std::int64_t now) {
     if (!o_.dry_run) {
       try {
-        lock(s.device, s.clock_mhz);
+        lock(router_.gpu_of(s.device), s.clock_mhz);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "emo run: %s; clocks reset, the command continues at default clocks\n",
                      one_line(e.what()).c_str());
@@ -505,9 +668,9 @@ class PolicyRun {
     if (s.reason == SwitchReason::kLate) ++report_.late_switches;
     log_.event("switch",
                fmt::format("\"gpu\":{},\"pack\":{},\"iteration\":{},\"clock_mhz\":{},\"reason\":\"{}\","
-                           "\"planned_ms\":{:.3f},\"applied\":{}",
+                           "\"planned_ms\":{:.3f},\"applied\":{},\"nvml_gpu\":{},\"deferred\":{}",
                            s.device, s.pack, s.iteration, s.clock_mhz, switch_reason_name(s.reason), log_.ms(s.t_ns),
-                           !o_.dry_run),
+                           !o_.dry_run, router_.gpu_of(s.device), s.deferred),
                now);
     log_.human(fmt::format("[dry-run] +{:.3f} ms: GPU {} {} iteration {} -> {} MHz ({})", log_.ms(now), s.device,
                            s.pack < 0 ? std::string("after the last pack") : fmt::format("pack {}", s.pack),
@@ -554,13 +717,30 @@ class PolicyRun {
     sigprocmask(SIG_SETMASK, &old, nullptr);
   }
 
+  /// Once any process has said hello (or the policy is a job's), a section nobody claimed is
+  /// worth a line: its GPU, if any, ran at default clocks.
+  void warn_unclaimed() const {
+    const bool job = std::any_of(o_.policy.gpus.begin(), o_.policy.gpus.end(), [](const auto& g) { return g.rank >= 0; });
+    if (router_.claims() == 0 && !job) return;
+    for (std::int32_t d : router_.unclaimed()) {
+      const auto& g = planners_[planner_of_.at(d)].gpu();
+      std::fprintf(stderr, "emo run: warning: no process reported policy section %d%s; its clocks were not switched\n",
+                   d, g.rank >= 0 ? fmt::format(" (rank {})", g.rank).c_str() : "");
+    }
+  }
+
   RunReport finish(int status) {
     const std::int64_t end = now_ns();
     if (guardian_) guardian_->job_exited();
     take_terminal_back();
     report_.resets += guard_.reset("exit");
+    for (const auto& pl : planners_) {
+      report_.skipped_switches += pl.skipped();
+      report_.deferred_switches += pl.deferred();
+      report_.dropped_switches += pl.dropped();
+    }
+    warn_unclaimed();
     if (guardian_) guardian_->done();
-    for (const auto& pl : planners_) report_.skipped_switches += pl.skipped();
     report_.duration_s = ns_to_s(end - t0_);
     if (WIFSIGNALED(status)) {
       report_.child_signal = WTERMSIG(status);
@@ -572,10 +752,12 @@ class PolicyRun {
     if (report_.timed_out) report_.exit_code = 124;
     log_.event("exit",
                fmt::format("\"exit_code\":{},\"child_signal\":{},\"received_signal\":{},\"switches\":{},\"late\":{},"
-                           "\"skipped\":{},\"progress_lines\":{},\"bad_lines\":{},\"resets\":{}",
+                           "\"skipped\":{},\"deferred\":{},\"dropped\":{},\"hellos\":{},\"progress_lines\":{},"
+                           "\"bad_lines\":{},\"resets\":{}",
                            report_.exit_code, report_.child_signal, report_.received_signal, report_.switches,
-                           report_.late_switches, report_.skipped_switches, report_.progress_lines,
-                           report_.bad_lines, report_.resets),
+                           report_.late_switches, report_.skipped_switches, report_.deferred_switches,
+                           report_.dropped_switches, report_.hellos, report_.progress_lines, report_.bad_lines,
+                           report_.resets),
                end);
     return report_;
   }
@@ -598,6 +780,7 @@ class PolicyRun {
   std::map<std::int32_t, std::size_t> planner_of_;
   std::optional<Guardian> guardian_;  // before guard_: told "done", or closed after guard_'s reset
   ClockGuard guard_;  // declared after log_: destroyed (and resetting) before it
+  GpuRouter router_;
   std::optional<TempFile> watch_;
   sigset_t mask_{}, old_mask_{};
   bool restore_mask_ = false;
@@ -614,9 +797,10 @@ class PolicyRun {
 
 RunReport run_policy(const RunOptions& o, const std::map<std::int32_t, Device*>& devices) {
   if (o.command.empty()) throw InputError("emo run", "no command given after --");
+  const bool job = std::any_of(o.policy.gpus.begin(), o.policy.gpus.end(), [](const auto& g) { return g.rank >= 0; });
   if (!o.dry_run) {
     for (const auto& g : o.policy.gpus) {
-      if (!devices.contains(g.device)) {
+      if (!job && !devices.contains(g.device)) {
         throw InputError(o.policy_path, fmt::format("policy GPU {} has no device to set clocks on", g.device));
       }
     }

@@ -10,7 +10,9 @@
 //          launch and NVTX callbacks feed a PackMatcher; before each launch that starts a pack,
 //          a CUDA event is recorded on the launch's stream; a poller thread queries the pending
 //          events and, when one completes (the GPU has reached the pack), writes
-//          "P DEVICE PACK ITERATION T_NS\n" (CLOCK_MONOTONIC) to the progress pipe.
+//          "P SECTION PACK ITERATION T_NS PID\n" (CLOCK_MONOTONIC) to the progress pipe. On the
+//          first launch on a CUDA device the process says which policy section it follows
+//          and the device's UUID: "H PID RANK SECTION GPU-UUID\n" (tracer/process_identity.h).
 //
 // Nothing here changes GPU settings. Errors are reported once on stderr ("emo tracer: ...")
 // and disable the tracer; the traced program keeps running.
@@ -22,6 +24,7 @@
 #include <nvtx3/nvToolsExt.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -29,13 +32,16 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tracer/pack_matcher.h"
+#include "tracer/process_identity.h"
 #include "tracer/record_convert.h"
 
 #ifndef EMO_VERSION
@@ -227,6 +233,8 @@ struct Driver {  // the few driver functions the poller needs, from the already 
   CUresult (*event_query)(CUevent) = nullptr;
   CUresult (*event_destroy)(CUevent) = nullptr;
   CUresult (*ctx_set_current)(CUcontext) = nullptr;
+  CUresult (*device_get)(CUdevice*, int) = nullptr;          // cuDeviceGet
+  CUresult (*device_uuid)(CUuuid*, CUdevice) = nullptr;      // cuDeviceGetUuid_v2 (may be absent: "-")
 };
 
 struct Pending {
@@ -241,6 +249,9 @@ struct FollowState {
   std::vector<Pending> pending;
   Driver cu;
   int progress_fd = -1;
+  std::int64_t pid = 0;
+  ProcessRank rank;
+  std::map<std::uint32_t, std::optional<std::int32_t>> section_of;  ///< CUDA device -> section followed
   std::atomic<bool> running{false};
   std::thread poller;
   CUpti_SubscriberHandle subscriber = nullptr;
@@ -255,6 +266,36 @@ std::int64_t monotonic_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+/// The UUID of CUDA device `ordinal` in NVML's form, "" when the driver cannot say.
+std::string device_uuid(std::uint32_t ordinal) {
+  CUdevice dev = 0;
+  CUuuid id{};
+  if (g_follow.cu.device_get == nullptr || g_follow.cu.device_uuid == nullptr ||
+      g_follow.cu.device_get(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
+      g_follow.cu.device_uuid(&id, dev) != CUDA_SUCCESS) {
+    return "";
+  }
+  std::array<std::uint8_t, 16> bytes{};
+  std::memcpy(bytes.data(), id.bytes, bytes.size());
+  return uuid_text(bytes);
+}
+
+/// The section the launches on CUDA device `device` follow; on the first launch there, the
+/// hello line. Called with g_follow.mu held.
+std::optional<std::int32_t> section_of_device(std::uint32_t device) {
+  const auto known = g_follow.section_of.find(device);
+  if (known != g_follow.section_of.end()) return known->second;
+  const auto section = section_for(g_follow.matcher->watch(), g_follow.rank.rank, static_cast<std::int32_t>(device));
+  g_follow.section_of[device] = section;
+  if (!section) {
+    warn("rank " + std::to_string(g_follow.rank.rank) + " has no section in the policy: its clocks are not switched");
+    return section;
+  }
+  const std::string line = hello_line(g_follow.pid, g_follow.rank.rank, *section, device_uuid(device));
+  (void)!::write(g_follow.progress_fd, line.data(), line.size());
+  return section;
+}
+
 void on_launch(CUcontext ctx, CUstream stream, bool per_thread, const char* symbol) {
   if (symbol == nullptr || ctx == nullptr) return;
   uint32_t device = 0, stream_id = 0;
@@ -262,7 +303,11 @@ void on_launch(CUcontext ctx, CUstream stream, bool per_thread, const char* symb
   if (cuptiGetStreamIdEx(ctx, stream, per_thread ? 1 : 0, &stream_id) != CUPTI_SUCCESS) return;
   const std::string name = demangle(symbol);
   std::lock_guard<std::mutex> lock(g_follow.mu);
-  const auto hit = g_follow.matcher->on_launch(static_cast<std::int32_t>(device), stream_id, name);
+  t_in_tracer = true;
+  const auto section = section_of_device(device);
+  t_in_tracer = false;
+  if (!section) return;
+  const auto hit = g_follow.matcher->on_launch(*section, stream_id, name);
   if (!hit) return;
   t_in_tracer = true;
   CUevent ev = nullptr;
@@ -362,11 +407,8 @@ void poll_events() {
         continue;
       }
       if (rc == CUDA_SUCCESS) {
-        char line[96];
-        const int n = std::snprintf(line, sizeof line, "P %d %d %lld %lld\n", mine[i].hit.device, mine[i].hit.pack,
-                                    static_cast<long long>(mine[i].hit.iteration),
-                                    static_cast<long long>(monotonic_ns()));
-        (void)!::write(g_follow.progress_fd, line, static_cast<std::size_t>(n));
+        const std::string line = progress_line(mine[i].hit, monotonic_ns(), g_follow.pid);
+        (void)!::write(g_follow.progress_fd, line.data(), line.size());  // < PIPE_BUF: one atomic write
       }
       g_follow.cu.event_destroy(mine[i].event);
       mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
@@ -398,6 +440,8 @@ bool start_follow() {
   }
   g_follow.matcher = std::make_unique<PackMatcher>(std::move(*watch));
   g_follow.progress_fd = std::atoi(fd_text);
+  g_follow.pid = static_cast<std::int64_t>(::getpid());
+  g_follow.rank = rank_from_environment([](const char* n) { return std::getenv(n); });
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (cuda == nullptr) cuda = dlopen("libcuda.so.1", RTLD_NOW);
   if (cuda == nullptr) {
@@ -410,6 +454,11 @@ bool start_follow() {
   cu.event_query = reinterpret_cast<decltype(cu.event_query)>(dlsym(cuda, "cuEventQuery"));
   cu.event_destroy = reinterpret_cast<decltype(cu.event_destroy)>(dlsym(cuda, "cuEventDestroy_v2"));
   cu.ctx_set_current = reinterpret_cast<decltype(cu.ctx_set_current)>(dlsym(cuda, "cuCtxSetCurrent"));
+  cu.device_get = reinterpret_cast<decltype(cu.device_get)>(dlsym(cuda, "cuDeviceGet"));
+  cu.device_uuid = reinterpret_cast<decltype(cu.device_uuid)>(dlsym(cuda, "cuDeviceGetUuid_v2"));
+  if (cu.device_uuid == nullptr) {  // drivers before CUDA 11.4 (same answer outside MIG)
+    cu.device_uuid = reinterpret_cast<decltype(cu.device_uuid)>(dlsym(cuda, "cuDeviceGetUuid"));
+  }
   if (!cu.event_create || !cu.event_record || !cu.event_query || !cu.event_destroy || !cu.ctx_set_current) {
     warn("libcuda.so.1 lacks the event functions");
     return false;

@@ -28,6 +28,7 @@ bool to_int(std::string_view s, T& out) {
 std::string to_text(const WatchList& w) {
   std::ostringstream out;
   out << kWatchHeader << "\n" << "marker " << w.marker << "\n";
+  for (const auto& g : w.sections) out << "gpu " << g.device << ' ' << g.rank << "\n";
   for (const auto& e : w.entries) {
     out << "pack " << e.device << ' ' << e.pack << ' ' << e.stream << ' ' << e.ordinal << ' ' << e.name << "\n";
   }
@@ -54,7 +55,14 @@ std::optional<WatchList> parse_watch_list(std::string_view text) {
       continue;
     }
     if (line.empty()) continue;
-    if (word(line) != "pack") return std::nullopt;
+    const std::string_view kind = word(line);
+    if (kind == "gpu") {
+      WatchSection g;
+      if (!to_int(word(line), g.device) || !to_int(word(line), g.rank) || !word(line).empty()) return std::nullopt;
+      w.sections.push_back(g);
+      continue;
+    }
+    if (kind != "pack") return std::nullopt;
     WatchEntry e;
     if (!to_int(word(line), e.device) || !to_int(word(line), e.pack) || !to_int(word(line), e.stream) ||
         !to_int(word(line), e.ordinal)) {

@@ -9,6 +9,8 @@
 //   pack 0 3 7 2 ampere_sgemm_128x64_nn
 // i.e. `pack DEVICE PACK_INDEX STREAM ORDINAL NAME` (NAME is the rest of the line), and the
 // iteration marker (an NVTX range name, '*' matches any run of characters; empty = none).
+// A line `gpu DEVICE RANK` per policy section gives its distributed rank (-1 = none): a process
+// of a job follows the section of its rank (tracer/process_identity.h).
 #pragma once
 
 #include <cstdint>
@@ -30,9 +32,17 @@ struct WatchEntry {
   std::string name;
 };
 
+/// A policy section and its rank (policy::GpuPolicy device and rank).
+struct WatchSection {
+  std::int32_t device = 0;
+  std::int32_t rank = -1;      ///< -1: not a job's section.
+  bool operator==(const WatchSection&) const = default;
+};
+
 struct WatchList {
   std::string marker;          ///< Iteration marker pattern, "" = none.
   std::vector<WatchEntry> entries;
+  std::vector<WatchSection> sections;  ///< Empty in lists written before issue 17.
 };
 
 /// Text form (above).
@@ -67,6 +77,7 @@ class PackMatcher {
   std::optional<PackHit> on_launch(std::int32_t device, std::int64_t stream, std::string_view name);
 
   std::int64_t iteration() const noexcept { return iteration_; }
+  const WatchList& watch() const noexcept { return watch_; }
 
  private:
   void next_iteration();

@@ -111,3 +111,49 @@ TEST(GpuCatalog, MalformedCatalogsAreInputErrors) {
 
 }  // namespace
 }  // namespace emo::model
+
+namespace emo::model {
+namespace {
+
+/// A one-kernel trace on an A100 (catalog: switch latency 20 ms, minimum interval 100 ms).
+trace::Trace one_kernel(const char* kernel) {
+  trace::Trace t;
+  t.meta.gpus.push_back({});
+  t.meta.gpus.back().name = "NVIDIA A100-SXM4-80GB";
+  t.ops.push(trace::OpKind::kKernel, 0, 1000, t.strings.intern(kernel), 0, 7, trace::kNone, trace::kNone, 1,
+             trace::kNone);
+  return t;
+}
+
+// Issue 17: the catalog's minimum switch interval, and collectives recognised; the default
+// minimum pack stays the switch latency (docs/gpu-catalog.md says why).
+TEST(MinPackFor, CollectivesAndTheSwitchInterval) {
+  const GpuSpec& a100 = GpuCatalog::builtin().at("A100-SXM4-80GB");
+  EXPECT_EQ(a100.min_switch_interval_ms, 100);
+  EXPECT_TRUE(a100.sources.at("min_switch_interval_ms").starts_with("assumption: NVIDIA/nccl issue #1551"));
+  const trace::Trace gemm = one_kernel("ampere_sgemm_128x64_nn");
+  EXPECT_FALSE(has_collectives(gemm));
+  EXPECT_EQ(min_pack_for(gemm).ns, 20'000'000);
+  const trace::Trace nccl = one_kernel("ncclKernel_AllReduce_RING_LL_Sum_float");
+  EXPECT_TRUE(has_collectives(nccl));
+  EXPECT_EQ(min_pack_for(nccl).ns, 20'000'000);
+}
+
+TEST(MinPackFor, AnIntervalNeedsItsSource) {
+  const char* no_source = R"({"gpus": [{"id": "X", "nvml_names": [], "sm_clock_mhz": [1000],
+      "memory_clock_mhz": [1], "memory_clock_mhz_source": "s", "power_limit_w": {"min": 1, "max": 2, "default": 2},
+      "power_limit_w_source": "s", "idle_power_w": 1, "idle_power_w_source": "s", "blocked_power_w": null,
+      "blocked_power_w_source": "s", "switch_latency_ms": 1, "switch_latency_ms_source": "s",
+      "sm_clock_mhz_source": "s", "min_switch_interval_ms": 50}]})";
+  std::string what = "no error";
+  try {
+    GpuCatalog::parse(no_source, "x.json");
+  } catch (const InputError& e) {
+    what = e.what();
+  }
+  EXPECT_THAT(what, HasSubstr("x.json"));
+  EXPECT_THAT(what, HasSubstr("'min_switch_interval_ms' has no source"));
+}
+
+}  // namespace
+}  // namespace emo::model

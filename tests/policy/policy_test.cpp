@@ -78,6 +78,19 @@ TEST(Policy, BadInputNamesTheProblem) {
   expect_error(replaced("\"start_offset_ns\": 40", "\"start_offset_ns\": -5"), "start order");
 }
 
+// Issue 17: the minimum switch interval is optional, written only when set.
+TEST(Policy, MinSwitchIntervalIsOptional) {
+  Policy p = sample();
+  EXPECT_EQ(to_json(p).find("min_switch_interval_ms"), std::string::npos);
+  EXPECT_EQ(parse_policy(to_json(p), "mem").min_switch_interval_ms, 0);
+  p.min_switch_interval_ms = 100;
+  const std::string text = to_json(p);
+  EXPECT_DOUBLE_EQ(parse_policy(text, "mem").min_switch_interval_ms, 100);
+  std::string negative = text;
+  negative.replace(negative.find("\"min_switch_interval_ms\": 100.0"), 31, "\"min_switch_interval_ms\": -1.0");
+  expect_error(negative, "min_switch_interval_ms is negative");
+}
+
 TEST(Policy, MissingFileIsInputError) {
   EXPECT_THROW(load_policy("/nonexistent/policy.json"), InputError);
 }

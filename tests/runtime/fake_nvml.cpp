@@ -20,6 +20,7 @@
 //   EMO_FAKE_NVML_STATE  a file that holds GPU 0's SM clock in effect (MHz, one line), rewritten
 //                        atomically at nvmlInit_v2 and at every SM lock and reset: a fake
 //                        workload reads it to run at the "locked" clock
+// Identities: GPU i has the UUID "GPU-fake-0000-0000-0000-00000000000i" (i in decimal, 12 digits).
 // Supported clocks: memory 1593 MHz; SM 1410 down to 210 MHz in 15 MHz steps (an A100's).
 #include <fcntl.h>
 #include <unistd.h>
@@ -188,6 +189,14 @@ __attribute__((visibility("default"))) int nvmlDeviceGetName(void* h, char* name
   if (int rc = enter("nvmlDeviceGetName", to_s(i))) return rc;
   if (i < 0) return 2;
   std::snprintf(name, length, "%s", g_gpus[i].name.c_str());
+  return 0;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetUUID(void* h, char* uuid, unsigned length) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetUUID", to_s(i))) return rc;
+  if (i < 0) return 2;
+  std::snprintf(uuid, length, "GPU-fake-0000-0000-0000-%012d", i);
   return 0;
 }
 

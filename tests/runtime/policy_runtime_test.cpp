@@ -130,7 +130,7 @@ TEST(ProgressLine, ParsesWithAndWithoutTime) {
   const auto b = parse_progress_line("P 1 0 0", 42);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->t_ns, 42);
-  for (const char* bad : {"", "P", "P 0 1", "X 0 1 2", "P 0 1 2 3 4", "P a b c", "P -1 0 0", "P 0 1 2x"}) {
+  for (const char* bad : {"", "P", "P 0 1", "X 0 1 2", "P 0 1 2 3 4 5", "P 0 1 2 3 -4", "P a b c", "P -1 0 0", "P 0 1 2x"}) {
     EXPECT_FALSE(parse_progress_line(bad, 0)) << bad;
   }
 }
