@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -334,8 +335,9 @@ class RunLog {
 /// Resets every device's clock once (or again after a signal); the destructor covers exceptions.
 class ClockGuard {
  public:
-  ClockGuard(std::map<std::int32_t, Device*> devices, bool dry_run, RunLog& log)
-      : devices_(std::move(devices)), dry_run_(dry_run), log_(log) {}
+  /// `only_locked`: reset only the devices locked since (before_lock); else every device.
+  ClockGuard(std::map<std::int32_t, Device*> devices, bool dry_run, RunLog& log, bool only_locked)
+      : devices_(std::move(devices)), dry_run_(dry_run), log_(log), only_locked_(only_locked) {}
   ~ClockGuard() {
     try {
       reset("unwind");
@@ -356,6 +358,7 @@ class ClockGuard {
     std::int64_t n = 0;
     std::exception_ptr first;
     for (const auto& [index, dev] : devices_) {
+      if (only_locked_ && !locked_.contains(index)) continue;
       try {
         dev->reset_sm_clock();
         ++n;
@@ -373,13 +376,30 @@ class ClockGuard {
   }
   /// Allows one more reset (after the start-up reset).
   void arm() { done_ = false; }
+  /// Device `index` is about to be locked. With only_locked, its first lock is preceded by a
+  /// reset (the clean start the others get at start-up) and it is reset from then on.
+  void before_lock(std::int32_t index) {
+    if (!only_locked_ || dry_run_ || !locked_.insert(index).second) return;
+    if (const auto it = devices_.find(index); it != devices_.end()) {
+      it->second->reset_sm_clock();
+      log_.event("reset", fmt::format("\"gpu\":{},\"why\":\"first lock\"", index), now_ns());
+    }
+  }
 
  private:
   std::map<std::int32_t, Device*> devices_;
   bool dry_run_;
   RunLog& log_;
+  bool only_locked_;
+  std::set<std::int32_t> locked_;
   bool done_ = false;
 };
+
+/// A job's policy (sections with ranks, docs/multi-rank.md): its processes claim GPUs at run time,
+/// so only the GPUs they lock are touched (a node's other GPUs may be someone else's).
+bool is_job(const policy::Policy& p) {
+  return std::any_of(p.gpus.begin(), p.gpus.end(), [](const policy::GpuPolicy& g) { return g.rank >= 0; });
+}
 
 /// File descriptors closed on scope exit.
 struct Fd {
@@ -442,7 +462,7 @@ class PolicyRun {
         devices_(devices),
         t0_(now_ns()),
         log_(o.log_path, o.dry_run, t0_),
-        guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_),
+        guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_, is_job(o.policy)),
         router_(o.policy, o.gpus) {
     const auto lead_ns = ms_to_ns(o.policy.switch_latency_ms);
     const auto interval_ns = ms_to_ns(o.policy.min_switch_interval_ms);
@@ -701,6 +721,7 @@ class PolicyRun {
     if (const auto* nv = dynamic_cast<const NvmlDevice*>(dev); nv != nullptr && guardian_) {
       guardian_->will_lock(nv->index());
     }
+    guard_.before_lock(device);
     dev->lock_sm_clock(mhz);
   }
 
@@ -720,8 +741,7 @@ class PolicyRun {
   /// Once any process has said hello (or the policy is a job's), a section nobody claimed is
   /// worth a line: its GPU, if any, ran at default clocks.
   void warn_unclaimed() const {
-    const bool job = std::any_of(o_.policy.gpus.begin(), o_.policy.gpus.end(), [](const auto& g) { return g.rank >= 0; });
-    if (router_.claims() == 0 && !job) return;
+    if (router_.claims() == 0 && !is_job(o_.policy)) return;
     for (std::int32_t d : router_.unclaimed()) {
       const auto& g = planners_[planner_of_.at(d)].gpu();
       std::fprintf(stderr, "emo run: warning: no process reported policy section %d%s; its clocks were not switched\n",

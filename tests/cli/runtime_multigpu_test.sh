@@ -45,8 +45,8 @@ open(sys.argv[2], "w").write(json.dumps(doc))
 PY
 # By hand: a worker reports pack 0 at t0; its clock is not the one requested (none yet), so a
 # late switch to pack 0's clock at once; pack 1 at t0+10 ms and pack 2 at t0+20 ms get their
-# switches 2 ms early; the default 1410 follows pack 2's end (t0+30 ms, 2 ms early). Reset at the
-# start and at the end.
+# switches 2 ms early; the default 1410 follows pack 2's end (t0+30 ms, 2 ms early). Reset before
+# its first lock and at the end.
 want() { echo "ResetGpuLockedClocks;SetGpuLockedClocks $1 $1;SetGpuLockedClocks $2 $2;SetGpuLockedClocks $3 $3;SetGpuLockedClocks 1410 1410;ResetGpuLockedClocks;"; }
 norm() { sed 's/nvmlDevice//g'; }  # ResetGpuLockedClocks;SetGpuLockedClocks 1395 1395;...
 W0=$(want 1395 1200 1005) W1=$(want 1380 1185 990) W2=$(want 1365 1170 975) W3=$(want 1350 1155 960)
@@ -79,13 +79,14 @@ fresh
 [[ $rc -eq 3 ]] && ok "mpirun-like job: a worker's exit code 3 passed through" || bad "mpirun-like job: rc=$rc"
 check_gpus "mpirun-like job, CUDA_VISIBLE_DEVICES=3,2,1,0: rank r on GPU 3-r" "$W3" "$W2" "$W1" "$W0"
 
-# 3. Two workers claim rank 0 (the second, on GPU 1, is refused with one warning: GPU 1 only
-#    reset), no worker is rank 3 (warning at exit): GPU 0 rank 0, GPU 2 rank 1, GPU 3 rank 2.
+# 3. Two workers claim rank 0 (the second, on GPU 1, is refused with one warning: GPU 1 is never
+#    touched — a job's policy resets only the GPUs it locks), no worker is rank 3 (warning at
+#    exit): GPU 0 rank 0, GPU 2 rank 1, GPU 3 rank 2.
 fresh
 err=$("$EMO" run --policy "$dir/job.json" --no-tracer -- python3 "$LAUNCH" --ranks 0,0,1,2 --visible 0,1,2,3 \
   --stagger 0.3 2>&1); rc=$?
-check_gpus "duplicate rank 0: the first claim keeps section 0, the second GPU is only reset" \
-  "$W0" "ResetGpuLockedClocks;ResetGpuLockedClocks;" "$W1" "$W2"
+check_gpus "duplicate rank 0: the first claim keeps section 0, the second GPU is left alone" \
+  "$W0" "" "$W1" "$W2"
 [[ $rc -eq 0 && $(grep -c "already claimed by process" <<<"$err") -eq 1 \
    && "$err" == *"warning: no process reported policy section 3 (rank 3); its clocks were not switched"* ]] \
   && ok "duplicate claim and missing rank: one warning line each" || bad "warnings: rc=$rc <<$err>>"
