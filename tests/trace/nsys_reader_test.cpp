@@ -356,7 +356,17 @@ TEST(NsysRealData, SaxpyNamesGpuAndSchema) {
   EXPECT_EQ(t.meta.gpus[0].name, "NVIDIA A100-SXM4-40GB");
   EXPECT_EQ(t.meta.gpus[0].clock_rate_khz, 1410000);
   EXPECT_NE(t.meta.schema.find("2.9.1"), std::string::npos) << t.meta.schema;
+  // nsys's MPI tracing names the rank's thread "MPI Rank 0" (NVTX_EVENTS.text, counted by SQL).
+  EXPECT_EQ(sql.scalar("SELECT count(*) FROM NVTX_EVENTS WHERE text = 'MPI Rank 0'"), 1);
+  EXPECT_EQ(t.meta.rank, 0);
+  EXPECT_EQ(t.meta.world_size, -1);  // not recorded
 }
+
+TEST(NsysRealData, CloverleafHasNoMpiRank) {
+  EMO_REQUIRE_DATA(path, kCloverleaf);
+  EXPECT_EQ(read_nsys_sqlite(path).meta.rank, -1);
+}
+
 
 TEST(NsysRealData, DamagedCopiesFailCleanly) {
   EMO_REQUIRE_DATA(path, kCloverleaf);
@@ -705,6 +715,28 @@ TEST(NsysHandBuilt, NotSqliteMissingOrEmptyIsInputError) {
       EXPECT_EQ(e.path(), p);
       std::printf("  (as expected) %s\n", e.what());
     }
+  }
+}
+
+// The rank from NVTX thread names, inline text or a StringIds id; two ranks in one report: unknown.
+TEST(NsysHandBuilt, MpiRankFromNvtxThreadNames) {
+  for (const int variant : {0, 1, 2}) {
+    const auto path = (testing::scratch_dir("nsys-rank") / ("rank" + std::to_string(variant) + ".sqlite")).string();
+    build_minimal_export(path);
+    Sql db(path, /*write=*/true);
+    db.exec("CREATE TABLE NVTX_EVENTS(start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, "
+            "text TEXT, globalTid INTEGER, textId INTEGER)");
+    if (variant == 0) db.exec("INSERT INTO NVTX_EVENTS VALUES (10, NULL, 39, 'MPI Rank 5', 1, NULL)");
+    if (variant == 1) {
+      db.exec("INSERT INTO StringIds VALUES (900, 'MPI Rank 12')");
+      db.exec("INSERT INTO NVTX_EVENTS VALUES (10, NULL, 39, NULL, 1, 900), (11, 12, 59, 'MPI Rankless', 1, NULL)");
+    }
+    if (variant == 2) db.exec("INSERT INTO NVTX_EVENTS VALUES (10, NULL, 39, 'MPI Rank 1', 1, NULL), (11, NULL, 39, 'MPI Rank 2', 2, NULL)");
+    const Trace t = read_nsys_sqlite(path);
+    EXPECT_EQ(t.meta.rank, variant == 0 ? 5 : variant == 1 ? 12 : -1) << "variant " << variant;
+    const bool warned = std::any_of(t.warnings.begin(), t.warnings.end(),
+                                    [](const std::string& w) { return w.find("2 MPI ranks") != std::string::npos; });
+    EXPECT_EQ(warned, variant == 2);
   }
 }
 

@@ -36,11 +36,13 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -370,6 +372,7 @@ class NsysReader {
     load_strings();
     read_meta();
     read_gpus();
+    read_mpi_rank();
     read_runtime();
     read_kernels();
     read_memcpy();
@@ -447,6 +450,45 @@ class NsysReader {
       trace_.meta.schema = fmt::format("{} (nsys {})", schema, product);
     } else {
       trace_.meta.schema = !schema.empty() ? schema : product;
+    }
+  }
+
+  /// The process's MPI rank: nsys's MPI tracing (`--trace mpi`) names the rank's thread with
+  /// the NVTX text "MPI Rank N" (NVTX_EVENTS, inline `text` or a `textId` into StringIds). One
+  /// rank in the file sets meta.rank; several (a report of several ranks' processes) leave it
+  /// unknown, with a warning. The world size is not recorded there: it stays unknown (-1), and
+  /// linking takes the number of traces given (trace/job.h). Nothing is read when NVTX was not traced.
+  void read_mpi_rank() {
+    if (!has_table("NVTX_EVENTS")) return;
+    const TableColumns t = db_.columns("NVTX_EVENTS");
+    std::vector<std::string> cols;
+    if (t.has("text")) cols.emplace_back("text");
+    if (t.has("textId")) cols.emplace_back("textId");
+    if (cols.empty()) return;
+    Stmt s = db_.prepare(cols.size() == 2 ? select_sql(t, {"text", "textId"}) : select_sql(t, {cols[0]}));
+    std::set<std::int32_t> ranks;
+    constexpr std::string_view kPrefix = "MPI Rank ";
+    while (db_.step(s, "reading NVTX_EVENTS")) {
+      for (int c = 0; c < static_cast<int>(cols.size()); ++c) {
+        std::string_view text;
+        if (cols[static_cast<std::size_t>(c)] == "text") {
+          text = text_or_empty(s.get(), c);
+        } else if (sqlite3_column_type(s.get(), c) == SQLITE_INTEGER) {
+          const auto it = strings_.find(sqlite3_column_int64(s.get(), c));
+          if (it != strings_.end()) text = it->second.text;
+        }
+        if (!text.starts_with(kPrefix)) continue;
+        std::int32_t r = -1;
+        const std::string_view num = text.substr(kPrefix.size());
+        const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), r);
+        if (ec == std::errc() && end == num.data() + num.size() && r >= 0) ranks.insert(r);
+      }
+    }
+    if (ranks.size() == 1) {
+      trace_.meta.rank = *ranks.begin();
+    } else if (ranks.size() > 1) {
+      trace_.warnings.push_back(fmt::format("{} MPI ranks named in one report (NVTX \"MPI Rank N\"): the rank is "
+                                            "left unknown (give --ranks)", ranks.size()));
     }
   }
 
