@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "driver/load_job.h"
 #include "driver/optimize.h"
 #include "policy/policy.h"
 #include "trace/trace.h"
@@ -113,5 +114,29 @@ inline constexpr std::size_t kJointSolveMaxRanks = 8;
 DecomposedSolve solve_decomposed(const trace::Trace& job, const graph::DepGraph& g, std::vector<trace::Trace> rank_traces,
                                  const model::GpuSpec& gpu, const OptimizeOptions& options,
                                  const DecomposedOptions& how = {});
+
+/// solve_decomposed with the ranks solved across the processes of an MPI job (`emo optimize --mpi`),
+/// on process 0; every other process runs serve_decomposed_mpi meanwhile. `share` is process 0's,
+/// from load_traces_mpi(paths, …, &share) where the job was linked from those traces; each rank is
+/// solved by the process that loaded it (trace i of paths by process i % K), on its own how.threads
+/// threads. Per round, process 0 solves the cross-rank problem, sends each process the cuts of its
+/// ranks (trace::JobCut), solves its own and receives the others' plans (clock per op row, policy
+/// section, stats); it composes and runs them as solve_decomposed. The result is the same as
+/// solve_decomposed's on the same traces (each rank's solve is deterministic). Releases `share` on
+/// every way out (MpiShare::release: the others finish, or exit 2 after an error). Throws what
+/// solve_decomposed throws, an error of another process (InputError as it was thrown, anything
+/// else as std::runtime_error(what)), std::invalid_argument when `share` is not process 0's.
+/// Built without MPI: InputError("--mpi", "emo was built without MPI").
+DecomposedSolve solve_decomposed_mpi(const trace::Trace& job, const graph::DepGraph& g, MpiShare& share,
+                                     const model::GpuSpec& gpu, const OptimizeOptions& options,
+                                     const DecomposedOptions& how = {});
+
+/// A process other than 0 of an MPI job after load_traces_mpi(…, &share): answers process 0's
+/// rounds of solve_decomposed_mpi (its ranks against the cuts sent, on how.threads threads; an error
+/// is sent back, not thrown) until it is told to finish (returns, share released) or that another
+/// process failed (throws MpiPeerFailed; the caller exits 2 silently). `options` are the job's, as
+/// process 0's. Process 0 tells every other process once, whether or not it solves decomposed.
+/// Built without MPI: InputError("--mpi", "emo was built without MPI").
+void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how = {});
 
 }  // namespace emo::driver
