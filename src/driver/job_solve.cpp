@@ -453,7 +453,10 @@ class RoundOverMpi {
     try {
       if (reply.empty() || reply[0] != kPlans) mpi::throw_decoded(reply.empty() ? "X|empty reply" : reply.substr(1));
       const json j = json::from_cbor(reply.begin() + 1, reply.end());
-      for (std::size_t k = 0; k < j.size(); ++k) plans.at(rank_of(q, k)) = plan_of(j[k]);
+      if (j.size() != (share_.paths.size() + share_.processes - 1 - q) / share_.processes) {
+        throw std::invalid_argument("solve_decomposed_mpi: a process answered for other ranks");
+      }
+      for (std::size_t k = 0; k < j.size(); ++k) plans[rank_of(q, k)] = plan_of(j[k]);
     } catch (...) {
       if (!error) error = std::current_exception();
     }
