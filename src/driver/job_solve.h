@@ -8,7 +8,8 @@
 //      arrival) and the job ends at M0 (makespan). The latency budget is spread in proportion to
 //      time: the transfer of c may start at L'_c = w + (1 + s)(L_c − w) and the job end at
 //      w + (1 + s) M0, w being the job's start, s the latency target.
-//   2. One problem per rank (independent, in threads): the rank's own trace cut out of the job
+//   2. One problem per rank (independent, in threads, or across MPI processes with
+//      solve_decomposed_mpi): the rank's own trace cut out of the job
 //      (trace::JobCut): each collective's transfer takes T_c and starts at L'_c — no earlier (the
 //      others arrive then), no later (they would wait) — and the rank ends by the job's end. Its
 //      slack before each collective (L'_c minus its own arrival) is its to spend. Solved by the
