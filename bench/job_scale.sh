@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Scale-out of a multi-rank job's loading (issue 16): wall time and peak RSS of `emo optimize` over
+# Scale-out of a multi-rank job's loading and solve (issue 16): wall time and peak RSS of `emo optimize` over
 # every rank trace of a directory, as one plain process and under `mpirun -np K ... --mpi` for each
 # K given, median of 3 runs. Under mpirun each process is measured on its own (/usr/bin/time -v
 # inside mpirun), so the root's peak RSS (all reduced traces, the joint solve) and the other
-# processes' (their share of the loading) are seen apart.
+# processes' (their share of the loading, and with EMO_SOLVE=decomposed of the rank solves) are
+# seen apart.
 #
 #   bench/job_scale.sh BUILD DIR NPROCS...     e.g. bench/job_scale.sh build /tmp/job 1 2 4
 #
 # BUILD holds a built `emo` (BUILD/emo; built with MPI for K > 0). DIR holds the rank traces
 # (*.json, *.json.gz, *.sqlite, taken in name order). Environment: EMO_GPU (default
 # A100-SXM4-80GB), EMO_MAX_SLOWDOWN (default 0.05), EMO_BENCH_RUNS (default 3), EMO_LOAD_THREADS
-# (--load-threads, default 0). Needs /usr/bin/time, python3 and, for K, mpirun.
+# (--load-threads, default 0), EMO_SOLVE (--solve, default auto), EMO_SOLVE_THREADS (--solve-threads,
+# default 0). Needs /usr/bin/time, python3 and, for K, mpirun.
 set -euo pipefail
 
 die() { echo "job_scale: error: $*" >&2; exit 1; }
@@ -31,7 +33,8 @@ runs=${EMO_BENCH_RUNS:-3}
 out=$(mktemp -d "${TMPDIR:-/tmp}/emo-job-scale.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 opt=(optimize --gpu "${EMO_GPU:-A100-SXM4-80GB}" --max-slowdown "${EMO_MAX_SLOWDOWN:-0.05}" --quiet
-     --load-threads "${EMO_LOAD_THREADS:-0}" --json "$out/result.json")
+     --load-threads "${EMO_LOAD_THREADS:-0}" --solve "${EMO_SOLVE:-auto}" --solve-threads "${EMO_SOLVE_THREADS:-0}"
+     --json "$out/result.json")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun_flags=(-q --oversubscribe --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none)
 

@@ -6,6 +6,7 @@
 // progress bar goes to stderr when it is a terminal (cli/progress_bar.h), never with --quiet.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -187,15 +188,31 @@ driver::LoadOptions load_options(const OptimizeCliOptions& o) {
 
 /// The traces of `o`, in order: driver::load_traces, or load_traces_mpi with --mpi (empty on a
 /// process other than 0; nullopt there when some file failed: process 0 throws its error).
-/// Reduced as load_options() says.
-std::optional<std::vector<trace::Trace>> load_all(const OptimizeCliOptions& o, ProgressBar& bar) {
+/// Reduced as load_options() says. With --mpi, each process keeps its own traces in `share` for
+/// the decomposed solve (driver/job_solve.h).
+std::optional<std::vector<trace::Trace>> load_all(const OptimizeCliOptions& o, ProgressBar& bar, driver::MpiShare& share) {
   bar.update("loading", 0, o.traces.size());
   const driver::LoadOptions load = load_options(o);
   try {
-    return o.mpi ? driver::load_traces_mpi(o.traces, load) : driver::load_traces(o.traces, load);
+    return o.mpi ? driver::load_traces_mpi(o.traces, load, &share) : driver::load_traces(o.traces, load);
   } catch (const driver::MpiPeerFailed&) {
     return std::nullopt;
   }
+}
+
+/// --mpi, a process other than 0: solves the ranks process 0 sends it until it is done
+/// (driver::serve_decomposed_mpi). Returns the exit status: 0, or 2 when another process failed
+/// (process 0 prints the error).
+int serve_ranks(const OptimizeCliOptions& o, driver::OptimizeOptions opts, driver::MpiShare& share) {
+  opts.progress = nullptr;  // process 0 draws the progress
+  driver::DecomposedOptions how;
+  how.threads = o.solve_threads;
+  try {
+    driver::serve_decomposed_mpi(share, opts, how);
+  } catch (const driver::MpiPeerFailed&) {
+    return 2;
+  }
+  return 0;
 }
 
 /// The option combinations run_optimize refuses (one-line errors).
@@ -262,21 +279,25 @@ bool solve_decomposed(const OptimizeCliOptions& o, const trace::Trace& t) {
 }
 
 /// The decomposed solve of the linked job `t` (driver/job_solve.h): prints its text, adds its JSON
-/// to `docs`, writes its policy (the i-th of n outputs).
+/// to `docs`, writes its policy (the i-th of n outputs). With --mpi, the ranks are solved by the
+/// processes that loaded them (`share`, process 0's).
 void run_decomposed(const trace::Trace& t, const OptimizeCliOptions& o, const driver::OptimizeOptions& opts,
-                    ProgressBar& bar, nlohmann::json& docs, std::size_t i, std::size_t n) {
+                    ProgressBar& bar, nlohmann::json& docs, std::size_t i, std::size_t n, driver::MpiShare& share) {
   bar.update("job graph", 0, 1);
   const timing::Analysis a = timing::analyze(t, graph::Window{}, {});
   bar.update("job graph", 1, 1);
-  // The ranks' own traces, loaded as the job's were (reduced alike: JobInfo::source_row refers to them).
-  std::vector<std::string> paths;
-  for (const trace::JobRank& jr : t.meta.job.ranks) paths.push_back(jr.path);
-  std::vector<trace::Trace> alone = driver::load_traces(paths, load_options(o));
   driver::DecomposedOptions how;
   how.threads = o.solve_threads;
   how.progress = &bar;
   const GpuChoice gpu = gpu_for(t, o.gpu);
-  const driver::DecomposedSolve d = driver::solve_decomposed(t, a.graph, std::move(alone), *gpu.spec, opts, how);
+  const auto solve = [&] {
+    if (o.mpi) return driver::solve_decomposed_mpi(t, a.graph, share, *gpu.spec, opts, how);
+    // The ranks' own traces, loaded as the job's were (reduced alike: JobInfo::source_row refers to them).
+    std::vector<std::string> paths;
+    for (const trace::JobRank& jr : t.meta.job.ranks) paths.push_back(jr.path);
+    return driver::solve_decomposed(t, a.graph, driver::load_traces(paths, load_options(o)), *gpu.spec, opts, how);
+  };
+  const driver::DecomposedSolve d = solve();
   bar.finish();
   if (o.json_out != "-") fmt::print("{}{}{}", output::job_text(t, a), gpu.note, output::to_text(d));
   docs.push_back(output::to_json(d));
@@ -284,6 +305,15 @@ void run_decomposed(const trace::Trace& t, const OptimizeCliOptions& o, const dr
   docs.back()["gpu"] = gpu.spec->id;
   docs.back()["job"] = output::job_json(t, a);
   if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(d.policy));
+}
+
+/// --mpi, process 0: lets the other processes finish now (they have nothing to solve) unless a
+/// trace of `traces` is solved decomposed, whose ranks they solve.
+void release_unless_decomposed(const OptimizeCliOptions& o, bool nvml, const std::vector<trace::Trace>& traces,
+                               driver::MpiShare& share) {
+  if (std::none_of(traces.begin(), traces.end(), [&](const trace::Trace& t) { return !nvml && solve_decomposed(o, t); })) {
+    share.release(true);
+  }
 }
 
 int run_optimize(OptimizeCliOptions o) {
@@ -310,16 +340,18 @@ int run_optimize(OptimizeCliOptions o) {
   ProgressBar bar(STDERR_FILENO, o.quiet);
   opts.progress = &bar;
   bar.set_prefix("optimize");
-  std::optional<std::vector<trace::Trace>> loaded = load_all(o, bar);
+  driver::MpiShare share;  // --mpi: this process's traces, for the decomposed solve
+  std::optional<std::vector<trace::Trace>> loaded = load_all(o, bar, share);
   if (!loaded) return 2;                    // --mpi: another process failed; process 0 says why
-  if (loaded->empty()) return 0;            // --mpi, a process other than 0: process 0 writes
+  if (share.active() && share.process != 0) return serve_ranks(o, opts, share);  // process 0 writes
   const std::vector<trace::Trace> traces = link_if_one_job(std::move(*loaded), o.job, false);
   const std::size_t n = traces.size();
+  release_unless_decomposed(o, nvml, traces, share);
   for (std::size_t i = 0; i < n; ++i) {
     bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
     const trace::Trace& t = traces[i];
     if (!nvml && solve_decomposed(o, t)) {
-      run_decomposed(t, o, opts, bar, docs, i, n);
+      run_decomposed(t, o, opts, bar, docs, i, n, share);
       continue;
     }
     const graph::Window window = o.win.find(t);
@@ -409,7 +441,8 @@ Action add_optimize_command(CLI::App& app) {
                 "packs), run that plan and report EMO's gap to it (slower; docs/optimize.md)");
   cmd->add_flag("--mpi", o->mpi,
                 "Load the traces across the processes of an MPI job (mpirun -np K emo optimize --mpi ...): "
-                "process 0 gathers them, optimises and writes; docs/multi-rank.md");
+                "process 0 gathers them, optimises and writes; with --solve decomposed each process also "
+                "solves the ranks it loaded; docs/multi-rank.md");
   cmd->add_option("--load-threads", o->load_threads,
                   "Threads loading the traces, per process (default 0: one per core, at most one per trace)")
       ->check(CLI::NonNegativeNumber);

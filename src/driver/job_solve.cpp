@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -11,12 +13,20 @@
 #include <string>
 #include <thread>
 
+#include "core/error.h"
 #include "core/progress.h"
 #include "graph/dep_graph.h"
 #include "runtime/sim_backend.h"
 #include "runtime/sim_device.h"
 #include "runtime/sim_run.h"
 #include "timing/timing.h"
+
+#ifdef EMO_WITH_MPI
+#include <nlohmann/json.hpp>
+
+#include "driver/mpi_comm.h"
+#include "model/gpu_catalog.h"
+#endif
 
 namespace emo::driver {
 
@@ -59,8 +69,7 @@ struct CrossRank {
   TimeNs makespan_ns = 0;
 };
 
-CrossRank cross_rank_problem(const trace::Trace& job, const graph::DepGraph& g,
-                             const std::vector<trace::Trace>& rank_traces, double max_slowdown) {
+CrossRank cross_rank_problem(const trace::Trace& job, const graph::DepGraph& g, double max_slowdown) {
   const trace::JobInfo& info = job.meta.job;
   const std::size_t ranks = info.ranks.size();
   const timing::Schedule s = timing::replay(g, g.dur);
@@ -90,19 +99,29 @@ CrossRank cross_rank_problem(const trace::Trace& job, const graph::DepGraph& g,
       const std::uint32_t row = g.op[n];
       const auto i = static_cast<std::size_t>(job.ops.device[row]);
       const std::uint32_t source = info.source_row[row];
-      const TimeNs offset = info.ranks[i].offset_ns;
-      const trace::Trace& own = rank_traces[i];
-      if (source >= own.ops.size() || own.ops.start_ns[source] + offset != job.ops.start_ns[row] ||
-          own.strings.view(own.ops.name[source]) != job.strings.view(job.ops.name[row])) {
-        throw std::invalid_argument("solve_decomposed: a rank trace does not match the job (reduced differently?)");
-      }
-      out.cuts[i].pins.push_back({source, pinned - offset, g.dur[n]});
+      out.cuts[i].pins.push_back({source, pinned - info.ranks[i].offset_ns, g.dur[n]});
       out.wait_ns[i] += last - s.start(n);
     }
   }
   const TimeNs end = w + static_cast<TimeNs>(std::floor(static_cast<double>(s.makespan_ns) * k));
   for (std::size_t i = 0; i < ranks; ++i) out.cuts[i].end_ns = end - info.ranks[i].offset_ns;
   return out;
+}
+
+/// Throws std::invalid_argument unless `own` is the trace of rank `i` of `job` as linked: each of
+/// its linked collectives at the row JobInfo::source_row says, with the same start and name.
+void check_rank_trace(const trace::Trace& job, std::size_t i, const trace::Trace& own) {
+  const trace::JobInfo& info = job.meta.job;
+  const trace::CollectiveTable& ct = job.collectives;
+  for (std::size_t c = 0; c < ct.size() && c < ct.match.size(); ++c) {
+    const std::uint32_t row = ct.op[c];
+    if (ct.match[c] == trace::kNone || static_cast<std::size_t>(job.ops.device[row]) != i) continue;
+    const std::uint32_t source = info.source_row[row];
+    if (source >= own.ops.size() || own.ops.start_ns[source] + info.ranks[i].offset_ns != job.ops.start_ns[row] ||
+        own.strings.view(own.ops.name[source]) != job.strings.view(job.ops.name[row])) {
+      throw std::invalid_argument("solve_decomposed: a rank trace does not match the job (reduced differently?)");
+    }
+  }
 }
 
 /// What the job keeps of one rank's solve (its OptimizeResult is dropped: it holds the graph).
@@ -229,38 +248,22 @@ policy::Policy job_policy(const trace::Trace& job, std::vector<RankPlan>& plans)
   return p;
 }
 
-}  // namespace
+/// Solves every rank against its cut of one round (per rank of the job, in its order; they may be
+/// moved from), `round` from 0; returns their plans in the job's order.
+using RoundSolver = std::function<std::vector<RankPlan>(std::vector<trace::JobCut>& cuts, int round)>;
 
-DecomposedSolve solve_decomposed(const trace::Trace& job, const graph::DepGraph& g, std::vector<trace::Trace> rank_traces,
-                                 const model::GpuSpec& gpu, const OptimizeOptions& options,
-                                 const DecomposedOptions& how) {
-  const trace::JobInfo& info = job.meta.job;
-  check_rank_traces(job, rank_traces.size(), "solve_decomposed");
-  if (g.nodes() == 0 || g.op.size() > job.ops.size()) throw std::invalid_argument("solve_decomposed: the graph is not the job's");
-  DecomposedSolve out;
-  out.max_slowdown = options.max_slowdown;
-  const double f_max = gpu.max_sm_clock_mhz();
-  std::vector<double> clock(g.nodes(), 0.0);
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) clock[n] = g.gpu[n] ? f_max : 0.0;
-  out.baseline = run_job_plan(job, g, gpu, options.seed, clock);
-  out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
+/// Each rank's own options (file comment, step 2): the job's, with its share of the target.
+OptimizeOptions rank_options(const OptimizeOptions& options) {
+  OptimizeOptions o = options;
+  o.max_slowdown = options.max_slowdown * kRankShare;
+  return o;
+}
 
-  // Step 1 and 2 (file comment), again once with a smaller stretch when the composed plan misses.
-  OptimizeOptions rank_options = options;
-  rank_options.max_slowdown = options.max_slowdown * kRankShare;
-  out.rank_slowdown = rank_options.max_slowdown;
-  out.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + rank_options.max_slowdown) - 1.0;
-  std::vector<RankPlan> plans;
-  CrossRank cross;
-  for (out.rounds = 1;; ++out.rounds) {
-    cross = cross_rank_problem(job, g, rank_traces, out.pin_stretch);
-    for (std::size_t i = 0; i < rank_traces.size(); ++i) rank_traces[i].meta.cut = std::move(cross.cuts[i]);
-    plans = solve_ranks(rank_traces, gpu, rank_options, how, out.rounds - 1);
-    out.plan = run_job_plan(job, g, gpu, options.seed, compose(job, g, plans, f_max));
-    if (out.plan.time_ns <= out.target_ns || out.rounds == kDecomposedRounds) break;
-    const double miss = static_cast<double>(out.plan.time_ns) / static_cast<double>(out.target_ns) - 1.0;
-    out.pin_stretch = std::max(0.0, (1.0 + out.pin_stretch) / (1.0 + miss) - 1.0 - kRetryMargin);
-  }
+/// The kept plan of `out` (its plan, target, baseline, ranks' plans set): the composed plan, or the
+/// cheapest static clock when cheaper (or when the composed plan missed); then the policy's figures.
+void keep_best(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
+               const OptimizeOptions& options, const CrossRank& cross, std::vector<RankPlan>& plans,
+               DecomposedSolve& out) {
   out.model_makespan_ns = cross.makespan_ns;
   out.collectives_pinned = cross.instances;
   out.policy = job_policy(job, plans);
@@ -284,11 +287,252 @@ DecomposedSolve solve_decomposed(const trace::Trace& job, const graph::DepGraph&
   out.policy.predicted_time_ns = out.plan.time_ns;
   out.policy.predicted_energy_j = out.plan.energy_j;
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    plans[i].solve.rank = info.ranks[i].rank;
+    plans[i].solve.rank = job.meta.job.ranks[i].rank;
     plans[i].solve.wait_ns = cross.wait_ns[i];
     out.ranks.push_back(plans[i].solve);
   }
+}
+
+/// The steps of the file comment on the linked job `job` (checked by the caller), the ranks solved
+/// by `solve_round`: where they are solved (threads here, or MPI processes) is all that differs.
+DecomposedSolve decompose(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
+                          const OptimizeOptions& options, const RoundSolver& solve_round) {
+  DecomposedSolve out;
+  out.max_slowdown = options.max_slowdown;
+  const double f_max = gpu.max_sm_clock_mhz();
+  std::vector<double> clock(g.nodes(), 0.0);
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) clock[n] = g.gpu[n] ? f_max : 0.0;
+  out.baseline = run_job_plan(job, g, gpu, options.seed, clock);
+  out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
+
+  // Step 1 and 2 (file comment), again once with a smaller stretch when the composed plan misses.
+  out.rank_slowdown = rank_options(options).max_slowdown;
+  out.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + out.rank_slowdown) - 1.0;
+  std::vector<RankPlan> plans;
+  CrossRank cross;
+  for (out.rounds = 1;; ++out.rounds) {
+    cross = cross_rank_problem(job, g, out.pin_stretch);
+    plans = solve_round(cross.cuts, out.rounds - 1);
+    out.plan = run_job_plan(job, g, gpu, options.seed, compose(job, g, plans, f_max));
+    if (out.plan.time_ns <= out.target_ns || out.rounds == kDecomposedRounds) break;
+    const double miss = static_cast<double>(out.plan.time_ns) / static_cast<double>(out.target_ns) - 1.0;
+    out.pin_stretch = std::max(0.0, (1.0 + out.pin_stretch) / (1.0 + miss) - 1.0 - kRetryMargin);
+  }
+  keep_best(job, g, gpu, options, cross, plans, out);
   return out;
 }
+
+}  // namespace
+
+DecomposedSolve solve_decomposed(const trace::Trace& job, const graph::DepGraph& g, std::vector<trace::Trace> rank_traces,
+                                 const model::GpuSpec& gpu, const OptimizeOptions& options,
+                                 const DecomposedOptions& how) {
+  check_rank_traces(job, rank_traces.size(), "solve_decomposed");
+  if (g.nodes() == 0 || g.op.size() > job.ops.size()) throw std::invalid_argument("solve_decomposed: the graph is not the job's");
+  for (std::size_t i = 0; i < rank_traces.size(); ++i) check_rank_trace(job, i, rank_traces[i]);
+  const OptimizeOptions ro = rank_options(options);
+  return decompose(job, g, gpu, options, [&](std::vector<trace::JobCut>& cuts, int round) {
+    for (std::size_t i = 0; i < rank_traces.size(); ++i) rank_traces[i].meta.cut = std::move(cuts[i]);
+    return solve_ranks(rank_traces, gpu, ro, how, round);
+  });
+}
+
+#ifdef EMO_WITH_MPI
+namespace {
+
+using nlohmann::json;
+
+// ---- the messages of a round (CBOR: integers and doubles exact) --------------------------------
+
+json cut_json(const trace::JobCut& c) {
+  json pins = json::array();
+  for (const trace::CollectivePin& p : c.pins) pins.push_back({p.op, p.start_ns, p.transfer_ns});
+  return {{"pins", std::move(pins)}, {"end_ns", c.end_ns}};
+}
+
+trace::JobCut cut_of(const json& j) {
+  trace::JobCut c;
+  c.end_ns = j.at("end_ns").get<TimeNs>();
+  for (const json& p : j.at("pins")) c.pins.push_back({p.at(0).get<std::uint32_t>(), p.at(1).get<TimeNs>(), p.at(2).get<TimeNs>()});
+  return c;
+}
+
+/// A rank's plan: its policy (header and section) as policy::to_json writes it, the rest as numbers.
+json plan_json(const RankPlan& p) {
+  policy::Policy whole = p.policy;
+  whole.gpus = {p.section};
+  const RankSolve& s = p.solve;
+  return {{"clock_of_row", p.clock_of_row}, {"option_clocks_mhz", p.option_clocks_mhz},
+          {"policy", policy::to_json(whole)}, {"packs", s.packs}, {"pinned", s.pinned},
+          {"mean_clock_mhz", s.mean_clock_mhz}, {"own_savings", s.own_savings}, {"own_met", s.own_met}};
+}
+
+RankPlan plan_of(const json& j) {
+  RankPlan p;
+  p.clock_of_row = j.at("clock_of_row").get<std::vector<double>>();
+  p.option_clocks_mhz = j.at("option_clocks_mhz").get<std::vector<double>>();
+  p.policy = policy::parse_policy(j.at("policy").get<std::string>(), "a rank's plan from another MPI process");
+  if (p.policy.gpus.size() != 1) throw std::invalid_argument("solve_decomposed_mpi: a rank's plan without one GPU section");
+  p.section = p.policy.gpus[0];
+  p.policy.gpus.clear();
+  p.solve.packs = j.at("packs").get<std::int64_t>();
+  p.solve.pinned = j.at("pinned").get<std::int64_t>();
+  p.solve.mean_clock_mhz = j.at("mean_clock_mhz").get<double>();
+  p.solve.own_savings = j.at("own_savings").get<double>();
+  p.solve.own_met = j.at("own_met").get<bool>();
+  return p;
+}
+
+std::string cbor(const json& j) {
+  const std::vector<std::uint8_t> b = json::to_cbor(j);
+  return {b.begin(), b.end()};
+}
+
+constexpr char kRound = 'R', kPlans = 'P', kFailed = 'E';
+
+/// For tests only (tests/cli/optimize_mpi_test.sh): EMO_TEST_MPI_FAIL=P makes process P's rank
+/// solves throw, to check that an error on any process ends every process without a hang.
+void injected_failure(std::size_t process) {
+  const char* p = std::getenv("EMO_TEST_MPI_FAIL");
+  if (p != nullptr && std::to_string(process) == p) {
+    throw InputError("EMO_TEST_MPI_FAIL", "process " + std::to_string(process) + " fails its rank solves as asked");
+  }
+}
+
+/// Per rank of `job` (its order): the index of its trace in `paths` (JobRank::path).
+std::vector<std::size_t> path_index(const trace::Trace& job, const std::vector<std::string>& paths) {
+  std::vector<std::size_t> out;
+  for (const trace::JobRank& r : job.meta.job.ranks) {
+    const auto it = std::find(paths.begin(), paths.end(), r.path);
+    if (it == paths.end()) throw std::invalid_argument("solve_decomposed_mpi: a rank's trace is not among the paths loaded");
+    out.push_back(static_cast<std::size_t>(it - paths.begin()));
+  }
+  return out;
+}
+
+/// One round on process 0: each other process is sent the cuts of its ranks, this one solves its
+/// own, then every answer is received (always all of them, so that no process is left sending);
+/// the first error (its own, then by process) is thrown after.
+class RoundOverMpi {
+ public:
+  RoundOverMpi(MpiShare& share, const trace::Trace& job, const model::GpuSpec& gpu, const OptimizeOptions& options,
+               const DecomposedOptions& how)
+      : share_(share), rank_of_path_(share.paths.size()), gpu_(gpu), options_(rank_options(options)), how_(how) {
+    const std::vector<std::size_t> path_of_rank = path_index(job, share.paths);
+    for (std::size_t i = 0; i < path_of_rank.size(); ++i) rank_of_path_[path_of_rank[i]] = i;
+    for (std::size_t k = 0; k < share.traces.size(); ++k) check_rank_trace(job, rank_of(0, k), share.traces[k]);
+  }
+
+  std::vector<RankPlan> operator()(std::vector<trace::JobCut>& cuts, int round) {
+    for (std::size_t q = 1; q < share_.processes; ++q) {
+      json mine = json::array();
+      for (std::size_t k = 0; q + k * share_.processes < share_.paths.size(); ++k) mine.push_back(cut_json(cuts[rank_of(q, k)]));
+      mpi::send_bytes(kRound + cbor({{"gpu", gpu_.id}, {"round", round}, {"cuts", std::move(mine)}}), static_cast<int>(q),
+                      mpi::kTagCommand);
+    }
+    std::vector<RankPlan> plans(cuts.size());
+    std::exception_ptr error;
+    try {
+      injected_failure(0);
+      for (std::size_t k = 0; k < share_.traces.size(); ++k) share_.traces[k].meta.cut = std::move(cuts[rank_of(0, k)]);
+      std::vector<RankPlan> own = solve_ranks(share_.traces, gpu_, options_, how_, round);
+      for (std::size_t k = 0; k < own.size(); ++k) plans[rank_of(0, k)] = std::move(own[k]);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (std::size_t q = 1; q < share_.processes; ++q) receive(q, plans, error);
+    if (error) std::rethrow_exception(error);
+    return plans;
+  }
+
+ private:
+  std::size_t rank_of(std::size_t process, std::size_t k) const { return rank_of_path_[process + k * share_.processes]; }
+
+  void receive(std::size_t q, std::vector<RankPlan>& plans, std::exception_ptr& error) {
+    const std::string reply = mpi::recv_bytes(static_cast<int>(q), mpi::kTagReply);
+    try {
+      if (reply.empty() || reply[0] != kPlans) mpi::throw_decoded(reply.empty() ? "X|empty reply" : reply.substr(1));
+      const json j = json::from_cbor(reply.begin() + 1, reply.end());
+      if (j.size() != (share_.paths.size() + share_.processes - 1 - q) / share_.processes) {
+        throw std::invalid_argument("solve_decomposed_mpi: a process answered for other ranks");
+      }
+      for (std::size_t k = 0; k < j.size(); ++k) plans[rank_of(q, k)] = plan_of(j[k]);
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+
+  MpiShare& share_;
+  std::vector<std::size_t> rank_of_path_;
+  const model::GpuSpec& gpu_;
+  OptimizeOptions options_;
+  DecomposedOptions how_;
+};
+
+/// A process other than 0: its answer to the round `command` (kRound + CBOR): its ranks' plans
+/// (kPlans + CBOR), or kFailed + the error encoded.
+std::string answer_round(MpiShare& share, const std::string& command, const OptimizeOptions& options,
+                         const DecomposedOptions& how) {
+  try {
+    injected_failure(share.process);
+    const json j = json::from_cbor(command.begin() + 1, command.end());
+    const json& cuts = j.at("cuts");
+    if (cuts.size() != share.traces.size()) throw std::invalid_argument("solve_decomposed_mpi: cuts for other ranks");
+    for (std::size_t k = 0; k < cuts.size(); ++k) share.traces[k].meta.cut = cut_of(cuts[k]);
+    const model::GpuSpec& gpu = model::GpuCatalog::builtin().at(j.at("gpu").get<std::string>());
+    json out = json::array();
+    for (const RankPlan& p : solve_ranks(share.traces, gpu, options, how, j.at("round").get<int>())) out.push_back(plan_json(p));
+    return kPlans + cbor(out);
+  } catch (...) {
+    return kFailed + mpi::encode_error(std::current_exception());
+  }
+}
+
+}  // namespace
+
+DecomposedSolve solve_decomposed_mpi(const trace::Trace& job, const graph::DepGraph& g, MpiShare& share,
+                                     const model::GpuSpec& gpu, const OptimizeOptions& options,
+                                     const DecomposedOptions& how) {
+  try {
+    if (!share.active() || share.process != 0) throw std::invalid_argument("solve_decomposed_mpi: not process 0 of a kept MPI load");
+    check_rank_traces(job, share.paths.size(), "solve_decomposed_mpi");
+    if (g.nodes() == 0 || g.op.size() > job.ops.size()) throw std::invalid_argument("solve_decomposed_mpi: the graph is not the job's");
+    RoundOverMpi round(share, job, gpu, options, how);
+    DecomposedSolve out = decompose(job, g, gpu, options, std::ref(round));
+    share.release(true);
+    return out;
+  } catch (...) {
+    share.release(false);
+    throw;
+  }
+}
+
+void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how) {
+  const OptimizeOptions ro = rank_options(options);
+  while (share.active()) {
+    const std::string command = mpi::recv_bytes(0, mpi::kTagCommand);
+    if (command == mpi::kDone) {
+      share.release(true);
+    } else if (command.empty() || command[0] != kRound) {
+      share.release(false);
+      throw MpiPeerFailed();
+    } else {
+      mpi::send_bytes(answer_round(share, command, ro, how), 0, mpi::kTagReply);
+    }
+  }
+}
+
+#else
+
+DecomposedSolve solve_decomposed_mpi(const trace::Trace&, const graph::DepGraph&, MpiShare&, const model::GpuSpec&,
+                                     const OptimizeOptions&, const DecomposedOptions&) {
+  throw InputError("--mpi", "emo was built without MPI");
+}
+
+void serve_decomposed_mpi(MpiShare&, const OptimizeOptions&, const DecomposedOptions&) {
+  throw InputError("--mpi", "emo was built without MPI");
+}
+
+#endif
 
 }  // namespace emo::driver

@@ -8,7 +8,8 @@
 //      arrival) and the job ends at M0 (makespan). The latency budget is spread in proportion to
 //      time: the transfer of c may start at L'_c = w + (1 + s)(L_c − w) and the job end at
 //      w + (1 + s) M0, w being the job's start, s the latency target.
-//   2. One problem per rank (independent, in threads): the rank's own trace cut out of the job
+//   2. One problem per rank (independent, in threads, or across MPI processes with
+//      solve_decomposed_mpi): the rank's own trace cut out of the job
 //      (trace::JobCut): each collective's transfer takes T_c and starts at L'_c — no earlier (the
 //      others arrive then), no later (they would wait) — and the rank ends by the job's end. Its
 //      slack before each collective (L'_c minus its own arrival) is its to spend. Solved by the
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "driver/load_job.h"
 #include "driver/optimize.h"
 #include "policy/policy.h"
 #include "trace/trace.h"
@@ -113,5 +115,29 @@ inline constexpr std::size_t kJointSolveMaxRanks = 8;
 DecomposedSolve solve_decomposed(const trace::Trace& job, const graph::DepGraph& g, std::vector<trace::Trace> rank_traces,
                                  const model::GpuSpec& gpu, const OptimizeOptions& options,
                                  const DecomposedOptions& how = {});
+
+/// solve_decomposed with the ranks solved across the processes of an MPI job (`emo optimize --mpi`),
+/// on process 0; every other process runs serve_decomposed_mpi meanwhile. `share` is process 0's,
+/// from load_traces_mpi(paths, …, &share) where the job was linked from those traces; each rank is
+/// solved by the process that loaded it (trace i of paths by process i % K), on its own how.threads
+/// threads. Per round, process 0 solves the cross-rank problem, sends each process the cuts of its
+/// ranks (trace::JobCut), solves its own and receives the others' plans (clock per op row, policy
+/// section, stats); it composes and runs them as solve_decomposed. The result is the same as
+/// solve_decomposed's on the same traces (each rank's solve is deterministic). Releases `share` on
+/// every way out (MpiShare::release: the others finish, or exit 2 after an error). Throws what
+/// solve_decomposed throws, an error of another process (InputError as it was thrown, anything
+/// else as std::runtime_error(what)), std::invalid_argument when `share` is not process 0's.
+/// Built without MPI: InputError("--mpi", "emo was built without MPI").
+DecomposedSolve solve_decomposed_mpi(const trace::Trace& job, const graph::DepGraph& g, MpiShare& share,
+                                     const model::GpuSpec& gpu, const OptimizeOptions& options,
+                                     const DecomposedOptions& how = {});
+
+/// A process other than 0 of an MPI job after load_traces_mpi(…, &share): answers process 0's
+/// rounds of solve_decomposed_mpi (its ranks against the cuts sent, on how.threads threads; an error
+/// is sent back, not thrown) until it is told to finish (returns, share released) or that another
+/// process failed (throws MpiPeerFailed; the caller exits 2 silently). `options` are the job's, as
+/// process 0's. Process 0 tells every other process once, whether or not it solves decomposed.
+/// Built without MPI: InputError("--mpi", "emo was built without MPI").
+void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how = {});
 
 }  // namespace emo::driver

@@ -17,6 +17,8 @@
 
 #ifdef EMO_WITH_MPI
 #include <mpi.h>
+
+#include "driver/mpi_comm.h"
 #endif
 
 namespace emo::driver {
@@ -76,94 +78,12 @@ std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, con
 #ifdef EMO_WITH_MPI
 namespace {
 
-constexpr int kTagSize = 1601, kTagChunk = 1602, kTagError = 1603;
-constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // well under MPI's 2^31 - 1 count
-
-void finalize_mpi() {
-  int done = 0;
-  MPI_Finalized(&done);
-  if (done == 0) MPI_Finalize();
-}
-
-/// MPI_Init when needed, MPI_Finalize at the end of the scope when this object called MPI_Init,
-/// or at exit after finalize_at_exit().
-class MpiSession {
- public:
-  MpiSession() {
-    int init = 0;
-    MPI_Initialized(&init);
-    ours_ = init == 0;
-    if (ours_) MPI_Init(nullptr, nullptr);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-  ~MpiSession() {
-    if (ours_) finalize_mpi();
-  }
-  /// Leaves MPI up until the process exits: after an error, process 0 prints it on its way out
-  /// and the others, waiting in MPI_Finalize for it, exit only then (mpirun kills the processes
-  /// still running when one exits non-zero, so an early exit could cut process 0's message off).
-  void finalize_at_exit() {
-    if (ours_) std::atexit(finalize_mpi);
-    ours_ = false;
-  }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-  std::size_t rank() const { return static_cast<std::size_t>(rank_); }
-  std::size_t size() const { return static_cast<std::size_t>(size_); }
-
- private:
-  bool ours_ = false;
-  int rank_ = 0, size_ = 1;
-};
-
-/// Sends `bytes` to `dest`: its size, then chunks of at most kChunkBytes.
-void send_bytes(const std::string& bytes, int dest, int tag) {
-  const std::uint64_t size = bytes.size();
-  MPI_Send(&size, 1, MPI_UINT64_T, dest, tag == kTagError ? kTagError : kTagSize, MPI_COMM_WORLD);
-  for (std::uint64_t at = 0; at < size; at += kChunkBytes) {
-    const int count = static_cast<int>(std::min(kChunkBytes, size - at));
-    MPI_Send(bytes.data() + at, count, MPI_BYTE, dest, tag, MPI_COMM_WORLD);
-  }
-}
-
-std::string recv_bytes(int source, int tag) {
-  std::uint64_t size = 0;
-  MPI_Recv(&size, 1, MPI_UINT64_T, source, tag == kTagError ? kTagError : kTagSize, MPI_COMM_WORLD,
-           MPI_STATUS_IGNORE);
-  std::string bytes(size, '\0');
-  for (std::uint64_t at = 0; at < size; at += kChunkBytes) {
-    const int count = static_cast<int>(std::min(kChunkBytes, size - at));
-    MPI_Recv(bytes.data() + at, count, MPI_BYTE, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  }
-  return bytes;
-}
-
-/// An error as "I|path\nproblem" (InputError) or "X|what", to cross to process 0.
-std::string encode_error(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const InputError& x) {
-    return "I|" + x.path() + "\n" + x.problem();
-  } catch (const std::exception& x) {
-    return std::string("X|") + x.what();
-  } catch (...) {
-    return "X|unknown error";
-  }
-}
-
-[[noreturn]] void throw_decoded(const std::string& s) {
-  const std::string body = s.substr(2);
-  if (s.starts_with("I|")) {
-    const auto nl = body.find('\n');
-    throw InputError(body.substr(0, nl), nl == std::string::npos ? "" : body.substr(nl + 1));
-  }
-  throw std::runtime_error(body);
-}
+constexpr int kTagChunk = 1602, kTagError = 1603;
+using mpi::encode_error, mpi::recv_bytes, mpi::send_bytes, mpi::throw_decoded;
 
 /// Every process learns whether some file failed (no process is left waiting); process 0 also
 /// gets the error of the lowest failing index, encoded. Returns nullopt when no file failed.
-std::optional<std::string> agree_on_error(const MpiSession& mpi, const Loaded& local, std::size_t n) {
+std::optional<std::string> agree_on_error(const mpi::Session& mpi, const Loaded& local, std::size_t n) {
   const std::size_t k = mpi.size(), p = mpi.rank();
   const std::uint64_t mine = local.error ? p + local.failed * k : n;
   std::uint64_t lowest = n;
@@ -176,15 +96,17 @@ std::optional<std::string> agree_on_error(const MpiSession& mpi, const Loaded& l
 }
 
 /// Process 0 receives every trace from its owner in index order (each owner sends its own in
-/// ascending order, and MPI keeps the order of messages between two processes).
-std::vector<trace::Trace> gather_at_root(const MpiSession& mpi, Loaded& local, const std::vector<std::string>& paths) {
+/// ascending order, and MPI keeps the order of messages between two processes). With `keep`, each
+/// process also keeps its own traces there (process 0 a copy: Trace is not copyable, so its bytes read back).
+std::vector<trace::Trace> gather_at_root(const mpi::Session& mpi, Loaded& local, const std::vector<std::string>& paths,
+                                         std::vector<trace::Trace>* keep) {
   const std::size_t k = mpi.size(), p = mpi.rank();
   std::vector<trace::Trace> out;
   if (p != 0) {
     for (auto& t : local.traces) {
-      const std::string bytes = trace::to_bytes(*t);
+      send_bytes(trace::to_bytes(*t), 0, kTagChunk);
+      if (keep != nullptr) keep->push_back(std::move(*t));
       t.reset();
-      send_bytes(bytes, 0, kTagChunk);
     }
     return out;
   }
@@ -192,6 +114,7 @@ std::vector<trace::Trace> gather_at_root(const MpiSession& mpi, Loaded& local, c
   out.reserve(paths.size());
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (i % k == 0) {
+      if (keep != nullptr) keep->push_back(trace::from_bytes(trace::to_bytes(*local.traces[i / k]), paths[i]));  // a copy
       out.push_back(std::move(*local.traces[i / k]));
       continue;
     }
@@ -209,30 +132,58 @@ std::vector<trace::Trace> gather_at_root(const MpiSession& mpi, Loaded& local, c
 
 }  // namespace
 
-std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options) {
+std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
+                                          MpiShare* share) {
   std::optional<std::string> error;
   std::vector<trace::Trace> out;
   bool root = true;
   {
-    MpiSession mpi;
+    mpi::Session mpi;
     root = mpi.rank() == 0;
     std::vector<std::string> mine;
     for (std::size_t i = mpi.rank(); i < paths.size(); i += mpi.size()) mine.push_back(paths[i]);
     Loaded local = load_indexed(mine, options);
     error = agree_on_error(mpi, local, paths.size());
-    if (error) mpi.finalize_at_exit();
-    else out = gather_at_root(mpi, local, paths);
-  }  // MPI_Finalize here, unless an error leaves it to the exit
+    if (error) {
+      mpi.finalize_at_exit();
+    } else {
+      out = gather_at_root(mpi, local, paths, share != nullptr ? &share->traces : nullptr);
+      if (share != nullptr) {
+        share->process = mpi.rank();
+        share->processes = mpi.size();
+        share->paths = paths;
+        share->finalize_ = mpi.keep();
+        share->active_ = true;
+      }
+    }
+  }  // MPI_Finalize here, unless an error leaves it to the exit or the share keeps it up
   if (error && !root) throw MpiPeerFailed();
   if (error) throw_decoded(*error);
   return out;
 }
 
+MpiShare::~MpiShare() { release(std::uncaught_exceptions() == 0); }
+
+void MpiShare::release(bool ok) {
+  if (!active_) return;
+  active_ = false;
+  traces.clear();
+  if (process == 0) {
+    for (std::size_t q = 1; q < processes; ++q) send_bytes(ok ? mpi::kDone : mpi::kAbort, static_cast<int>(q), mpi::kTagCommand);
+  }
+  if (finalize_ && ok) mpi::finalize();
+  else if (finalize_) mpi::finalize_at_exit();
+}
+
 #else
 
-std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>&, const LoadOptions&) {
+std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare*) {
   throw InputError("--mpi", "emo was built without MPI");
 }
+
+MpiShare::~MpiShare() = default;
+
+void MpiShare::release(bool) {}
 
 #endif
 

@@ -29,17 +29,48 @@ class MpiPeerFailed : public std::runtime_error {
   MpiPeerFailed() : std::runtime_error("another MPI process reports the error") {}
 };
 
+/// What a process of an MPI job keeps for the decomposed solve (driver/job_solve.h:
+/// solve_decomposed_mpi on process 0, serve_decomposed_mpi on the others), filled by
+/// load_traces_mpi(…, share): its own traces, and MPI left up until release(). Neither copied nor moved.
+class MpiShare {
+ public:
+  std::size_t process = 0;            ///< p, this process's index in MPI_COMM_WORLD.
+  std::size_t processes = 1;          ///< K.
+  std::vector<std::string> paths;     ///< Every trace's path, in the order given.
+  std::vector<trace::Trace> traces;   ///< Its own, reduced as loaded: traces[k] is that of paths[p + k K].
+
+  MpiShare() = default;
+  /// release(true), or release(false) when an exception is on its way out.
+  ~MpiShare();
+  MpiShare(const MpiShare&) = delete;
+  MpiShare& operator=(const MpiShare&) = delete;
+  /// Whether it was filled and not released yet.
+  bool active() const { return active_; }
+  /// Ends this process's part: on process 0, tells every other process to finish (`ok`) or to exit 2
+  /// (`!ok`: it throws MpiPeerFailed there); then MPI_Finalize now (`ok`) or at exit (so that process
+  /// 0 prints its error first). Drops `traces`. Does nothing when not active. Built without MPI: nothing.
+  void release(bool ok);
+
+ private:
+  friend std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare*);
+  bool active_ = false;
+  bool finalize_ = false;  // this process called MPI_Init, so it finalises
+};
+
 /// The same as load_traces, spread over the processes of MPI_COMM_WORLD: process p of K loads and
 /// reduces the files i with i % K == p (on its own options.threads threads), serialises them
 /// (trace::to_bytes) and sends them to process 0 in chunks of at most 1 GiB (so a trace may exceed
 /// MPI's 2 GiB count limit). Process 0 returns every trace in the order of `paths`; the others
 /// return an empty vector. Calls MPI_Init when MPI is not initialised yet, and then MPI_Finalize
 /// before returning (so the caller need not know MPI); leaves an MPI initialised by the caller as it is.
+/// With `share`, every process also keeps its own traces in *share (process 0 a copy) and MPI stays
+/// up until share->release() (MpiShare), so the processes can go on to solve them.
 /// Errors: when any file fails, all processes learn it (no hang); process 0 throws the error of the
 /// lowest-index failing file (emo::InputError naming it), the others throw MpiPeerFailed; MPI is
 /// then finalised at exit (std::atexit), so that the others wait there until process 0 has printed
-/// the error and exits (mpirun kills what still runs once a process exits non-zero).
+/// the error and exits (mpirun kills what still runs once a process exits non-zero); *share stays empty.
 /// Built without MPI (EMO_WITH_MPI undefined): throws InputError("--mpi", "emo was built without MPI").
-std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options);
+std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
+                                          MpiShare* share = nullptr);
 
 }  // namespace emo::driver

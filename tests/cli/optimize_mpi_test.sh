@@ -4,15 +4,22 @@
 # single-process run, on the shared 2-rank pair and on three other traces at once (Kineto and
 # nsys); only process 0 writes. A bad trace among the inputs (on process 0 or on another) makes
 # every process exit 2 with one line naming the file, printed once, and nothing hangs.
-# Usage: optimize_mpi_test.sh PATH/TO/emo   (registered only when CMake found MPI)
+# The decomposed solve (--solve decomposed: each process solves the ranks it loaded) gives the
+# same files as a plain run on the real pair and on two generated 4-rank jobs (SYNTHETIC,
+# emo_make_job), one of which takes the second round; a failure in any process's solves, or a bad
+# file, ends every process with exit 2 and one line.
+# Usage: optimize_mpi_test.sh PATH/TO/emo [PATH/TO/emo_make_job]   (registered only when CMake found MPI)
 set -u
-EMO=${1:?usage: optimize_mpi_test.sh EMO_BINARY}
+EMO=${1:?usage: optimize_mpi_test.sh EMO_BINARY [EMO_MAKE_JOB]}
+MAKE_JOB=${2:-$(dirname "$EMO")/emo_make_job}
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, require_tool, DATA
 require_tool mpirun timeout
+[[ -x $MAKE_JOB ]] || skip_or_fail "emo_make_job not built at $MAKE_JOB (cmake --build BUILD --target emo_make_job)"
 pair=("$DATA/kineto/hta_sampled_2rank_rank0.json.gz" "$DATA/kineto/hta_sampled_2rank_rank1.json.gz")
 three=("$DATA/kineto/hta_simple_add.json.gz" "$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
        "$DATA/nsys/perlmutter-cloverleaf-cuda.sqlite")
-require_data "${pair[@]}" "${three[@]}"
+require_data "${pair[@]}" "${three[@]}" "$DATA/kineto/hta_nccl_allreduce_rank0.json.gz" \
+  "$DATA/kineto/hta_training_16rank_rank0.json.gz"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 
 # In a container, as root, without network devices: allow root, keep to shared memory and loopback
@@ -32,33 +39,40 @@ run() {
     > "$out/$name.txt" 2> "$out/$name.err"
 }
 
-for set in pair three; do
+# same SET NAME NP: the files of run NAME are those of run SET.plain (ok/bad), its text too.
+same() {
+  local set=$1 name=$2 np=$3 same=1 f g
+  # One policy per trace (policy.N.json), or one for a job of linked ranks (policy.json).
+  local files=("$out/$set.plain".policy*.json)
+  [[ -s ${files[0]} ]] || same=0
+  for f in "${files[@]}"; do
+    g=$out/$name${f#"$out/$set.plain"}
+    cmp -s "$f" "$g" || same=0
+    [[ -s "$g" ]] || same=0
+  done
+  cmp -s "$out/$set.plain.json" "$out/$name.json" || same=0
+  if [[ $same == 1 ]]; then ok "$set: mpirun -np $np --mpi: policies and JSON byte-identical to the plain run"
+  else bad "$set: mpirun -np $np --mpi: outputs differ from the plain run"; fi
+  # Process 0 alone prints: the text once (one 'baseline' line per trace, as the plain run).
+  if cmp -s "$out/$set.plain.txt" "$out/$name.txt"; then ok "$set: -np $np prints the text once"
+  else bad "$set: -np $np text differs from the plain run"; fi
+}
+
+# compare SET NP...: SET (an array of traces) plain, then under mpirun -np NP for each NP.
+compare() {
+  local set=$1 np name; shift
   declare -n traces=$set
   run "$set.plain" -- "${traces[@]}" || bad "$set: plain run failed: $(head -c 300 "$out/$set.plain.err")"
-  for np in 1 2 4; do
+  for np in "$@"; do
     name="$set.np$np"
-    if run "$name" "${MPIRUN[@]}" -np "$np" -- --mpi "${traces[@]}"; then
-      same=1
-      # One policy per trace (policy.N.json), or one for a job of linked ranks (policy.json).
-      files=("$out/$set.plain".policy*.json)
-      [[ -s ${files[0]} ]] || same=0
-      for f in "${files[@]}"; do
-        g=$out/$name${f#"$out/$set.plain"}
-        cmp -s "$f" "$g" || same=0
-        [[ -s "$g" ]] || same=0
-      done
-      cmp -s "$out/$set.plain.json" "$out/$name.json" || same=0
-      if [[ $same == 1 ]]; then ok "$set: mpirun -np $np --mpi: policies and JSON byte-identical to the plain run"
-      else bad "$set: mpirun -np $np --mpi: outputs differ from the plain run"; fi
-      # Process 0 alone prints: the text once (one 'baseline' line per trace, as the plain run).
-      if cmp -s "$out/$set.plain.txt" "$out/$name.txt"; then ok "$set: -np $np prints the text once"
-      else bad "$set: -np $np text differs from the plain run"; fi
-    else
-      bad "$set: mpirun -np $np failed: $(head -c 300 "$out/$name.err")"
-    fi
+    if run "$name" "${MPIRUN[@]}" -np "$np" -- --mpi "${traces[@]}"; then same "$set" "$name" "$np"
+    else bad "$set: mpirun -np $np failed: $(head -c 300 "$out/$name.err")"; fi
   done
   unset -n traces
-done
+}
+
+compare pair 1 2 4
+compare three 1 2 4
 run loadthreads -- --load-threads 1 "${pair[@]}" && cmp -s "$out/pair.plain.json" "$out/loadthreads.json" \
   && ok "--load-threads 1 gives the same JSON" || bad "--load-threads 1 differs"
 
@@ -73,6 +87,33 @@ expect_error "mpirun -np 2, the lowest-index bad file is named" "$out/missing.js
   timeout 120 "${MPIRUN[@]}" -np 2 "$EMO" "${OPT[@]}" --mpi "${pair[0]}" "$out/missing.json" "$bad_trace"
 expect_error "mpirun -np 4, missing file" "$out/missing.json" \
   timeout 120 "${MPIRUN[@]}" -np 4 "$EMO" "${OPT[@]}" --mpi "${pair[0]}" "$out/missing.json"
+
+# --- the decomposed solve: each process solves the ranks it loaded, process 0 composes -----------
+OPT=(optimize --gpu A100-SXM4-80GB --max-slowdown 0.05 --solve decomposed --quiet)
+decomposed_pair=("${pair[@]}")
+compare decomposed_pair 1 2 4   # -np 4: two processes without a rank
+for src in nccl_allreduce training_16rank; do
+  "$MAKE_JOB" "$DATA/kineto/hta_${src}_rank0.json.gz" "$out/$src" --ranks 4 --straggler 1 --slowdown 0.1 --seed 3 \
+    > /dev/null || bad "emo_make_job $src failed"
+done
+gen4=("$out"/nccl_allreduce/rank*.json.gz)     # SYNTHETIC; the composed plan is kept at 2 %
+OPT=(optimize --max-slowdown 0.02 --solve decomposed --quiet)
+compare gen4 2 4
+train4=("$out"/training_16rank/rank*.json.gz)  # SYNTHETIC; at 0.1 % the first composed plan misses
+OPT=(optimize --max-slowdown 0.1% --solve decomposed --quiet)
+compare train4 2
+grep -q '"rounds": 2' "$out/train4.plain.json" && ok "train4: the second round is taken (and matched under MPI)" \
+  || bad "train4: one round only: the second round is not tested"
+
+# A failure in one process's rank solves (EMO_TEST_MPI_FAIL=P, for tests), or a bad file, under
+# --solve decomposed: every process ends, exit 2, one line from process 0.
+OPT=(optimize --gpu A100-SXM4-80GB --max-slowdown 0.05 --solve decomposed --quiet)
+for p in 0 1; do
+  expect_error "decomposed, mpirun -np 2, process $p's solve fails" "process $p fails its rank solves" \
+    env EMO_TEST_MPI_FAIL=$p timeout 120 "${MPIRUN[@]}" -x EMO_TEST_MPI_FAIL -np 2 "$EMO" "${OPT[@]}" --mpi "${pair[@]}"
+done
+expect_error "decomposed, mpirun -np 2, bad trace on process 1" "$bad_trace" \
+  timeout 120 "${MPIRUN[@]}" -np 2 "$EMO" "${OPT[@]}" --mpi "${pair[0]}" "$bad_trace"
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]
