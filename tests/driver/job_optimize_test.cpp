@@ -58,7 +58,9 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   ASSERT_EQ(job.meta.job.collectives_linked, static_cast<std::int64_t>(source.collectives.size()));
   // The straggler is the last to arrive: it waits least in the collectives.
   for (const trace::JobRank& r : job.meta.job.ranks) {
-    if (r.rank != kStraggler) EXPECT_GT(r.wait_ns, job.meta.job.ranks[kStraggler].wait_ns) << "rank " << r.rank;
+    if (r.rank != kStraggler) {
+      EXPECT_GT(r.wait_ns, job.meta.job.ranks[kStraggler].wait_ns) << "rank " << r.rank;
+    }
   }
   // The ranks are coupled: the straggler's compute 20 % longer delays every other rank's end.
   {
@@ -92,7 +94,9 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   // The ranks that wait for the straggler run slower than it.
   const auto clock = mean_clock_by_rank(job, r);
   for (const auto& [rank, mhz] : clock) {
-    if (rank != kStraggler) EXPECT_LT(mhz, clock.at(kStraggler)) << "rank " << rank;
+    if (rank != kStraggler) {
+      EXPECT_LT(mhz, clock.at(kStraggler)) << "rank " << rank;
+    }
   }
   // Each rank optimised alone, run together: the joint plan is within the target and not
   // costlier (up to the simulated device's noise, 0.2 %).
