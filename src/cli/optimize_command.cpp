@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/progress_bar.h"
+#include "cli/reset_command.h"
 #include "core/error.h"
 #include "driver/optimize.h"
 #include "driver/true_optimum.h"
@@ -299,7 +301,10 @@ int run_optimize(OptimizeCliOptions o) {
   driver::WorkloadOptions workload;
   if (nvml) {
     nvml_lib = runtime::Nvml::open();
+    handle_stale_locks(*nvml_lib, "emo optimize", true);
     workload.command = o.command;
+    // As emo run: a guardian resets the clocks even after kill -9 of emo optimize mid-run.
+    workload.guardian_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "__guardian"};
     if (!o.no_tracer) {
       workload.tracer_library = tracer_library_path();
       workload.cupti_library = cupti_library_path();

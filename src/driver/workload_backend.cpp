@@ -110,6 +110,7 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
   ro.command = options_.command;
   ro.tracer_library = options_.tracer_library;
   ro.cupti_library = options_.cupti_library;
+  ro.guardian_command = options_.guardian_command;
   if (!options_.log_prefix.empty()) ro.log_path = fmt::format("{}.{}.jsonl", options_.log_prefix, workload_runs_);
   if (static_clock_mhz > 0) ro.start_clock_mhz[options_.trace_device] = static_clock_mhz;
   WorkloadRun out;

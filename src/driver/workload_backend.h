@@ -80,6 +80,9 @@ struct WorkloadOptions {
   std::int32_t trace_device = -1;
   std::string log_prefix;            ///< Per-run JSON-lines runtime logs PREFIX.N.jsonl ("" = none).
   std::string label;                 ///< The GPU in outputs, e.g. "GPU 0 (NVIDIA H200)".
+  /// The guardian each run starts before touching a clock (RunOptions::guardian_command, e.g.
+  /// {"/usr/bin/emo", "__guardian"}): clocks reset even after kill -9 of `emo optimize`. Empty = none.
+  std::vector<std::string> guardian_command;
 };
 
 /// A real GPU running the workload (see the file comment). `device` is the GPU whose clocks are
