@@ -626,7 +626,9 @@ class PolicyRun {
                                          p->pack, p->iteration, log_.ms(p->t_ns)),
                now);
     const auto it = planner_of_.find(p->device);
-    if (it == planner_of_.end() || stopped_ || !router_.accepts(*p)) return;
+    const bool routed = it != planner_of_.end() && router_.accepts(*p);
+    if (routed && o_.on_routed_pack_start) o_.on_routed_pack_start(*p, router_.gpu_of(p->device));
+    if (!routed || stopped_) return;
     if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
   }
 
