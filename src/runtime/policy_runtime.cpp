@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -627,6 +628,7 @@ class PolicyRun {
                now);
     const auto it = planner_of_.find(p->device);
     const bool routed = it != planner_of_.end() && router_.accepts(*p);
+    if (routed) routed_sections_.insert(p->device);
     if (routed && o_.on_routed_pack_start) o_.on_routed_pack_start(*p, router_.gpu_of(p->device));
     if (!routed || stopped_) return;
     if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
@@ -719,12 +721,14 @@ class PolicyRun {
     sigprocmask(SIG_SETMASK, &old, nullptr);
   }
 
-  /// Once any process has said hello (or the policy is a job's), a section nobody claimed is
+  /// Once any process has said hello (or the policy is a job's), a section nobody claimed and
+  /// whose pack starts were never acted upon (without a hello: on the GPU of its own index) is
   /// worth a line: its GPU, if any, ran at default clocks.
   void warn_unclaimed() const {
     const bool job = std::any_of(o_.policy.gpus.begin(), o_.policy.gpus.end(), [](const auto& g) { return g.rank >= 0; });
     if (router_.claims() == 0 && !job) return;
     for (std::int32_t d : router_.unclaimed()) {
+      if (routed_sections_.contains(d)) continue;
       const auto& g = planners_[planner_of_.at(d)].gpu();
       std::fprintf(stderr, "emo run: warning: no process reported policy section %d%s; its clocks were not switched\n",
                    d, g.rank >= 0 ? fmt::format(" (rank {})", g.rank).c_str() : "");
@@ -793,6 +797,7 @@ class PolicyRun {
   std::int64_t timeout_ns_ = 0;         ///< When --timeout stops the command.
   bool own_tty_ = false;                ///< The command was given the terminal.
   std::string partial_;                 ///< Incomplete progress line.
+  std::set<std::int32_t> routed_sections_;  ///< Sections with a pack start acted upon (GpuRouter::accepts).
 };
 
 }  // namespace

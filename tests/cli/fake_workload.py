@@ -19,7 +19,7 @@ LOCAL_RANK, WORLD_SIZE and CUDA_VISIBLE_DEVICES): its GPU is the stand-in's NVML
 CUDA_VISIBLE_DEVICES[LOCAL_RANK], whose clock it reads from $EMO_FAKE_NVML_STATE.<GPU>; it follows
 the watch list's section of its rank ("gpu SECTION RANK" lines) and writes, as the tracer does,
 `H PID RANK SECTION UUID` (the stand-in's UUID of its GPU) before its first
-`P SECTION PACK ITERATION T_NS PID`. A spec "R/NAME=MEM:COMP" is run by rank R only. A kernel
+`P SECTION PACK ITERATION T_NS PID` (no hello with FAKE_NO_HELLO=1). A spec "R/NAME=MEM:COMP" is run by rank R only. A kernel
 whose name starts with "nccl" is a collective: it first waits until every rank of WORLD_SIZE has
 reached it (a barrier through files in $FAKE_BARRIER_DIR), then takes its MEM + COMP * 1410 / f.
 """
@@ -107,7 +107,7 @@ def main():
     if rank is not None:
         gpu = int(os.environ["CUDA_VISIBLE_DEVICES"].split(",")[int(os.environ.get("LOCAL_RANK", "0"))])
         tail = f" {os.getpid()}"
-        if fd is not None and section is not None:
+        if fd is not None and section is not None and not os.environ.get("FAKE_NO_HELLO"):
             os.write(fd, f"H {os.getpid()} {rank} {section} GPU-fake-0000-0000-0000-{gpu:012d}\n".encode())
     collectives = 0
     for it in range(iterations):
