@@ -166,11 +166,10 @@ rm -f "$dir"/run.*.jsonl
 FAKE_NO_HELLO=1 EMO_FAKE_NVML_LOG=$dir/nohello.log "$EMO" optimize "$dir/rank0.json" "$dir/rank1.json" \
   --max-slowdown $SLOWDOWN --device nvml --no-tracer --json "$dir/n.json" --run-log "$dir/run" \
   -- $(workload 0,1 6) > /dev/null 2> "$dir/n.err"; rc=$?
-last=$(ls "$dir"/run.*.jsonl | sort -t. -k2 -n | tail -1)
-if [[ $rc -eq 0 && ! -s "$dir/n.err" ]] && python3 - "$dir/n.json" "$last" <<'PY'
+if [[ $rc -eq 0 && ! -s "$dir/n.err" ]] && python3 - "$dir/n.json" "$dir/run" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-ev = [json.loads(l) for l in open(sys.argv[2])]
+ev = [json.loads(l) for l in open(f"{sys.argv[2]}.{r['workload_runs'] - 1}.jsonl")]  # EMO's run, the last
 sw = [e for e in ev if e["event"] == "switch" and e["applied"]]
 assert r["simulated"] is False and not [e for e in ev if e["event"] == "hello"], r["simulated"]
 assert {e["gpu"] for e in sw} == {0, 1} and all(e["nvml_gpu"] == e["gpu"] for e in sw), sw
