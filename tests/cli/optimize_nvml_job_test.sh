@@ -57,13 +57,14 @@ for rank, kernels in RANKS.items():
     open(f"{sys.argv[1]}/rank{rank}.json", "w").write(json.dumps(doc))
 PY
 
-workload() {  # VISIBLE ITERATIONS
-  echo python3 "$HERE/fake_launcher.py" --nproc 2 --visible "$1" --rank-env torch -- python3 "$HERE/fake_workload.py" "$2" 0 \
-    0/gemm_big=2:58 1/copy_mem=55:5 ncclDevKernel_AllReduce_Sum_f32_RING_LL=5:0 mixed_op=20:20
+workload() {  # VISIBLE ITERATIONS: sets W, the job's command
+  W=(python3 "$HERE/fake_launcher.py" --nproc 2 --visible "$1" --rank-env torch -- python3 "$HERE/fake_workload.py" "$2" 0
+     0/gemm_big=2:58 1/copy_mem=55:5 ncclDevKernel_AllReduce_Sum_f32_RING_LL=5:0 mixed_op=20:20)
 }
 SLOWDOWN=0.1
+workload 1,0 10
 "$EMO" optimize "$dir/rank0.json" "$dir/rank1.json" --max-slowdown $SLOWDOWN --device nvml --no-tracer \
-  --json "$dir/r.json" --policy "$dir/policy.json" --run-log "$dir/run" -- $(workload 1,0 10) > "$dir/r.txt" 2> "$dir/r.err"; rc=$?
+  --json "$dir/r.json" --policy "$dir/policy.json" --run-log "$dir/run" -- "${W[@]}" > "$dir/r.txt" 2> "$dir/r.err"; rc=$?
 if [[ $rc -eq 0 ]]; then ok "optimize --device nvml on a 2-rank job runs"; else bad "rc=$rc $(cat "$dir/r.err")"; fi
 cat "$dir/r.txt"
 grep -q "measured on 2 GPUs (NVML 0-1, NVIDIA A100-SXM4-80GB) for the job's 2 ranks by running the workload" "$dir/r.txt" \
@@ -163,9 +164,10 @@ else bad "job result"; fi
 # Without hellos (FAKE_NO_HELLO=1, CUDA_VISIBLE_DEVICES=0,1): the documented rule, section i on
 # NVML GPU i; no warning (the sections' clocks were switched), simulated = false.
 rm -f "$dir"/run.*.jsonl
+workload 0,1 6
 FAKE_NO_HELLO=1 EMO_FAKE_NVML_LOG=$dir/nohello.log "$EMO" optimize "$dir/rank0.json" "$dir/rank1.json" \
   --max-slowdown $SLOWDOWN --device nvml --no-tracer --json "$dir/n.json" --run-log "$dir/run" \
-  -- $(workload 0,1 6) > /dev/null 2> "$dir/n.err"; rc=$?
+  -- "${W[@]}" > /dev/null 2> "$dir/n.err"; rc=$?
 if [[ $rc -eq 0 && ! -s "$dir/n.err" ]] && python3 - "$dir/n.json" "$dir/run" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
