@@ -256,9 +256,9 @@ driver::OptimizeResult optimize_job_nvml(const trace::Trace& t, const graph::Win
   const model::GpuSpec& gpu = nvml_gpu_spec(*owned.front(), o.gpu);
   for (const auto& dev : owned) {
     if (&nvml_gpu_spec(*dev, o.gpu) != &gpu) {
-      throw InputError(fmt::format("GPU {}", dev->index()), fmt::format("is {}, GPU 0 is {}: --device nvml profiles a "
-                                                                         "job on GPUs of one model", dev->name(),
-                                                                         owned.front()->name()));
+      throw InputError(fmt::format("GPU {}", dev->index()),
+                       fmt::format("{}, but GPU 0 is {}: --device nvml profiles a job on GPUs of one model",
+                                   dev->name(), owned.front()->name()));
     }
   }
   workload.label = fmt::format("{} GPUs (NVML 0-{}, {}) for the job's {} ranks", n, n - 1, owned.front()->name(), ranks);

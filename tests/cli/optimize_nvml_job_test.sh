@@ -182,6 +182,8 @@ else bad "no hellos: rc=$rc $(cat "$dir/n.err")"; fi
 T0=$dir/rank0.json T1=$dir/rank1.json
 expect_error job_more_ranks_than_gpus "the job has 2 ranks but NVML sees 1 GPU(s)" env EMO_FAKE_NVML_GPUS="$A100" \
   "$EMO" optimize "$T0" "$T1" --max-slowdown 0.05 --device nvml --no-tracer -- true
+expect_error job_two_models "GPU 1: NVIDIA H100 80GB HBM3, but GPU 0 is NVIDIA A100-SXM4-80GB: --device nvml profiles a job on GPUs of one model" \
+  env EMO_FAKE_NVML_GPUS="$A100,NVIDIA H100 80GB HBM3" "$EMO" optimize "$T0" "$T1" --max-slowdown 0.05 --device nvml --no-tracer -- true
 expect_error job_gpu_index "--gpu-index: a job's ranks are routed to their GPUs" \
   "$EMO" optimize "$T0" "$T1" --max-slowdown 0.05 --device nvml --gpu-index 1 --no-tracer -- true
 expect_error job_independent "takes one trace, the workload's, or the traces of one job's ranks (2 given, not linked" \
