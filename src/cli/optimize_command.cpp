@@ -2,7 +2,8 @@
 // [--min-pack-ms X] [--window ...] [--seed N] [--policy FILE] [--json FILE|-] [--overlay FILE]
 // [--report FILE.html] [--true-optimum] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [--quiet] [-- CMD ARGS...]`:
 // the main job, a trace in, a clock policy and its savings out. With --device nvml, CMD (the traced
-// workload) runs on the real GPU for profiling and evaluation (policy/workload_backend.h). A
+// workload) runs on the real GPU for profiling and evaluation (driver/workload_backend.h); given
+// a job's linked rank traces, CMD is its launcher and every GPU of the node is driven. A
 // progress bar goes to stderr when it is a terminal (cli/progress_bar.h), never with --quiet.
 #include <unistd.h>
 
