@@ -2,12 +2,14 @@
 // [--min-pack-ms X] [--window ...] [--seed N] [--policy FILE] [--json FILE|-] [--overlay FILE]
 // [--report FILE.html] [--true-optimum] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [--quiet] [-- CMD ARGS...]`:
 // the main job, a trace in, a clock policy and its savings out. With --device nvml, CMD (the traced
-// workload) runs on the real GPU for profiling and evaluation (policy/workload_backend.h). A
+// workload) runs on the real GPU for profiling and evaluation (driver/workload_backend.h); given
+// a job's linked rank traces, CMD is its launcher and every GPU of the node is driven. A
 // progress bar goes to stderr when it is a terminal (cli/progress_bar.h), never with --quiet.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/progress_bar.h"
+#include "cli/reset_command.h"
 #include "core/error.h"
 #include "driver/optimize.h"
 #include "driver/true_optimum.h"
@@ -231,12 +234,54 @@ void check_options(const OptimizeCliOptions& o, bool nvml) {
     throw InputError(opt, "only applies with --device nvml (the simulated device runs no workload)");
   }
   for (const std::string* out : {&o.policy_out, &o.json_out, &o.report_out, &o.overlay_out}) check_output_path(*out);
-  if (nvml && o.traces.size() != 1) {
-    throw InputError("--device nvml", fmt::format("takes one trace, the workload's ({} given)", o.traces.size()));
-  }
   if (o.compare_independent && (o.traces.size() < 2 || nvml)) {
     throw InputError("--compare-independent", "needs the traces of a job's ranks, on the simulated device");
   }
+}
+
+/// --device nvml: one trace, or the traces of one job's ranks linked into one (`traces` as linked).
+void check_nvml_traces(const OptimizeCliOptions& o, const std::vector<trace::Trace>& traces) {
+  if (traces.size() != 1) {
+    throw InputError("--device nvml", fmt::format("takes one trace, the workload's, or the traces of one job's ranks "
+                                                  "({} given, not linked into one job)", o.traces.size()));
+  }
+  if (!traces.front().meta.job.ranks.empty() && o.gpu_index >= 0) {
+    throw InputError("--gpu-index", "a job's ranks are routed to their GPUs by their processes' hello lines, else "
+                                    "rank i to NVML GPU i (docs/optimize.md); --gpu-index is for one trace");
+  }
+}
+
+/// --device nvml on the linked job `t` (docs/optimize.md, "A job on several GPUs"): every GPU
+/// NVML sees is driven, as `emo run` drives a job's policy; each rank's section goes to the GPU
+/// its process names in its hello line, else section i to NVML GPU i. Throws InputError when
+/// NVML sees fewer GPUs than the job has ranks, or GPUs of several models.
+driver::OptimizeResult optimize_job_nvml(const trace::Trace& t, const graph::Window& window,
+                                         const OptimizeCliOptions& o, const driver::OptimizeOptions& opts,
+                                         const std::shared_ptr<runtime::Nvml>& nvml, driver::WorkloadOptions workload) {
+  const unsigned n = nvml->device_count();
+  const std::size_t ranks = t.meta.job.ranks.size();
+  if (n < ranks) {
+    throw InputError("--device nvml", fmt::format("the job has {} ranks but NVML sees {} GPU(s): a job is profiled "
+                                                  "on one node, one GPU per rank", ranks, n));
+  }
+  std::vector<std::unique_ptr<runtime::NvmlDevice>> owned;
+  driver::JobGpus gpus;
+  for (unsigned i = 0; i < n; ++i) {
+    owned.push_back(std::make_unique<runtime::NvmlDevice>(nvml, i));
+    gpus.devices[static_cast<std::int32_t>(i)] = owned.back().get();
+    gpus.ids.push_back({static_cast<std::int32_t>(i), nvml->uuid(i), ""});
+  }
+  const model::GpuSpec& gpu = nvml_gpu_spec(*owned.front(), o.gpu);
+  for (const auto& dev : owned) {
+    if (&nvml_gpu_spec(*dev, o.gpu) != &gpu) {
+      throw InputError(fmt::format("GPU {}", dev->index()),
+                       fmt::format("{}, but GPU 0 is {}: --device nvml profiles a job on GPUs of one model",
+                                   dev->name(), owned.front()->name()));
+    }
+  }
+  workload.label = fmt::format("{} GPUs (NVML 0-{}, {}) for the job's {} ranks", n, n - 1, owned.front()->name(), ranks);
+  driver::WorkloadBackend backend(std::move(gpus), gpu, workload);
+  return driver::optimize(t, window, gpu, opts, backend);
 }
 
 /// `--compare-independent`: each rank of the linked job `t` optimised alone, run together.
@@ -316,6 +361,25 @@ void release_unless_decomposed(const OptimizeCliOptions& o, bool nvml, const std
   }
 }
 
+/// --device nvml: opens NVML into `lib` (resetting what a dead emo run left locked, as emo run
+/// does) and returns how the workload runs: the command, the tracer unless --no-tracer, the run
+/// logs, and the guardian. Throws runtime::NvmlError (no driver, no permission) and InputError
+/// (no tracer library).
+driver::WorkloadOptions nvml_workload(const OptimizeCliOptions& o, std::shared_ptr<runtime::Nvml>& lib) {
+  lib = runtime::Nvml::open();
+  handle_stale_locks(*lib, "emo optimize", true);
+  driver::WorkloadOptions workload;
+  workload.command = o.command;
+  // As emo run: a guardian resets the clocks even after kill -9 of emo optimize mid-run.
+  workload.guardian_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "__guardian"};
+  if (!o.no_tracer) {
+    workload.tracer_library = tracer_library_path();
+    workload.cupti_library = cupti_library_path();
+  }
+  workload.log_prefix = o.run_log;
+  return workload;
+}
+
 int run_optimize(OptimizeCliOptions o) {
   split_command(o);
   const bool nvml = o.device == "nvml";
@@ -327,15 +391,7 @@ int run_optimize(OptimizeCliOptions o) {
   opts.min_pack_ns = parse_min_pack(o.min_pack_ms);
   std::shared_ptr<runtime::Nvml> nvml_lib;
   driver::WorkloadOptions workload;
-  if (nvml) {
-    nvml_lib = runtime::Nvml::open();
-    workload.command = o.command;
-    if (!o.no_tracer) {
-      workload.tracer_library = tracer_library_path();
-      workload.cupti_library = cupti_library_path();
-    }
-    workload.log_prefix = o.run_log;
-  }
+  if (nvml) workload = nvml_workload(o, nvml_lib);
   nlohmann::json docs = nlohmann::json::array();
   ProgressBar bar(STDERR_FILENO, o.quiet);
   opts.progress = &bar;
@@ -346,6 +402,7 @@ int run_optimize(OptimizeCliOptions o) {
   if (share.active() && share.process != 0) return serve_ranks(o, opts, share);  // process 0 writes
   const std::vector<trace::Trace> traces = link_if_one_job(std::move(*loaded), o.job, false);
   const std::size_t n = traces.size();
+  if (nvml) check_nvml_traces(o, traces);
   release_unless_decomposed(o, nvml, traces, share);
   for (std::size_t i = 0; i < n; ++i) {
     bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
@@ -357,7 +414,9 @@ int run_optimize(OptimizeCliOptions o) {
     const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
-    if (nvml) {
+    if (nvml && !t.meta.job.ranks.empty()) {
+      r = optimize_job_nvml(t, window, o, opts, nvml_lib, workload);
+    } else if (nvml) {
       const std::int32_t device = trace_gpu(t);
       runtime::NvmlDevice dev(nvml_lib, static_cast<unsigned>(o.gpu_index >= 0 ? o.gpu_index : device));
       const model::GpuSpec& gpu = nvml_gpu_spec(dev, o.gpu);

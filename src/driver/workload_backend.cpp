@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -42,7 +43,31 @@ std::int32_t single_device(const trace::Trace& trace, const pack::PackRun& packs
   return devices.begin()->first;
 }
 
+/// The first GPU of a job; throws std::invalid_argument when there is none.
+runtime::Device& first_device(const JobGpus& gpus) {
+  if (gpus.devices.empty() || gpus.devices.begin()->second == nullptr)
+    throw std::invalid_argument("WorkloadBackend: a job without GPUs");
+  return *gpus.devices.begin()->second;
+}
+
 }  // namespace
+
+WorkloadRun section_run(const WorkloadRun& run, std::int32_t section) {
+  WorkloadRun out;
+  out.start_ns = run.start_ns;
+  out.end_ns = run.end_ns;
+  out.exit_code = run.exit_code;
+  out.progress_lines = run.progress_lines;
+  out.switches = run.switches;
+  if (const auto s = run.section_samples.find(section); s != run.section_samples.end()) out.samples = s->second;
+  if (const auto g = run.section_gpu.find(section); g != run.section_gpu.end()) {
+    if (const auto e = run.gpu_energy_j.find(g->second); e != run.gpu_energy_j.end()) {
+      out.start_energy_j = e->second.first;
+      out.end_energy_j = e->second.second;
+    }
+  }
+  return out;
+}
 
 std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs) {
   const std::vector<ProgressSample> s = by_time(run.samples);
@@ -98,9 +123,50 @@ IterationMeasure measure_iteration(const WorkloadRun& run) {
   return {times[mid], energies[mid], static_cast<int>(times.size())};
 }
 
+IterationMeasure measure_job_iteration(const WorkloadRun& run) {
+  if (run.section_samples.empty()) {
+    IterationMeasure whole{run.end_ns - run.start_ns, 0.0, 0};
+    for (const auto& [index, e] : run.gpu_energy_j) whole.energy_j += e.second - e.first;
+    return whole;
+  }
+  IterationMeasure out{0, 0.0, INT_MAX};
+  for (const auto& [section, samples] : run.section_samples) {
+    const IterationMeasure m = measure_iteration(section_run(run, section));
+    out.time_ns = std::max(out.time_ns, m.time_ns);
+    out.energy_j += m.energy_j;
+    out.periods = std::min(out.periods, m.periods);
+  }
+  return out;
+}
+
 WorkloadBackend::WorkloadBackend(runtime::Device& device, const model::GpuSpec& gpu, WorkloadOptions options)
     : device_(device), gpu_(gpu), options_(std::move(options)) {
   if (options_.command.empty()) throw std::invalid_argument("WorkloadBackend: no command");
+}
+
+WorkloadBackend::WorkloadBackend(JobGpus gpus, const model::GpuSpec& gpu, WorkloadOptions options)
+    : WorkloadBackend(first_device(gpus), gpu, std::move(options)) {
+  job_ = std::move(gpus);
+}
+
+std::map<std::int32_t, runtime::Device*> WorkloadBackend::job_run_options(runtime::RunOptions& ro,
+                                                                         double static_clock_mhz, WorkloadRun& out) {
+  ro.gpus = job_.ids;
+  for (const auto& [index, dev] : job_.devices) {
+    if (static_clock_mhz > 0) ro.start_clock_mhz[index] = static_clock_mhz;
+    out.gpu_energy_j[index] = {dev->energy_counter_j(), 0.0};
+  }
+  ro.on_routed_pack_start = [this, &out](const runtime::PackStarted& p, std::int32_t gpu) {
+    const auto dev = job_.devices.find(gpu);
+    if (dev == job_.devices.end()) return;
+    out.section_samples[p.device].push_back({p, dev->second->energy_counter_j()});
+    out.section_gpu[p.device] = gpu;
+  };
+  return job_.devices;
+}
+
+IterationMeasure WorkloadBackend::iteration(const WorkloadRun& run) const {
+  return job_.devices.empty() ? measure_iteration(run) : measure_job_iteration(run);
 }
 
 WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clock_mhz, const std::string& what) {
@@ -110,18 +176,25 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
   ro.command = options_.command;
   ro.tracer_library = options_.tracer_library;
   ro.cupti_library = options_.cupti_library;
+  ro.guardian_command = options_.guardian_command;
   if (!options_.log_prefix.empty()) ro.log_path = fmt::format("{}.{}.jsonl", options_.log_prefix, workload_runs_);
-  if (static_clock_mhz > 0) ro.start_clock_mhz[options_.trace_device] = static_clock_mhz;
   WorkloadRun out;
-  ro.on_pack_start = [&](const runtime::PackStarted& p) {
-    if (p.device == options_.trace_device) out.samples.push_back({p, device_.energy_counter_j()});
-  };
-  const std::map<std::int32_t, runtime::Device*> devices{{options_.trace_device, &device_}};
+  std::map<std::int32_t, runtime::Device*> devices;
+  if (job_.devices.empty()) {
+    if (static_clock_mhz > 0) ro.start_clock_mhz[options_.trace_device] = static_clock_mhz;
+    ro.on_pack_start = [&](const runtime::PackStarted& p) {
+      if (p.device == options_.trace_device) out.samples.push_back({p, device_.energy_counter_j()});
+    };
+    devices = {{options_.trace_device, &device_}};
+  } else {
+    devices = job_run_options(ro, static_clock_mhz, out);
+  }
   out.start_energy_j = device_.energy_counter_j();
   out.start_ns = now_ns();
   const runtime::RunReport rep = runtime::run_policy(ro, devices);
   out.end_ns = now_ns();
   out.end_energy_j = device_.energy_counter_j();
+  for (auto& [index, e] : out.gpu_energy_j) e.second = job_.devices.at(index)->energy_counter_j();
   out.exit_code = rep.exit_code;
   out.progress_lines = rep.progress_lines;
   out.switches = rep.switches;
@@ -137,6 +210,7 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
 }
 
 void WorkloadBackend::use_device_of(const trace::Trace& trace, const pack::PackRun& packs) {
+  if (!job_.devices.empty()) return;  // a job: a section per GPU of the trace
   const std::int32_t packs_device = single_device(trace, packs);
   if (options_.trace_device < 0) options_.trace_device = packs_device;
   if (options_.trace_device != packs_device) {
@@ -148,28 +222,40 @@ void WorkloadBackend::use_device_of(const trace::Trace& trace, const pack::PackR
 void WorkloadBackend::measure_run(const trace::Trace& trace, const StaticPolicy& sp, double lock_mhz,
                                   const std::vector<double>& clock_mhz, const std::string& what,
                                   runtime::PackProfiles& out) {
-  const std::vector<std::uint32_t>& ids = sp.pack_ids.at(options_.trace_device);
   const WorkloadRun run = this->run(sp.policy, lock_mhz, what);
   out.runs += 1;
   out.device_s += ns_to_s(run.end_ns - run.start_ns);
+  if (job_.devices.empty()) return measure_section(trace, sp, options_.trace_device, run, clock_mhz, what, out);
+  for (const auto& [device, ids] : sp.pack_ids) {
+    measure_section(trace, sp, device, section_run(run, device), clock_mhz, what, out);
+  }
+}
+
+void WorkloadBackend::measure_section(const trace::Trace& trace, const StaticPolicy& sp, std::int32_t device,
+                                      const WorkloadRun& run, const std::vector<double>& clock_mhz,
+                                      const std::string& what, runtime::PackProfiles& out) const {
+  const std::vector<std::uint32_t>& ids = sp.pack_ids.at(device);
+  const auto section = std::find_if(sp.policy.gpus.begin(), sp.policy.gpus.end(),
+                                    [&](const policy::GpuPolicy& g) { return g.device == device; });
+  if (section == sp.policy.gpus.end()) throw std::logic_error(fmt::format("no policy section for GPU {}", device));
   if (run.samples.empty()) {
     throw InputError(trace.meta.path,
                      fmt::format("the packs of the trace were not seen in the workload: no pack start of GPU {} "
                                  "during {} ({} progress lines); check that the command runs the traced program "
                                  "and that the tracer follows it (emo run --dry-run --log -)",
-                                 options_.trace_device, what, run.progress_lines));
+                                 device, what, run.progress_lines));
   }
   const std::vector<PackMeasure> m = measure_packs(run, ids.size());
   std::vector<std::string> missing;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (m[i].spans == 0 && clock_mhz[ids[i]] > 0)
-      missing.push_back(fmt::format("{} ('{}')", i, sp.policy.gpus.front().packs[i].start.op_name));
+      missing.push_back(fmt::format("{} ('{}')", i, section->packs[i].start.op_name));
   }
   if (!missing.empty()) {
     throw InputError(trace.meta.path,
                      fmt::format("the packs of the trace were not seen in the workload: {} of {} packs of GPU {} "
                                  "never started during {}: {}",
-                                 missing.size(), ids.size(), options_.trace_device, what,
+                                 missing.size(), ids.size(), device, what,
                                  one_line(fmt::format("{}", fmt::join(missing, ", ")), 200)));
   }
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -220,7 +306,7 @@ runtime::RunMeasurement WorkloadBackend::run_static(const trace::Trace& trace, c
                                                     double clock_mhz) {
   const StaticPolicy sp = static_policy(trace, packs, gpu_, clock_mhz);
   const WorkloadRun run = this->run(sp.policy, clock_mhz, fmt::format("the static run at {:.0f} MHz", clock_mhz));
-  const IterationMeasure m = measure_iteration(run);
+  const IterationMeasure m = iteration(run);
   runtime::RunMeasurement out;
   out.time_ns = m.time_ns;
   out.energy_j = m.energy_j;
@@ -231,7 +317,7 @@ runtime::RunMeasurement WorkloadBackend::run_static(const trace::Trace& trace, c
 runtime::RunMeasurement WorkloadBackend::run_policy(const trace::Trace&, const pack::PackRun&,
                                                     const policy::Policy& policy, const std::vector<double>&) {
   const WorkloadRun run = this->run(policy, 0, "the EMO policy run");
-  const IterationMeasure m = measure_iteration(run);
+  const IterationMeasure m = iteration(run);
   runtime::RunMeasurement out;
   out.time_ns = m.time_ns;
   out.energy_j = m.energy_j;

@@ -8,9 +8,17 @@
 //   * evaluation: one run at the max clock (baseline), one at the static clock the models predict
 //     best within the target, one with EMO's policy (the runtime doing its switches).
 // Clocks are reset after every run, whatever the workload did (run_policy's guarantee).
+//
+// A job (the linked traces of several ranks, docs/multi-rank.md) runs on every GPU of the node
+// at once: each profiling run locks every GPU at its clock; each rank's section is routed to the
+// GPU its process names in its hello line (runtime::GpuRouter, as `emo run` routes a job's
+// policy), else to the NVML GPU of the section's index; each pack is measured on that GPU's
+// energy counter, read at its section's pack starts; a run's iteration is the slowest section's
+// and its energy the sum over the sections' GPUs.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,7 +44,17 @@ struct WorkloadRun {
   int exit_code = 0;                      ///< The workload's (128 + signal when killed).
   std::int64_t progress_lines = 0;        ///< Every progress line received (any GPU).
   std::int64_t switches = 0;              ///< Clock switches the runtime issued.
+  /// A job (several GPUs; `samples` then empty): per policy section, its pack starts with the
+  /// counter of the GPU the section was routed to; that GPU's NVML index; each GPU's counter (J)
+  /// at the run's start and end.
+  std::map<std::int32_t, std::vector<ProgressSample>> section_samples;
+  std::map<std::int32_t, std::int32_t> section_gpu;
+  std::map<std::int32_t, std::pair<double, double>> gpu_energy_j;
 };
+
+/// The run as one section of a job saw it: that section's pack starts, its GPU's counter at the
+/// run's start and end (0 when the section never started a pack), the run's wall times.
+WorkloadRun section_run(const WorkloadRun& run, std::int32_t section);
 
 /// A pack's time and energy in one run.
 struct PackMeasure {
@@ -70,6 +88,18 @@ struct IterationMeasure {
 /// (wall time, counter) when pack 0 started fewer than twice.
 IterationMeasure measure_iteration(const WorkloadRun& run);
 
+/// A job's iteration: measure_iteration of each section of `run` (section_run); time = the
+/// slowest section's, energy = the sum over the sections, periods = the fewest seen. A run with no
+/// section: the whole run (wall time, every GPU's counter).
+IterationMeasure measure_job_iteration(const WorkloadRun& run);
+
+/// The GPUs of a job (WorkloadBackend's job constructor): NVML index -> device, and their
+/// identities for routing the processes' hello lines (runtime::GpuRouter).
+struct JobGpus {
+  std::map<std::int32_t, runtime::Device*> devices;
+  std::vector<runtime::GpuIdentity> ids;
+};
+
 /// How to run the workload.
 struct WorkloadOptions {
   std::vector<std::string> command;  ///< argv (non-empty).
@@ -80,6 +110,9 @@ struct WorkloadOptions {
   std::int32_t trace_device = -1;
   std::string log_prefix;            ///< Per-run JSON-lines runtime logs PREFIX.N.jsonl ("" = none).
   std::string label;                 ///< The GPU in outputs, e.g. "GPU 0 (NVIDIA H200)".
+  /// The guardian each run starts before touching a clock (RunOptions::guardian_command, e.g.
+  /// {"/usr/bin/emo", "__guardian"}): clocks reset even after kill -9 of `emo optimize`. Empty = none.
+  std::vector<std::string> guardian_command;
 };
 
 /// A real GPU running the workload (see the file comment). `device` is the GPU whose clocks are
@@ -89,13 +122,18 @@ class WorkloadBackend final : public runtime::OptimizeBackend {
  public:
   /// Throws std::invalid_argument when options.command is empty.
   WorkloadBackend(runtime::Device& device, const model::GpuSpec& gpu, WorkloadOptions options);
+  /// A job's workload on several GPUs (see the file comment); every GPU in `gpus` is locked in the
+  /// profiling and static runs and reset after each run; device() is the first. Throws
+  /// std::invalid_argument when options.command or gpus.devices is empty.
+  WorkloadBackend(JobGpus gpus, const model::GpuSpec& gpu, WorkloadOptions options);
 
   runtime::Device& device() override { return device_; }
   bool static_oracle() const override { return false; }
   int max_validation_runs() const override { return 1; }
   std::int64_t workload_runs() const override { return workload_runs_; }
   std::string label() const override { return options_.label; }
-  /// One run per profiling clock. Throws emo::InputError when the packs span several GPUs, when
+  /// One run per profiling clock. Throws emo::InputError when the packs span several GPUs (not a
+  /// job), when
   /// the workload exits non-zero, when no pack start (or not every pack's) was seen, and what the
   /// device throws.
   runtime::PackProfiles profile_packs(const trace::Trace& trace, const pack::PackRun& packs,
@@ -122,11 +160,21 @@ class WorkloadBackend final : public runtime::OptimizeBackend {
   /// or not every measured pack's was seen, and what run() throws.
   void measure_run(const trace::Trace& trace, const StaticPolicy& sp, double lock_mhz,
                    const std::vector<double>& clock_mhz, const std::string& what, runtime::PackProfiles& out);
+  /// measure_run's part for section `device` (policy pack ids `ids`) in `run` (as that section saw it).
+  void measure_section(const trace::Trace& trace, const StaticPolicy& sp, std::int32_t device, const WorkloadRun& run,
+                       const std::vector<double>& clock_mhz, const std::string& what, runtime::PackProfiles& out) const;
+  /// Sets the job's runs up in `ro` (its GPUs, locked at `static_clock_mhz` when > 0) and
+  /// records each section's pack starts and the counters in `out`; returns the devices to drive.
+  std::map<std::int32_t, runtime::Device*> job_run_options(runtime::RunOptions& ro, double static_clock_mhz,
+                                                           WorkloadRun& out);
+  /// The iteration of `run`: measure_iteration, or measure_job_iteration for a job.
+  IterationMeasure iteration(const WorkloadRun& run) const;
 
   runtime::Device& device_;
   const model::GpuSpec& gpu_;
   WorkloadOptions options_;
   std::int64_t workload_runs_ = 0;
+  JobGpus job_;  ///< Empty devices: one trace on one GPU (device_).
 };
 
 }  // namespace emo::driver

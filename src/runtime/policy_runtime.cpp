@@ -646,7 +646,10 @@ class PolicyRun {
                                          p->pack, p->iteration, log_.ms(p->t_ns)),
                now);
     const auto it = planner_of_.find(p->device);
-    if (it == planner_of_.end() || stopped_ || !router_.accepts(*p)) return;
+    const bool routed = it != planner_of_.end() && router_.accepts(*p);
+    if (routed) routed_sections_.insert(p->device);
+    if (routed && o_.on_routed_pack_start) o_.on_routed_pack_start(*p, router_.gpu_of(p->device));
+    if (!routed || stopped_) return;
     if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
   }
 
@@ -738,11 +741,13 @@ class PolicyRun {
     sigprocmask(SIG_SETMASK, &old, nullptr);
   }
 
-  /// Once any process has said hello (or the policy is a job's), a section nobody claimed is
+  /// Once any process has said hello (or the policy is a job's), a section nobody claimed and
+  /// whose pack starts were never acted upon (without a hello: on the GPU of its own index) is
   /// worth a line: its GPU, if any, ran at default clocks.
   void warn_unclaimed() const {
     if (router_.claims() == 0 && !is_job(o_.policy)) return;
     for (std::int32_t d : router_.unclaimed()) {
+      if (routed_sections_.contains(d)) continue;
       const auto& g = planners_[planner_of_.at(d)].gpu();
       std::fprintf(stderr, "emo run: warning: no process reported policy section %d%s; its clocks were not switched\n",
                    d, g.rank >= 0 ? fmt::format(" (rank {})", g.rank).c_str() : "");
@@ -811,6 +816,7 @@ class PolicyRun {
   std::int64_t timeout_ns_ = 0;         ///< When --timeout stops the command.
   bool own_tty_ = false;                ///< The command was given the terminal.
   std::string partial_;                 ///< Incomplete progress line.
+  std::set<std::int32_t> routed_sections_;  ///< Sections with a pack start acted upon (GpuRouter::accepts).
 };
 
 }  // namespace

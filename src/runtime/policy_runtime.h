@@ -208,6 +208,12 @@ struct RunOptions {
   /// Called for each pack start received (any device), before switches are planned; used to
   /// read the energy counter at each pack start. Exceptions from it propagate (clocks are reset).
   std::function<void(const PackStarted&)> on_pack_start;
+  /// Called for each pack start the runtime acts on (its section is in the policy and
+  /// GpuRouter::accepts it), after on_pack_start, with the NVML index its section's switches go to
+  /// (GpuRouter::gpu_of: the GPU its process claimed by hello, else the section's own index);
+  /// `emo optimize --device nvml` on a job reads that GPU's energy counter. Exceptions propagate
+  /// (clocks are reset).
+  std::function<void(const PackStarted&, std::int32_t nvml_gpu)> on_routed_pack_start;
   /// The guardian to start before any clock is touched (runtime/guardian.h), e.g.
   /// {"/usr/bin/emo", "__guardian"}; empty = none. Not started in a dry run.
   std::vector<std::string> guardian_command;

@@ -18,11 +18,19 @@ progress pipe ($EMO_PROGRESS_FD), one write per line:
     H PID RANK SECTION UUID
     P SECTION 0 0 T_NS PID          (pack 0 of iteration 0, T_NS = CLOCK_MONOTONIC)
 and sleeps --hold seconds so that `emo run` plays the rest of the section's switches.
+
+  fake_launcher.py --nproc N --visible 1,0 -- CMD ARGS...
+
+starts N processes of CMD instead (e.g. tests/cli/fake_workload.py), each with the same
+environment as a worker (torch variables, WORLD_SIZE), and FAKE_BARRIER_DIR, a directory made
+fresh for this launch, for their collectives.
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -57,7 +65,9 @@ def main():
     a.add_argument("--hold", type=float, default=0.3)
     a.add_argument("--exit", default="", help="R=CODE: worker R exits with CODE")
     a.add_argument("--stagger", type=float, default=0, help="seconds between worker starts (a known order)")
-    o = a.parse_args()
+    argv = sys.argv[1:]
+    command = argv[argv.index("--") + 1:] if "--" in argv else []
+    o = a.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if o.worker:
         worker(o.hold)
         code = os.environ.get("FAKE_EXIT_CODE")
@@ -65,6 +75,7 @@ def main():
     ranks = [int(r) for r in o.ranks.split(",")] if o.ranks else list(range(o.nproc))
     bad_rank, bad_code = (o.exit.split("=") + [""])[:2] if o.exit else ("", "")
     procs = []
+    barrier_dir = tempfile.mkdtemp(prefix="fake-barrier-") if command else None
     for local, rank in enumerate(ranks):
         if local > 0:
             time.sleep(o.stagger)
@@ -75,9 +86,13 @@ def main():
             env.update(OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_LOCAL_RANK=str(local))
         if bad_rank == str(rank):
             env["FAKE_EXIT_CODE"] = bad_code
-        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", "--hold", str(o.hold)], env=env,
-                                      pass_fds=(int(os.environ["EMO_PROGRESS_FD"]),)))
+        if command:
+            env.update(FAKE_BARRIER_DIR=barrier_dir, WORLD_SIZE=str(len(ranks)))
+        argv = command or [sys.executable, __file__, "--worker", "--hold", str(o.hold)]
+        procs.append(subprocess.Popen(argv, env=env, pass_fds=(int(os.environ["EMO_PROGRESS_FD"]),)))
     codes = [p.wait() for p in procs]
+    if barrier_dir:
+        shutil.rmtree(barrier_dir, ignore_errors=True)
     sys.exit(next((c for c in codes if c != 0), 0))
 
 

@@ -17,6 +17,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_STATE=$dir/clock EMO_FAKE_NVML_POWER_CURVE=60,240,3
+export EMO_STATE_DIR=$dir/state  # the guardian's lock records (docs/runtime.md)
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS EMO_FAKE_NVML_LOG
 source "$HERE/check_lib.sh"  # ok, bad, expect_error, require_tool
 require_tool python3
@@ -170,6 +171,29 @@ err=$(EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown 0.
   -- bash -c 'kill -SEGV $$' 2>&1 >/dev/null); rc=$?
 if [[ $rc -eq 2 && "$err" == *"was killed by signal 11 during profiling at 1410 MHz"* && "$(setters "$log")" == "$want" ]]; then
   ok "crashing workload: $err"; else bad "crashing workload: rc=$rc <<$err>> setters=$(setters "$log")"; fi
+
+# kill -9 of emo optimize while a profiling run's workload runs (its clock locked at 1410 MHz):
+# the guardian each run starts resets the GPU (SM and memory locked clocks) within 1 s.
+log=$dir/kill9.log
+EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown 0.05 --device nvml --no-tracer \
+  -- python3 "$HERE/fake_workload.py" 1000 0 $PACKS >/dev/null 2>"$dir/kill9.err" &
+emo_pid=$!
+for _ in $(seq 500); do grep -q '^nvmlDeviceSetGpuLockedClocks 0 1410 1410' "$log" 2>/dev/null && break; sleep 0.01; done
+sleep 0.2  # the workload is running at the locked clock
+before=$(wc -l < "$log")
+t0=$(date +%s%N)
+kill -KILL "$emo_pid"
+guardian_resets="nvmlDeviceResetGpuLockedClocks 0;nvmlDeviceResetMemoryLockedClocks 0;"
+resets_after() { tail -n +$((before + 1)) "$log" | grep -E '^nvmlDevice(Set|Reset)' | tr '\n' ';'; }
+for _ in $(seq 100); do [[ "$(resets_after)" == "$guardian_resets" ]] && break; sleep 0.01; done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait "$emo_pid" 2>/dev/null
+if [[ "$(resets_after)" == "$guardian_resets" && $ms -lt 1000 ]] \
+   && grep -q "emo guardian: emo run (pid $emo_pid) ended without resetting clocks: reset GPU 0" "$dir/kill9.err"; then
+  ok "kill -9 of emo optimize mid-profiling: GPU 0 reset by the guardian ${ms} ms after the kill"
+else bad "kill -9 of emo optimize: after ${ms} ms <<$(resets_after)>> $(cat "$dir/kill9.err")"; fi
+for _ in $(seq 100); do [[ -z "$(ls "$dir/state" 2>/dev/null)" ]] && break; sleep 0.01; done
+[[ -z "$(ls "$dir/state" 2>/dev/null)" ]] && ok "kill -9: the lock record removed" || bad "lock record left: $(ls "$dir/state")"
 
 T=$dir/trace.json
 expect_error nvml_without_command "--device nvml: needs the workload" "$EMO" optimize "$T" --max-slowdown 0.05 --device nvml

@@ -2,6 +2,8 @@
 // counter readings (policy/workload_backend.h), on synthetic runs.
 #include "driver/workload_backend.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace emo::driver {
@@ -78,6 +80,37 @@ TEST(MeasureIteration, MedianPeriodAndMedianEnergy) {
   EXPECT_EQ(w.periods, 0);
   EXPECT_EQ(w.time_ns, once.end_ns - once.start_ns);
   EXPECT_NEAR(w.energy_j, once.end_energy_j, 1e-9);
+}
+
+// A job: section 0 (packs of 10 + 20 ms at 100 W: 30 ms, 3 J an iteration) routed to NVML GPU 1,
+// section 1 (10 + 25 ms at 200 W: 35 ms, 7 J) to GPU 0. By hand: the job's iteration is the
+// slowest section's 35 ms and 3 + 7 = 10 J; each section sees its own GPU's counter.
+TEST(MeasureJobIteration, SlowestSectionsTimeAndTheSumOfTheGpusEnergies) {
+  const WorkloadRun s0 = steady_run({10, 20}, 6, 100), s1 = steady_run({10, 25}, 6, 200);
+  WorkloadRun job;
+  job.start_ns = s0.start_ns;
+  job.end_ns = std::max(s0.end_ns, s1.end_ns);
+  job.section_samples = {{0, s0.samples}, {1, s1.samples}};
+  for (auto& sample : job.section_samples[1]) sample.start.device = 1;
+  job.section_gpu = {{0, 1}, {1, 0}};
+  job.gpu_energy_j = {{1, {s0.start_energy_j, s0.end_energy_j}}, {0, {s1.start_energy_j, s1.end_energy_j}}};
+  const WorkloadRun v1 = section_run(job, 1);
+  EXPECT_EQ(v1.samples.size(), 12U);
+  EXPECT_DOUBLE_EQ(v1.end_energy_j, s1.end_energy_j);  // GPU 0's counter
+  EXPECT_DOUBLE_EQ(section_run(job, 0).end_energy_j, s0.end_energy_j);
+  const IterationMeasure m = measure_job_iteration(job);
+  EXPECT_EQ(m.periods, 5);
+  EXPECT_EQ(m.time_ns, 35 * kMs);
+  EXPECT_NEAR(m.energy_j, 10.0, 1e-9);
+  // No pack start at all: the whole run, every GPU's counter.
+  job.section_samples.clear();
+  const IterationMeasure w = measure_job_iteration(job);
+  EXPECT_EQ(w.periods, 0);
+  EXPECT_EQ(w.time_ns, job.end_ns - job.start_ns);
+  EXPECT_NEAR(w.energy_j, s0.end_energy_j + s1.end_energy_j, 1e-9);
+  // A section never seen: no samples, no counter.
+  EXPECT_TRUE(section_run(job, 7).samples.empty());
+  EXPECT_EQ(section_run(job, 7).end_energy_j, 0);
 }
 
 }  // namespace

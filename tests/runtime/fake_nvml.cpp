@@ -12,14 +12,15 @@
 //                        nvmlDeviceSetGpuLockedClocks=4 for "no permission")
 //   EMO_FAKE_NVML_POWER_W  constant board power (default 100 W); the energy counter is
 //                        power × CLOCK_MONOTONIC time, in mJ
-//   EMO_FAKE_NVML_POWER_CURVE  "STATIC,DYNAMIC,GAMMA": instead, GPU 0's power depends on its SM
-//                        clock f in effect (1410 MHz when not locked): STATIC + DYNAMIC ·
+//   EMO_FAKE_NVML_POWER_CURVE  "STATIC,DYNAMIC,GAMMA": instead, each GPU's power depends on its
+//                        SM clock f in effect (1410 MHz when not locked): STATIC + DYNAMIC ·
 //                        (f / 1410)^GAMMA W, and its energy counter integrates that power over
 //                        CLOCK_MONOTONIC time from nvmlInit_v2 on, changing at each lock/reset
 //                        (in this process: the one that loaded the stand-in)
-//   EMO_FAKE_NVML_STATE  a file that holds GPU 0's SM clock in effect (MHz, one line), rewritten
-//                        atomically at nvmlInit_v2 and at every SM lock and reset: a fake
-//                        workload reads it to run at the "locked" clock
+//   EMO_FAKE_NVML_STATE  a file STATE that holds GPU 0's SM clock in effect (MHz, one line), and
+//                        STATE.I the clock of GPU I (every GPU, 0 included), each rewritten
+//                        atomically at nvmlInit_v2 and at every SM lock and reset of its GPU: a
+//                        fake workload reads its GPU's to run at the "locked" clock
 // Identities: GPU i has the UUID "GPU-fake-0000-0000-0000-00000000000i" (i in decimal, 12 digits).
 // Supported clocks: memory 1593 MHz; SM 1410 down to 210 MHz in 15 MHz steps (an A100's).
 #include <fcntl.h>
@@ -40,6 +41,8 @@ struct FakeGpu {
   std::string name;
   unsigned locked_sm = 0;   // 0 = not locked
   unsigned locked_mem = 0;
+  double energy_mj = 0;     // EMO_FAKE_NVML_POWER_CURVE: accumulated up to since_s
+  double since_s = 0;
 };
 
 std::vector<FakeGpu> g_gpus;
@@ -84,11 +87,9 @@ std::vector<unsigned> sm_clocks() {
 
 std::string to_s(long v) { return std::to_string(v); }
 
-// EMO_FAKE_NVML_POWER_CURVE: power of GPU 0 as a function of its SM clock, integrated piecewise.
+// EMO_FAKE_NVML_POWER_CURVE: power of each GPU as a function of its SM clock, integrated piecewise.
 bool g_curve = false;
 double g_static_w = 0, g_dynamic_w = 0, g_gamma = 1;
-double g_energy_mj = 0;  // accumulated up to g_since_s
-double g_since_s = 0;
 
 double now_s() {
   timespec ts{};
@@ -98,28 +99,34 @@ double now_s() {
 
 unsigned sm_clock_in_effect(std::size_t i) { return g_gpus[i].locked_sm != 0 ? g_gpus[i].locked_sm : 1410; }
 
-double curve_power_w() {
-  const double x = (g_gpus.empty() ? 1410.0 : sm_clock_in_effect(0)) / 1410.0;
+double curve_power_w(std::size_t i) {
+  const double x = sm_clock_in_effect(i) / 1410.0;
   return g_static_w + g_dynamic_w * std::pow(x, g_gamma);
 }
 
-/// Adds GPU 0's energy up to now at the power in effect; call before its clock changes.
-void accumulate() {
+/// Adds GPU i's energy up to now at the power in effect; call before its clock changes.
+void accumulate(std::size_t i) {
   const double t = now_s();
-  g_energy_mj += curve_power_w() * (t - g_since_s) * 1000;
-  g_since_s = t;
+  g_gpus[i].energy_mj += curve_power_w(i) * (t - g_gpus[i].since_s) * 1000;
+  g_gpus[i].since_s = t;
 }
 
-/// Writes GPU 0's clock in effect to EMO_FAKE_NVML_STATE (write a temporary file, rename).
-void write_state() {
-  const char* path = std::getenv("EMO_FAKE_NVML_STATE");
-  if (path == nullptr || *path == '\0' || g_gpus.empty()) return;
-  const std::string tmp = std::string(path) + ".tmp";
+/// Writes `mhz` to `path` atomically (a temporary file, renamed).
+void write_clock_file(const std::string& path, unsigned mhz) {
+  const std::string tmp = path + ".tmp";
   if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-    std::fprintf(f, "%u\n", sm_clock_in_effect(0));
+    std::fprintf(f, "%u\n", mhz);
     std::fclose(f);
-    std::rename(tmp.c_str(), path);
+    std::rename(tmp.c_str(), path.c_str());
   }
+}
+
+/// Writes GPU i's clock in effect to EMO_FAKE_NVML_STATE.i, and GPU 0's to EMO_FAKE_NVML_STATE.
+void write_state(std::size_t i) {
+  const char* path = std::getenv("EMO_FAKE_NVML_STATE");
+  if (path == nullptr || *path == '\0' || i >= g_gpus.size()) return;
+  if (i == 0) write_clock_file(path, sm_clock_in_effect(0));
+  write_clock_file(std::string(path) + "." + std::to_string(i), sm_clock_in_effect(i));
 }
 
 }  // namespace
@@ -154,12 +161,14 @@ __attribute__((visibility("default"))) int nvmlInit_v2() {
   g_curve = false;
   if (const char* c = std::getenv("EMO_FAKE_NVML_POWER_CURVE")) {
     g_curve = std::sscanf(c, "%lf,%lf,%lf", &g_static_w, &g_dynamic_w, &g_gamma) == 3;
-    g_energy_mj = 1e6;  // a counter that started long ago
-    g_since_s = now_s();
+    for (FakeGpu& g : g_gpus) {
+      g.energy_mj = 1e6;  // a counter that started long ago
+      g.since_s = now_s();
+    }
   }
   const int rc = enter("nvmlInit_v2");
   g_initialised = rc == 0;
-  if (g_initialised) write_state();
+  for (std::size_t i = 0; g_initialised && i < g_gpus.size(); ++i) write_state(i);
   return rc;
 }
 
@@ -235,16 +244,16 @@ __attribute__((visibility("default"))) int nvmlDeviceGetClockInfo(void* h, int t
 __attribute__((visibility("default"))) int nvmlDeviceGetPowerUsage(void* h, unsigned* mw) {
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceGetPowerUsage", to_s(i))) return rc;
-  *mw = static_cast<unsigned>((g_curve && i == 0 ? curve_power_w() : g_power_w) * 1000);
+  *mw = static_cast<unsigned>((g_curve && i >= 0 ? curve_power_w(static_cast<std::size_t>(i)) : g_power_w) * 1000);
   return 0;
 }
 
 __attribute__((visibility("default"))) int nvmlDeviceGetTotalEnergyConsumption(void* h, unsigned long long* mj) {
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceGetTotalEnergyConsumption", to_s(i))) return rc;
-  if (g_curve && i == 0) {
-    accumulate();
-    *mj = static_cast<unsigned long long>(g_energy_mj);
+  if (g_curve && i >= 0) {
+    accumulate(static_cast<std::size_t>(i));
+    *mj = static_cast<unsigned long long>(g_gpus[static_cast<std::size_t>(i)].energy_mj);
     return 0;
   }
   *mj = static_cast<unsigned long long>(g_power_w * now_s() * 1000);
@@ -255,9 +264,9 @@ __attribute__((visibility("default"))) int nvmlDeviceSetGpuLockedClocks(void* h,
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceSetGpuLockedClocks", to_s(i) + " " + to_s(lo) + " " + to_s(hi))) return rc;
   if (i < 0) return 2;
-  if (g_curve && i == 0) accumulate();
+  if (g_curve) accumulate(static_cast<std::size_t>(i));
   g_gpus[i].locked_sm = hi;
-  if (i == 0) write_state();
+  write_state(static_cast<std::size_t>(i));
   return 0;
 }
 
@@ -265,9 +274,9 @@ __attribute__((visibility("default"))) int nvmlDeviceResetGpuLockedClocks(void* 
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceResetGpuLockedClocks", to_s(i))) return rc;
   if (i < 0) return 2;
-  if (g_curve && i == 0) accumulate();
+  if (g_curve) accumulate(static_cast<std::size_t>(i));
   g_gpus[i].locked_sm = 0;
-  if (i == 0) write_state();
+  write_state(static_cast<std::size_t>(i));
   return 0;
 }
 

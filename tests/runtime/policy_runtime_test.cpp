@@ -239,6 +239,35 @@ TEST_F(RunPolicy, StaticRunLocksBeforeTheCommandAndReportsEachPackStart) {
                                                  "nvmlDeviceResetGpuLockedClocks 0"}));
 }
 
+// A job's policy on 2 GPUs: rank 0's process says it runs on NVML GPU 1, rank 1's on GPU 0; a
+// third process reporting section 1 (claimed by rank 1's) is not acted upon. on_routed_pack_start
+// sees the two accepted pack starts, each with the GPU its section was routed to.
+TEST_F(RunPolicy, RoutedPackStartsNameTheClaimedGpu) {
+  setenv("EMO_FAKE_NVML_GPUS", "NVIDIA A100-SXM4-80GB,NVIDIA A100-SXM4-80GB", 1);
+  const auto nvml = Nvml::open();
+  NvmlDevice gpu0(nvml, 0), gpu1(nvml, 1);
+  options_.policy.gpus = {three_packs({990, 990, 990}, 990), three_packs({990, 990, 990}, 990)};
+  for (int r = 0; r < 2; ++r) {
+    options_.policy.gpus[r].device = r;
+    options_.policy.gpus[r].rank = r;
+    options_.gpus.push_back({r, nvml->uuid(static_cast<unsigned>(r)), ""});
+  }
+  options_.start_clock_mhz = {{0, 990}, {1, 990}};
+  std::vector<std::pair<std::int32_t, std::int32_t>> routed;  // section, NVML GPU
+  int all = 0;
+  options_.on_pack_start = [&](const PackStarted&) { ++all; };
+  options_.on_routed_pack_start = [&](const PackStarted& p, std::int32_t gpu) { routed.emplace_back(p.device, gpu); };
+  script("f=$EMO_PROGRESS_FD; echo 'H 111 0 0 GPU-fake-0000-0000-0000-000000000001' >&$f; echo 'P 0 0 0 5 111' >&$f; "
+         "echo 'H 222 1 1 GPU-fake-0000-0000-0000-000000000000' >&$f; echo 'P 1 0 0 6 222' >&$f; "
+         "echo 'P 1 1 0 7 333' >&$f; sleep 0.05");
+  const RunReport r = run_policy(options_, {{0, &gpu0}, {1, &gpu1}});
+  unsetenv("EMO_FAKE_NVML_GPUS");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.hellos, 2);
+  EXPECT_EQ(all, 3);
+  EXPECT_EQ(routed, (std::vector<std::pair<std::int32_t, std::int32_t>>{{0, 1}, {1, 0}}));
+}
+
 TEST_F(RunPolicy, DryRunNeverCallsASetter) {
   script("echo 'P 0 0 0' >&$EMO_PROGRESS_FD; echo 'P 0 1 0' >&$EMO_PROGRESS_FD; echo garbage >&$EMO_PROGRESS_FD; "
          "sleep 0.1");
