@@ -14,8 +14,8 @@
 # (r = 1410/f) rank 1 waits (2 + 58r) - (55 + 5r) = 53 (r - 1) ms in it. Expected pack times:
 #   pack 0 (rank 0 gemm_big) 2 + 58r; pack 1 (rank 0) 25 + 20r; pack 2 (rank 1 copy_mem) 55 + 5r;
 #   pack 3 (rank 1, with the wait) 53 (r - 1) + 25 + 20r.
-# Checks: every profiling / refinement / baseline / static run resets both GPUs, locks both at its
-# clock, resets both (exact stand-in log); in the EMO run each GPU gets only its rank's section's
+# Checks: every profiling / refinement / baseline / static run resets each GPU just before locking
+# it at the run's clock, and resets both at the end (exact stand-in log); in the EMO run each GPU gets only its rank's section's
 # clocks (and the default), reset at the end; hellos route rank 0 to GPU 1 and rank 1 to GPU 0;
 # the pack times and energies above; simulated = false; a policy of two sections with ranks.
 # Usage: optimize_nvml_job_test.sh PATH/TO/emo PATH/TO/libemo_fake_nvml.so
