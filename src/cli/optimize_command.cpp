@@ -344,7 +344,10 @@ void run_decomposed(const trace::Trace& t, const OptimizeCliOptions& o, const dr
   };
   const driver::DecomposedSolve d = solve();
   bar.finish();
-  if (o.json_out != "-") fmt::print("{}{}{}", output::job_text(t, a), gpu.note, output::to_text(d));
+  if (o.json_out != "-") {
+    fmt::print("{}: whole trace, GPU {} — decomposed solve, simulated device\n{}{}{}", t.meta.path, gpu.spec->id,
+               output::job_text(t, a), gpu.note, output::to_text(d));
+  }
   docs.push_back(output::to_json(d));
   docs.back()["trace"] = t.meta.path;
   docs.back()["gpu"] = gpu.spec->id;

@@ -27,6 +27,16 @@ require_tool() {
   for c in "$@"; do command -v "$c" >/dev/null || skip_or_fail "$c not installed (scripts/setup-deps.sh installs it)"; done
 }
 
+# require_built FILE...: a library or program the tests build (e.g. the NVML stand-in): a
+# partial build (only `--target emo`, as scripts/main-job.sh does) skips the script, loudly;
+# under CI=true it fails.
+require_built() {
+  local f
+  for f in "$@"; do
+    [[ -f "$f" ]] || skip_or_fail "$f is not built (cmake --build build builds every test's target)"
+  done
+}
+
 # require_data FILE...: the shared real data (../shared/data, or $EMO_DATA_DIR). When a file is
 # missing the whole script is skipped, loudly (exit 77), except under CI=true, where it fails.
 DATA=${EMO_DATA_DIR:-${EMO_DEFAULT_DATA_DIR:-}}

@@ -15,6 +15,7 @@ export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_LOG=$dir/nvml.log EMO_STATE_DIR=$dir
 export EMO_FAKE_NVML_GPUS="$A100,$A100,$A100"
 unset EMO_FAKE_NVML_FAIL
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool
+require_built "$FAKE"
 require_tool python3
 setters() { grep -E '^nvmlDevice(Set|Reset)' "${1:-$dir/nvml.log}" 2>/dev/null | tr '\n' ';'; }
 fresh() { rm -f "$dir/nvml.log" "$dir"/*.pid "$dir/err" "$dir/run.log"; }

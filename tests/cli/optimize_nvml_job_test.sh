@@ -30,6 +30,7 @@ export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_STATE=$dir/clock EMO_FAKE_NVML_POWER
 export EMO_FAKE_NVML_GPUS="$A100,$A100" EMO_STATE_DIR=$dir/state EMO_FAKE_NVML_LOG=$dir/nvml.log
 unset EMO_FAKE_NVML_FAIL
 source "$HERE/check_lib.sh"  # ok, bad, expect_error, require_tool
+require_built "$FAKE"
 require_tool python3
 
 python3 - "$dir" <<'PY'

@@ -20,6 +20,7 @@ export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_STATE=$dir/clock EMO_FAKE_NVML_POWER
 export EMO_STATE_DIR=$dir/state  # the guardian's lock records (docs/runtime.md)
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS EMO_FAKE_NVML_LOG
 source "$HERE/check_lib.sh"  # ok, bad, expect_error, require_tool
+require_built "$FAKE"
 require_tool python3
 setters() { grep -E '^nvmlDevice(Set|Reset)GpuLocked' "$1" 2>/dev/null | tr '\n' ';'; }
 

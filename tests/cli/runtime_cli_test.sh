@@ -14,6 +14,7 @@ export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_LOG=$dir/nvml.log
 unset EMO_FAKE_NVML_FAIL EMO_FAKE_NVML_GPUS
 export EMO_STATE_DIR=$dir/state  # lock records (docs/runtime.md, stale-lock note) stay in this test
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool
+require_built "$FAKE"
 require_tool python3
 setters() { grep -E '^nvmlDevice(Set|Reset)' "$dir/nvml.log" 2>/dev/null | tr '\n' ';'; }
 fresh() { rm -f "$dir/nvml.log"; }

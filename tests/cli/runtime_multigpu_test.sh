@@ -16,6 +16,7 @@ A100="NVIDIA A100-SXM4-80GB"
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_LOG=$dir/nvml.log EMO_FAKE_NVML_GPUS="$A100,$A100,$A100,$A100"
 unset EMO_FAKE_NVML_FAIL
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool, DATA
+require_built "$FAKE"
 require_tool python3
 LAUNCH="$(dirname "$0")/fake_launcher.py"
 # setters_of GPU: that GPU's setter calls, in order, ';'-separated, the GPU index left out.
