@@ -36,12 +36,10 @@ JobComparison compare_with_independent(const trace::Trace& job, const OptimizeRe
     independent[n] = clock_of_row[rank][source];
   }
   const double f_max = gpu.max_sm_clock_mhz();
-  std::vector<double> baseline(g.nodes(), 0.0);
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) baseline[n] = g.gpu[n] ? f_max : 0.0;
   for (std::uint32_t n = 0; n < g.nodes(); ++n) {
     if (g.gpu[n] && independent[n] <= 0) independent[n] = f_max;  // an op in no pack alone
   }
-  out.baseline = run_job_plan(job, g, gpu, options.seed, baseline);
+  out.baseline = run_job_plan(job, g, gpu, options.seed, static_clocks(g, f_max));
   out.joint = run_job_plan(job, g, gpu, options.seed,
                            runtime::node_clocks(g, joint.packs.packing, joint.plan().pack_clock_mhz));
   out.independent = run_job_plan(job, g, gpu, options.seed, independent);

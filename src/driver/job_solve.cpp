@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/progress.h"
 #include "graph/dep_graph.h"
 #include "runtime/sim_backend.h"
@@ -47,6 +48,12 @@ Evaluated run_job_plan(const trace::Trace& job, const graph::DepGraph& g, const 
   o.seed = seed + 1;
   const runtime::SimRunResult res = runtime::run_on_sim(job, g, device, node_clock_mhz, {}, o);
   return {res.makespan_ns, res.energy_j, 0};
+}
+
+std::vector<double> static_clocks(const graph::DepGraph& g, double f_mhz) {
+  std::vector<double> clock(g.nodes(), 0.0);
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) clock[n] = g.gpu[n] ? f_mhz : 0.0;
+  return clock;
 }
 
 void check_rank_traces(const trace::Trace& job, std::size_t rank_traces, const char* who) {
@@ -165,32 +172,23 @@ std::vector<RankPlan> solve_ranks(std::vector<trace::Trace>& cuts, const model::
                                   const OptimizeOptions& options, const DecomposedOptions& how, int round) {
   const std::size_t n = cuts.size();
   std::vector<RankPlan> plans(n);
-  std::atomic<std::size_t> next{0}, done{0};
+  std::atomic<std::size_t> done{0};
   std::exception_ptr error;
   std::mutex error_mutex;
-  auto one = [&](std::size_t i) {
-    try {
-      plans[i] = solve_rank(cuts[i], gpu, options);
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-    }
-    ++done;
-  };
-  auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) one(i);
-  };
-  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t threads = std::max<std::size_t>(1, std::min(how.threads <= 0 ? hw : static_cast<std::size_t>(how.threads), n));
   Progress progress(how.progress);
   progress.start(round == 0 ? "ranks (decomposed solve)" : "ranks (decomposed solve, again)", static_cast<std::int64_t>(n));
-  std::vector<std::thread> pool;
-  for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(work);
-  for (std::size_t i = next++; i < n; i = next++) {  // the calling thread works too, and reports
-    one(i);
-    progress.step(static_cast<std::int64_t>(done.load()) - progress.done());
-  }
-  for (std::thread& t : pool) t.join();
+  parallel_for(
+      n, how.threads,
+      [&](std::size_t i) {
+        try {
+          plans[i] = solve_rank(cuts[i], gpu, options);
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+        ++done;
+      },
+      [&] { progress.step(static_cast<std::int64_t>(done.load()) - progress.done()); });
   progress.finish();
   if (error) std::rethrow_exception(error);
   return plans;
@@ -211,14 +209,14 @@ std::vector<double> compose(const trace::Trace& job, const graph::DepGraph& g, c
 
 /// The cheapest static clock within `target_ns` on the job's graph, among `clocks_mhz`
 /// (descending; the ranks' option clocks, as optimize()'s static curve): from the max down until
-/// one misses (a lower clock is never faster). {} when none fits.
+/// one misses (a lower clock is never faster). `baseline` is the run at the max clock (not run
+/// again). {} when none fits.
 std::optional<Evaluated> best_static(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
-                                     std::uint64_t seed, TimeNs target_ns, const std::vector<double>& clocks_mhz) {
+                                     std::uint64_t seed, TimeNs target_ns, const std::vector<double>& clocks_mhz,
+                                     const Evaluated& baseline) {
   std::optional<Evaluated> best;
   for (const double f : clocks_mhz) {
-    std::vector<double> clock(g.nodes(), 0.0);
-    for (std::uint32_t n = 0; n < g.nodes(); ++n) clock[n] = g.gpu[n] ? f : 0.0;
-    Evaluated e = run_job_plan(job, g, gpu, seed, clock);
+    Evaluated e = f == gpu.max_sm_clock_mhz() ? baseline : run_job_plan(job, g, gpu, seed, static_clocks(g, f));
     if (e.time_ns > target_ns) break;
     e.clock_mhz = f;
     if (!best || e.energy_j < best->energy_j) best = e;
@@ -269,7 +267,7 @@ void keep_best(const trace::Trace& job, const graph::DepGraph& g, const model::G
   out.policy = job_policy(job, plans);
   out.own_plan = out.plan;
   // Never worse than locking one clock: the cheapest static clock within the target, if cheaper.
-  if (const auto st = best_static(job, g, gpu, options.seed, out.target_ns, common_clocks(plans))) {
+  if (const auto st = best_static(job, g, gpu, options.seed, out.target_ns, common_clocks(plans), out.baseline)) {
     out.static_best = *st;
     if (st->energy_j < out.plan.energy_j || out.plan.time_ns > out.target_ns) {
       out.static_kept = true;
@@ -300,9 +298,7 @@ DecomposedSolve decompose(const trace::Trace& job, const graph::DepGraph& g, con
   DecomposedSolve out;
   out.max_slowdown = options.max_slowdown;
   const double f_max = gpu.max_sm_clock_mhz();
-  std::vector<double> clock(g.nodes(), 0.0);
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) clock[n] = g.gpu[n] ? f_max : 0.0;
-  out.baseline = run_job_plan(job, g, gpu, options.seed, clock);
+  out.baseline = run_job_plan(job, g, gpu, options.seed, static_clocks(g, f_max));
   out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
 
   // Step 1 and 2 (file comment), again once with a smaller stretch when the composed plan misses.

@@ -45,6 +45,9 @@ std::vector<double> op_clocks(const trace::Trace& t, const OptimizeResult& r);
 Evaluated run_job_plan(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
                        std::uint64_t seed, const std::vector<double>& node_clock_mhz);
 
+/// Per node of `g`: `f_mhz` for GPU nodes, 0 for host nodes (a static schedule for run_job_plan).
+std::vector<double> static_clocks(const graph::DepGraph& g, double f_mhz);
+
 /// Throws std::invalid_argument("WHO: ...") unless `job` is a linked trace (trace::link_job) of
 /// `rank_traces` ranks.
 void check_rank_traces(const trace::Trace& job, std::size_t rank_traces, const char* who);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "trace/load.h"
 #include "trace/reduce.h"
 #include "trace/trace_bytes.h"
@@ -39,26 +40,18 @@ Loaded load_indexed(const std::vector<std::string>& paths, const LoadOptions& op
   Loaded r;
   r.traces.resize(n);
   std::vector<std::exception_ptr> errors(n);
-  std::atomic<std::size_t> next{0}, first_failed{n};
-  const auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
-      if (i > first_failed.load()) continue;
-      try {
-        trace::Trace t = trace::load_trace(paths[i]);
-        r.traces[i] = options.reduce ? trace::reduce_for_optimize(std::move(t)) : std::move(t);
-      } catch (...) {
-        errors[i] = std::current_exception();
-        std::size_t seen = first_failed.load();
-        while (i < seen && !first_failed.compare_exchange_weak(seen, i)) {}
-      }
+  std::atomic<std::size_t> first_failed{n};
+  parallel_for(n, options.threads, [&](std::size_t i) {
+    if (i > first_failed.load()) return;
+    try {
+      trace::Trace t = trace::load_trace(paths[i]);
+      r.traces[i] = options.reduce ? trace::reduce_for_optimize(std::move(t)) : std::move(t);
+    } catch (...) {
+      errors[i] = std::current_exception();
+      std::size_t seen = first_failed.load();
+      while (i < seen && !first_failed.compare_exchange_weak(seen, i)) {}
     }
-  };
-  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t threads = std::min(options.threads == 0 ? hw : static_cast<std::size_t>(options.threads), n);
-  std::vector<std::thread> pool;
-  for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  });
   r.failed = first_failed.load();
   if (r.failed < n) r.error = errors[r.failed];
   return r;
