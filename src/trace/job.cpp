@@ -23,8 +23,8 @@ constexpr TimeNs kApartNs = 100'000;                                // 100 us: a
 constexpr std::int64_t kIdStride = std::int64_t{1} << 40;            // per-rank id spaces
 
 /// Rank of trace i: --ranks, else the trace's own.
-std::int32_t rank_of(const std::vector<Trace>& traces, const LinkOptions& o, std::size_t i) {
-  return o.ranks.empty() ? traces[i].meta.rank : o.ranks[i];
+std::int32_t rank_of(const std::vector<RankDigest>& traces, const LinkOptions& o, std::size_t i) {
+  return o.ranks.empty() ? traces[i].rank : o.ranks[i];
 }
 
 /// First and last recorded time of a trace (ns), or {0, 0} when empty.
@@ -35,19 +35,21 @@ std::pair<TimeNs, TimeNs> span_of(const Trace& t) {
   return {t.ops.start_ns.front(), hi};
 }
 
-/// The one GPU device of a trace (kNone when it has no GPU op). Throws when several.
-std::int32_t gpu_device_of(const Trace& t) {
+/// Sets d.device to the one GPU device of `t` (kNone when it has no GPU op), or d.device_error
+/// when there are several.
+void find_gpu_device(const Trace& t, RankDigest& d) {
   std::int32_t dev = static_cast<std::int32_t>(kNone);
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     if (!is_gpu_op(t.ops.kind[i])) continue;
     if (dev != kNone && t.ops.device[i] != dev) {
-      throw InputError(t.meta.path, fmt::format("GPU ops on devices {} and {}: a rank's trace of a linked job must hold "
-                                                "one GPU (pass the traces one GPU per file)",
-                                                dev, t.ops.device[i]));
+      d.device_error = fmt::format("GPU ops on devices {} and {}: a rank's trace of a linked job must hold one GPU "
+                                   "(pass the traces one GPU per file)",
+                                   dev, t.ops.device[i]);
+      return;
     }
     dev = t.ops.device[i];
   }
-  return dev;
+  d.device = dev;
 }
 
 /// "[0, 1, 5]" -> {0, 1, 5}; empty on anything else.
@@ -79,7 +81,7 @@ using Instance = std::vector<Coll>;
 
 class Linker {
  public:
-  Linker(std::vector<Trace>& traces, const LinkOptions& o) : t_(traces), o_(o) {}
+  Linker(const std::vector<RankDigest>& traces, const LinkOptions& o) : t_(traces), o_(o) {}
 
   JobInfo link(std::vector<std::vector<std::int64_t>>& match) {
     validate();
@@ -104,28 +106,28 @@ class Linker {
     std::map<std::int32_t, std::size_t> seen;
     for (std::size_t i = 0; i < t_.size(); ++i) {
       const std::int32_t r = rank_of(t_, o_, i);
-      const Trace& t = t_[i];
-      if (r < 0) throw InputError(t.meta.path, "no rank recorded (give --ranks)");
-      if (t.meta.world_size > 0 && r >= t.meta.world_size) {
-        throw InputError(t.meta.path, fmt::format("rank {} outside world size {}", r, t.meta.world_size));
+      const RankDigest& t = t_[i];
+      if (r < 0) throw InputError(t.path, "no rank recorded (give --ranks)");
+      if (t.world_size > 0 && r >= t.world_size) {
+        throw InputError(t.path, fmt::format("rank {} outside world size {}", r, t.world_size));
       }
       const auto [it, added] = seen.emplace(r, i);
-      if (!added && t_[it->second].meta.path == t.meta.path) {
-        throw InputError(t.meta.path, "given twice");
+      if (!added && t_[it->second].path == t.path) {
+        throw InputError(t.path, "given twice");
       }
       if (!added) {
-        throw InputError(t.meta.path, fmt::format("rank {} is also the rank of {}: duplicated rank (two traces of one "
-                                                  "rank, or traces of different jobs)",
-                                                  r, t_[it->second].meta.path));
+        throw InputError(t.path, fmt::format("rank {} is also the rank of {}: duplicated rank (two traces of one "
+                                             "rank, or traces of different jobs)",
+                                             r, t_[it->second].path));
       }
+      if (!t.device_error.empty()) throw InputError(t.path, t.device_error);
       JobRank jr;
       jr.rank = r;
-      jr.path = t.meta.path;
-      const std::int32_t dev = gpu_device_of(t);
-      jr.device = dev == kNone ? 0 : dev;
+      jr.path = t.path;
+      jr.device = t.device == kNone ? 0 : t.device;
       jr.collectives = static_cast<std::int64_t>(t.collectives.size());
       info_.ranks.push_back(std::move(jr));
-      info_.world_size = std::max(info_.world_size, t.meta.world_size);
+      info_.world_size = std::max(info_.world_size, t.world_size);
     }
     if (info_.world_size < 0) info_.world_size = static_cast<std::int32_t>(t_.size());
     if (static_cast<std::int32_t>(t_.size()) < info_.world_size) {
@@ -138,9 +140,8 @@ class Linker {
   }
 
   Coll coll(std::size_t i, std::size_t c) const {
-    const Trace& t = t_[i];
-    const std::uint32_t row = t.collectives.op[c];
-    return {i, c, t.ops.start_ns[row], t.ops.end_ns(row)};
+    const RankDigest::Collective& k = t_[i].collectives[c];
+    return {i, c, k.start_ns, k.end_ns};
   }
 
   /// (process group, sequence) where both are recorded.
@@ -148,13 +149,13 @@ class Linker {
     std::map<std::pair<std::string, std::int64_t>, Instance> by_key;
     std::map<std::pair<std::string, std::int64_t>, std::set<std::int32_t>> expected;
     for (std::size_t i = 0; i < t_.size(); ++i) {
-      const CollectiveTable& ct = t_[i].collectives;
+      const auto& ct = t_[i].collectives;
       for (std::size_t c = 0; c < ct.size(); ++c) {
-        const std::string_view group = t_[i].strings.view(ct.group[c]);
-        if (group.empty() || ct.sequence[c] == kNone) continue;
-        const auto key = std::make_pair(std::string(group), ct.sequence[c]);
+        const std::string& group = ct[c].group;
+        if (group.empty() || ct[c].sequence == kNone) continue;
+        const auto key = std::make_pair(group, ct[c].sequence);
         by_key[key].push_back(coll(i, c));
-        auto ranks = parse_group_ranks(t_[i].strings.view(ct.group_ranks[c]));
+        auto ranks = parse_group_ranks(ct[c].group_ranks);
         if (!ranks.empty()) expected[key].insert(ranks.begin(), ranks.end());
       }
     }
@@ -204,12 +205,11 @@ class Linker {
     std::map<std::pair<std::string, std::int64_t>, std::vector<std::vector<Coll>>> kinds;
     bool any = false;
     for (std::size_t i = 0; i < t_.size(); ++i) {
-      const Trace& t = t_[i];
-      const CollectiveTable& ct = t.collectives;
+      const auto& ct = t_[i].collectives;
       for (std::size_t c = 0; c < ct.size(); ++c) {
         if (used_[i][c]) continue;
         any = true;
-        const auto key = std::make_pair(std::string(t.strings.view(ct.name[c])), t.ops.stream[ct.op[c]]);
+        const auto key = std::make_pair(ct[c].name, ct[c].stream);
         auto& per = kinds[key];
         per.resize(t_.size());
         per[i].push_back(coll(i, c));  // CollectiveTable is sorted by op row, i.e. by start
@@ -314,7 +314,7 @@ class Linker {
     }
   }
 
-  std::vector<Trace>& t_;
+  const std::vector<RankDigest>& t_;
   const LinkOptions& o_;
   JobInfo info_;
   std::vector<Instance> inst_;
@@ -452,23 +452,23 @@ class Merger {
 
 }  // namespace
 
-std::optional<std::string> not_one_job(const std::vector<Trace>& traces, const LinkOptions& options) {
+std::optional<std::string> not_one_job(const std::vector<RankDigest>& traces, const LinkOptions& options) {
   if (traces.size() < 2) return "one trace";
   if (!options.ranks.empty() && options.ranks.size() != traces.size()) {
     return fmt::format("--ranks gives {} ranks for {} traces", options.ranks.size(), traces.size());
   }
-  const std::int32_t world = traces[0].meta.world_size;
-  auto [lo, hi] = span_of(traces[0]);
+  const std::int32_t world = traces[0].world_size;
+  TimeNs lo = traces[0].first_ns, hi = traces[0].last_ns;
   for (std::size_t i = 0; i < traces.size(); ++i) {
-    const Trace& t = traces[i];
-    if (rank_of(traces, options, i) < 0) return fmt::format("{} records no rank", t.meta.path);
-    if (options.ranks.empty() && t.meta.world_size != world) {
-      return fmt::format("world sizes differ: {} in {}, {} in {}", world, traces[0].meta.path, t.meta.world_size,
-                         t.meta.path);
+    const RankDigest& t = traces[i];
+    if (rank_of(traces, options, i) < 0) return fmt::format("{} records no rank", t.path);
+    if (options.ranks.empty() && t.world_size != world) {
+      return fmt::format("world sizes differ: {} in {}, {} in {}", world, traces[0].path, t.world_size,
+                         t.path);
     }
-    const auto [a, b] = span_of(t);
+    const TimeNs a = t.first_ns, b = t.last_ns;
     if (a > hi + kSameJobWindowNs || b + kSameJobWindowNs < lo) {
-      return fmt::format("{} and {} were recorded more than an hour apart", traces[0].meta.path, t.meta.path);
+      return fmt::format("{} and {} were recorded more than an hour apart", traces[0].path, t.path);
     }
     lo = std::min(lo, a);
     hi = std::max(hi, b);
@@ -476,11 +476,46 @@ std::optional<std::string> not_one_job(const std::vector<Trace>& traces, const L
   return std::nullopt;
 }
 
+std::optional<std::string> not_one_job(const std::vector<Trace>& traces, const LinkOptions& options) {
+  std::vector<RankDigest> d;
+  d.reserve(traces.size());
+  for (const Trace& t : traces) d.push_back(digest(t));
+  return not_one_job(d, options);
+}
+
+RankDigest digest(const Trace& t) {
+  RankDigest d;
+  d.path = t.meta.path;
+  d.rank = t.meta.rank;
+  d.world_size = t.meta.world_size;
+  std::tie(d.first_ns, d.last_ns) = span_of(t);
+  find_gpu_device(t, d);
+  const CollectiveTable& ct = t.collectives;
+  d.collectives.reserve(ct.size());
+  for (std::size_t c = 0; c < ct.size(); ++c) {
+    const std::uint32_t row = ct.op[c];
+    d.collectives.push_back({std::string(t.strings.view(ct.name[c])), std::string(t.strings.view(ct.group[c])),
+                             std::string(t.strings.view(ct.group_ranks[c])), t.ops.stream[row], ct.sequence[c],
+                             t.ops.start_ns[row], t.ops.end_ns(row), row});
+  }
+  return d;
+}
+
+JobLink link_ranks(const std::vector<RankDigest>& ranks, const LinkOptions& options) {
+  if (ranks.empty()) throw std::invalid_argument("link_ranks: no trace");
+  JobLink out;
+  out.info = Linker(ranks, options).link(out.match);
+  return out;
+}
+
 Trace link_job(std::vector<Trace> traces, const LinkOptions& options) {
   if (traces.empty()) throw std::invalid_argument("link_job: no trace");
-  std::vector<std::vector<std::int64_t>> match;
-  const JobInfo info = Linker(traces, options).link(match);
-  return Merger(traces, info, match).merge();
+  std::vector<RankDigest> d;
+  d.reserve(traces.size());
+  for (const Trace& t : traces) d.push_back(digest(t));
+  const JobLink link = link_ranks(d, options);
+  d.clear();
+  return Merger(traces, link.info, link.match).merge();
 }
 
 std::int32_t job_rank_index(const Trace& t, std::uint32_t row) noexcept {

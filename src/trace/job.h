@@ -26,11 +26,53 @@ struct LinkOptions {
   std::vector<std::int32_t> ranks;
 };
 
+/// What linking reads of one rank's trace: its identity, span, GPU and collectives — a few kB,
+/// so that the ranks of a large job can be linked without gathering their traces in one process
+/// (the decomposed solve under MPI, driver/job_solve.h).
+struct RankDigest {
+  /// One collective kernel (a row of the trace's CollectiveTable, in its order).
+  struct Collective {
+    std::string name;          ///< Collective name (CollectiveTable::name).
+    std::string group;         ///< Process group name, "" when not recorded.
+    std::string group_ranks;   ///< "[0, 1, ...]", "" when not recorded.
+    std::int64_t stream = kNone;
+    std::int64_t sequence = kNone;
+    TimeNs start_ns = 0;       ///< Recorded, on the trace's own clock.
+    TimeNs end_ns = 0;
+    std::uint32_t op = 0;      ///< Its kernel's row in the trace's OpTable.
+  };
+  std::string path;
+  std::int32_t rank = -1;           ///< TraceMeta::rank.
+  std::int32_t world_size = -1;     ///< TraceMeta::world_size.
+  std::int32_t device = static_cast<std::int32_t>(kNone);  ///< Its one GPU (kNone: no GPU op).
+  std::string device_error;         ///< Non-empty: GPU ops on several devices (linking throws it).
+  TimeNs first_ns = 0;              ///< First recorded start (0 for an empty trace).
+  TimeNs last_ns = 0;               ///< Last recorded end.
+  std::vector<Collective> collectives;
+};
+
+/// The digest of `t` (O(ops)).
+RankDigest digest(const Trace& t);
+
 /// Why `traces` are not the ranks of one job, or nullopt when they are: at least two traces,
 /// every one with a known rank (from the trace or `options.ranks`), all of the same world size,
 /// recorded within an hour of each other. Duplicated ranks are not a reason here: link_job
 /// rejects them. `options.ranks`, when given, must have one entry per trace.
 std::optional<std::string> not_one_job(const std::vector<Trace>& traces, const LinkOptions& options = {});
+/// The same on the traces' digests.
+std::optional<std::string> not_one_job(const std::vector<RankDigest>& traces, const LinkOptions& options = {});
+
+/// How the ranks of one job link (link_ranks): the job's JobInfo (source_row empty: nothing is
+/// merged) and, per rank in the order given, per collective of its digest, the linked instance's
+/// id (kNone: not linked). Instance ids are 0 .. info.collectives_linked − 1.
+struct JobLink {
+  JobInfo info;
+  std::vector<std::vector<std::int64_t>> match;
+};
+
+/// Matching and clock alignment of link_job (below), on the ranks' digests only: the traces need
+/// not be in this process. Throws what link_job throws (the same errors, in the same order).
+JobLink link_ranks(const std::vector<RankDigest>& ranks, const LinkOptions& options = {});
 
 /// Links the traces of one job into one trace (the inputs are consumed).
 ///
