@@ -189,15 +189,28 @@ driver::LoadOptions load_options(const OptimizeCliOptions& o) {
   return {o.load_threads, o.overlay_out.empty() && o.report_out.empty()};
 }
 
-/// The traces of `o`, in order: driver::load_traces, or load_traces_mpi with --mpi (empty on a
-/// process other than 0; nullopt there when some file failed: process 0 throws its error).
-/// Reduced as load_options() says. With --mpi, each process keeps its own traces in `share` for
-/// the decomposed solve (driver/job_solve.h).
-std::optional<std::vector<trace::Trace>> load_all(const OptimizeCliOptions& o, ProgressBar& bar, driver::MpiShare& share) {
+/// What load_all gives: the traces (a plain run: all of them; with --mpi every process keeps its
+/// own in the share instead) and, on process 0 or a plain run, every trace's digest, in order.
+struct Loaded {
+  std::vector<trace::Trace> traces;
+  std::vector<trace::RankDigest> digests;
+};
+
+/// The traces of `o`, in order: driver::load_traces, or load_own_traces_mpi with --mpi (nullopt
+/// on a process other than 0 when some file failed: process 0 throws its error). Reduced as
+/// load_options() says.
+std::optional<Loaded> load_all(const OptimizeCliOptions& o, ProgressBar& bar, driver::MpiShare& share) {
   bar.update("loading", 0, o.traces.size());
   const driver::LoadOptions load = load_options(o);
   try {
-    return o.mpi ? driver::load_traces_mpi(o.traces, load, &share) : driver::load_traces(o.traces, load);
+    Loaded out;
+    if (o.mpi) {
+      out.digests = driver::load_own_traces_mpi(o.traces, load, share);
+    } else {
+      out.traces = driver::load_traces(o.traces, load);
+      for (const trace::Trace& t : out.traces) out.digests.push_back(trace::digest(t));
+    }
+    return out;
   } catch (const driver::MpiPeerFailed&) {
     return std::nullopt;
   }
@@ -299,10 +312,9 @@ driver::JobComparison compare_independent(const trace::Trace& t, const driver::O
   return cmp;
 }
 
-/// Whether the linked job `t` is solved decomposed (--solve; auto: above kJointSolveMaxRanks
+/// Whether a job of `ranks` ranks is solved decomposed (--solve; auto: above kJointSolveMaxRanks
 /// ranks). Throws InputError for what the decomposed solve does not do.
-bool solve_decomposed(const OptimizeCliOptions& o, const trace::Trace& t) {
-  const std::size_t ranks = t.meta.job.ranks.size();
+bool wants_decomposed(const OptimizeCliOptions& o, std::size_t ranks) {
   if (ranks < 2) {
     if (o.solve == "decomposed") {
       throw InputError("--solve decomposed", "needs the traces of one job's ranks, linked (docs/multi-rank.md)");
@@ -315,53 +327,55 @@ bool solve_decomposed(const OptimizeCliOptions& o, const trace::Trace& t) {
                      "the decomposed solve has no --true-optimum, --compare-independent, --overlay or --report; "
                      "give --solve joint for them");
   }
-  const graph::Window w = o.win.find(t);
-  if (d && (w.begin_ns != INT64_MIN || w.end_ns != INT64_MAX)) {
+  if (d && (!o.win.window.empty() || !o.win.annotation.empty())) {
     throw InputError(fmt::format("--solve {} ({} ranks)", o.solve, ranks),
                      "the decomposed solve optimises the whole traces; a step or window needs --solve joint");
   }
   return d;
 }
 
-/// The decomposed solve of the linked job `t` (driver/job_solve.h): prints its text, adds its JSON
-/// to `docs`, writes its policy (the i-th of n outputs). With --mpi, the ranks are solved by the
-/// processes that loaded them (`share`, process 0's).
-void run_decomposed(const trace::Trace& t, const OptimizeCliOptions& o, const driver::OptimizeOptions& opts,
-                    ProgressBar& bar, nlohmann::json& docs, std::size_t i, std::size_t n, driver::MpiShare& share) {
-  bar.update("job graph", 0, 1);
-  const timing::Analysis a = timing::analyze(t, graph::Window{}, {});
-  bar.update("job graph", 1, 1);
+/// The job the traces of `digests` make, when it is solved decomposed (linked from the digests
+/// only: driver::job_ports); nullopt otherwise (the traces are then linked as a whole, or each
+/// optimised alone, by link_if_one_job). Throws what trace::link_ranks and wants_decomposed throw.
+std::optional<driver::JobPorts> decomposed_job(const OptimizeCliOptions& o, bool nvml,
+                                               const std::vector<trace::RankDigest>& digests) {
+  if (nvml || digests.size() < 2 || o.job.independent) return std::nullopt;
+  trace::LinkOptions lo;
+  if (!o.job.ranks.empty()) lo.ranks = trace::parse_ranks(o.job.ranks);
+  if ((!lo.ranks.empty() && lo.ranks.size() != digests.size()) || trace::not_one_job(digests, lo)) return std::nullopt;
+  if (!wants_decomposed(o, digests.size())) return std::nullopt;
+  return driver::job_ports(digests, trace::link_ranks(digests, lo));
+}
+
+/// The decomposed solve of the job `jp` (driver/job_solve.h): prints its text, adds its JSON to
+/// `docs`, writes its policy. `traces` are the ranks' (a plain run); with --mpi the ranks are
+/// reduced and solved by the processes that loaded them (`share`, process 0's).
+void run_decomposed(const driver::JobPorts& jp, std::vector<trace::Trace> traces, const OptimizeCliOptions& o,
+                    const driver::OptimizeOptions& opts, ProgressBar& bar, nlohmann::json& docs, driver::MpiShare& share) {
   driver::DecomposedOptions how;
   how.threads = o.solve_threads;
   how.progress = &bar;
-  const GpuChoice gpu = gpu_for(t, o.gpu);
-  const auto solve = [&] {
-    if (o.mpi) return driver::solve_decomposed_mpi(t, a.graph, share, *gpu.spec, opts, how);
-    // The ranks' own traces, loaded as the job's were (reduced alike: JobInfo::source_row refers to them).
-    std::vector<std::string> paths;
-    for (const trace::JobRank& jr : t.meta.job.ranks) paths.push_back(jr.path);
-    return driver::solve_decomposed(t, a.graph, driver::load_traces(paths, load_options(o)), *gpu.spec, opts, how);
-  };
-  const driver::DecomposedSolve d = solve();
+  // The job's GPU: rank 0's (the first trace's, which process 0 holds).
+  const GpuChoice gpu = gpu_for(o.mpi ? share.traces.at(0) : traces.at(0), o.gpu);
+  const driver::DecomposedSolve d = o.mpi ? driver::solve_decomposed_mpi(jp, share, *gpu.spec, opts, how)
+                                          : driver::solve_decomposed(jp, std::move(traces), *gpu.spec, opts, how);
   bar.finish();
   if (o.json_out != "-") {
-    fmt::print("{}: whole trace, GPU {} — decomposed solve, simulated device\n{}{}{}", t.meta.path, gpu.spec->id,
-               output::job_text(t, a), gpu.note, output::to_text(d));
+    fmt::print("{}: whole trace, GPU {} — decomposed solve, simulated device\n{}{}{}", jp.path, gpu.spec->id,
+               output::job_text(jp.link.info), gpu.note, output::to_text(d));
   }
   docs.push_back(output::to_json(d));
-  docs.back()["trace"] = t.meta.path;
+  docs.back()["trace"] = jp.path;
   docs.back()["gpu"] = gpu.spec->id;
-  docs.back()["job"] = output::job_json(t, a);
-  if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(d.policy));
+  docs.back()["job"] = output::job_json(jp.link.info);
+  if (!o.policy_out.empty()) write_output(o.policy_out, policy::to_json(d.policy));
 }
 
-/// --mpi, process 0: lets the other processes finish now (they have nothing to solve) unless a
-/// trace of `traces` is solved decomposed, whose ranks they solve.
-void release_unless_decomposed(const OptimizeCliOptions& o, bool nvml, const std::vector<trace::Trace>& traces,
-                               driver::MpiShare& share) {
-  if (std::none_of(traces.begin(), traces.end(), [&](const trace::Trace& t) { return !nvml && solve_decomposed(o, t); })) {
-    share.release(true);
-  }
+/// Writes --json: one document, or {"traces": [...]} for several.
+void write_json(const OptimizeCliOptions& o, const nlohmann::json& docs) {
+  if (o.json_out.empty()) return;
+  const nlohmann::json out = docs.size() == 1 ? docs[0] : nlohmann::json{{"traces", docs}, {"simulated", true}};
+  write_output(o.json_out, out.dump(2) + "\n");
 }
 
 /// --device nvml: opens NVML into `lib` (resetting what a dead emo run left locked, as emo run
@@ -400,20 +414,24 @@ int run_optimize(OptimizeCliOptions o) {
   opts.progress = &bar;
   bar.set_prefix("optimize");
   driver::MpiShare share;  // --mpi: this process's traces, for the decomposed solve
-  std::optional<std::vector<trace::Trace>> loaded = load_all(o, bar, share);
+  std::optional<Loaded> loaded = load_all(o, bar, share);
   if (!loaded) return 2;                    // --mpi: another process failed; process 0 says why
   if (share.active() && share.process != 0) return serve_ranks(o, opts, share);  // process 0 writes
-  const std::vector<trace::Trace> traces = link_if_one_job(std::move(*loaded), o.job, false);
+  if (const std::optional<driver::JobPorts> jp = decomposed_job(o, nvml, loaded->digests)) {
+    run_decomposed(*jp, std::move(loaded->traces), o, opts, bar, docs, share);
+    write_json(o, docs);
+    return 0;
+  }
+  loaded->digests.clear();
+  std::vector<trace::Trace> all = share.active() ? driver::gather_traces_mpi(share) : std::move(loaded->traces);
+  share.release(true);  // --mpi: the others are done (no-op otherwise)
+  const std::vector<trace::Trace> traces = link_if_one_job(std::move(all), o.job, false);
   const std::size_t n = traces.size();
   if (nvml) check_nvml_traces(o, traces);
-  release_unless_decomposed(o, nvml, traces, share);
   for (std::size_t i = 0; i < n; ++i) {
     bar.set_prefix(n == 1 ? "optimize" : fmt::format("optimize [{}/{}]", i + 1, n));
     const trace::Trace& t = traces[i];
-    if (!nvml && solve_decomposed(o, t)) {
-      run_decomposed(t, o, opts, bar, docs, i, n, share);
-      continue;
-    }
+    if (!nvml) (void)wants_decomposed(o, t.meta.job.ranks.size());  // --solve decomposed on traces not linked: says so
     const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
@@ -451,10 +469,7 @@ int run_optimize(OptimizeCliOptions o) {
     if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), output::render_html_report(output::to_report(t, r)));
     if (!o.overlay_out.empty()) output::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n), r.plan().pack_clock_mhz);
   }
-  if (!o.json_out.empty()) {
-    nlohmann::json out = docs.size() == 1 ? docs[0] : nlohmann::json{{"traces", docs}, {"simulated", true}};
-    write_output(o.json_out, out.dump(2) + "\n");
-  }
+  write_json(o, docs);
   return 0;
 }
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/progress.h"
@@ -20,6 +22,7 @@
 #include "runtime/sim_backend.h"
 #include "runtime/sim_device.h"
 #include "runtime/sim_run.h"
+#include "timing/ports.h"
 #include "timing/timing.h"
 
 #ifdef EMO_WITH_MPI
@@ -66,122 +69,174 @@ void check_rank_traces(const trace::Trace& job, std::size_t rank_traces, const c
   }
 }
 
-namespace {
 
-/// Step 1 of the file comment: each rank's cut (pins and end, on its own clock) and its wait.
-struct CrossRank {
-  std::vector<trace::JobCut> cuts;     // per rank
-  std::vector<TimeNs> wait_ns;         // per rank
-  std::int64_t instances = 0;
-  TimeNs makespan_ns = 0;
-};
-
-CrossRank cross_rank_problem(const trace::Trace& job, const graph::DepGraph& g, double max_slowdown) {
-  const trace::JobInfo& info = job.meta.job;
-  const std::size_t ranks = info.ranks.size();
-  const timing::Schedule s = timing::replay(g, g.dur);
-  const TimeNs w = g.window_start_ns;
-  const double k = 1.0 + max_slowdown;
-  auto stretch = [&](TimeNs t) { return w + static_cast<TimeNs>(std::floor(static_cast<double>(t - w) * k)); };
-  CrossRank out;
-  out.cuts.resize(ranks);
-  out.wait_ns.assign(ranks, 0);
-  out.makespan_ns = s.makespan_ns;
-  std::vector<std::uint32_t> node_of(job.ops.size(), UINT32_MAX);
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) node_of[g.op[n]] = n;
-  std::map<std::int64_t, std::vector<std::uint32_t>> instances;  // linked instance -> its nodes
-  const trace::CollectiveTable& ct = job.collectives;
-  for (std::size_t c = 0; c < ct.size(); ++c) {
-    if (c < ct.match.size() && ct.match[c] != trace::kNone && node_of[ct.op[c]] != UINT32_MAX) {
-      instances[ct.match[c]].push_back(node_of[ct.op[c]]);
+JobPorts job_ports(const std::vector<trace::RankDigest>& digests, trace::JobLink link) {
+  if (digests.size() != link.info.ranks.size() || link.match.size() != digests.size()) {
+    throw std::invalid_argument("job_ports: the digests are not those of the link");
+  }
+  JobPorts out;
+  out.instances = static_cast<std::size_t>(link.info.collectives_linked);
+  // T per instance: the shortest participant's recorded duration (as the job's graph takes it).
+  std::vector<TimeNs> transfer(out.instances, INT64_MAX);
+  for (std::size_t r = 0; r < digests.size(); ++r) {
+    for (std::size_t c = 0; c < link.match[r].size(); ++c) {
+      const std::int64_t k = link.match[r][c];
+      if (k == trace::kNone) continue;
+      const auto& col = digests[r].collectives.at(c);
+      transfer.at(static_cast<std::size_t>(k)) = std::min(transfer[static_cast<std::size_t>(k)], col.end_ns - col.start_ns);
     }
   }
-  for (const auto& [id, nodes] : instances) {
-    if (nodes.size() < 2) continue;  // not linked in the graph: keeps its recorded duration
-    ++out.instances;
-    TimeNs last = INT64_MIN;
-    for (std::uint32_t n : nodes) last = std::max(last, s.start(n));
-    const TimeNs pinned = stretch(last);
-    for (std::uint32_t n : nodes) {
-      const std::uint32_t row = g.op[n];
-      const auto i = static_cast<std::size_t>(job.ops.device[row]);
-      const std::uint32_t source = info.source_row[row];
-      out.cuts[i].pins.push_back({source, pinned - info.ranks[i].offset_ns, g.dur[n]});
-      out.wait_ns[i] += last - s.start(n);
+  out.open.resize(digests.size());
+  out.instance.resize(digests.size());
+  for (std::size_t r = 0; r < digests.size(); ++r) {
+    for (std::size_t c = 0; c < link.match[r].size(); ++c) {
+      const std::int64_t k = link.match[r][c];
+      if (k == trace::kNone) continue;
+      out.open[r].pins.push_back({digests[r].collectives[c].op, trace::kOpenPin, transfer[static_cast<std::size_t>(k)]});
+      out.instance[r].push_back(k);
     }
   }
-  const TimeNs end = w + static_cast<TimeNs>(std::floor(static_cast<double>(s.makespan_ns) * k));
-  for (std::size_t i = 0; i < ranks; ++i) out.cuts[i].end_ns = end - info.ranks[i].offset_ns;
+  out.path = fmt::format("job of {} ranks ({} ...)", digests.size(), digests.empty() ? "" : digests[0].path);
+  out.link = std::move(link);
   return out;
 }
 
-/// Throws std::invalid_argument unless `own` is the trace of rank `i` of `job` as linked: each of
-/// its linked collectives at the row JobInfo::source_row says, with the same start and name.
-void check_rank_trace(const trace::Trace& job, std::size_t i, const trace::Trace& own) {
-  const trace::JobInfo& info = job.meta.job;
-  const trace::CollectiveTable& ct = job.collectives;
-  for (std::size_t c = 0; c < ct.size() && c < ct.match.size(); ++c) {
-    const std::uint32_t row = ct.op[c];
-    if (ct.match[c] == trace::kNone || static_cast<std::size_t>(job.ops.device[row]) != i) continue;
-    const std::uint32_t source = info.source_row[row];
-    if (source >= own.ops.size() || own.ops.start_ns[source] + info.ranks[i].offset_ns != job.ops.start_ns[row] ||
-        own.strings.view(own.ops.name[source]) != job.strings.view(job.ops.name[row])) {
-      throw std::invalid_argument("solve_decomposed: a rank trace does not match the job (reduced differently?)");
-    }
-  }
+std::uint64_t rank_noise_seed(std::uint64_t seed, std::size_t position) {
+  return seed + 1 + 1'000'003ULL * (static_cast<std::uint64_t>(position) + 1);
 }
+
+namespace {
+
+/// A rank's run reduced to its ports, and its ops' energy above idle (J).
+struct RankRun {
+  timing::PortGraph ports;
+  double above_idle_j = 0;
+};
 
 /// What the job keeps of one rank's solve (its OptimizeResult is dropped: it holds the graph).
 struct RankPlan {
-  std::vector<double> clock_of_row;  // per row of its own trace
   policy::GpuPolicy section;
-  policy::Policy policy;             // its own, for the job policy's header (rank 0's)
+  policy::Policy policy;                  // its own, for the job policy's header (rank 0's)
   std::vector<double> option_clocks_mhz;  // the clocks its solve offered, descending
   RankSolve solve;
+  RankRun plan;                           // its plan run on its own graph (ideal switching)
+  std::vector<std::pair<double, RankRun>> statics;  // round 0: every option clock and the max, descending
 };
 
-RankPlan solve_rank(trace::Trace& cut, const model::GpuSpec& gpu, const OptimizeOptions& options) {
+/// The rank's graph with its linked collectives as ports (`open`), and the ports' nodes.
+struct PortedGraph {
+  graph::DepGraph g;
+  std::vector<std::uint32_t> port_node;
+};
+
+PortedGraph ported_graph(trace::Trace& t, const trace::JobCut& open) {
+  t.meta.cut = open;
+  PortedGraph out{graph::build_graph(t), {}};
+  t.meta.cut = {};
+  std::vector<std::uint32_t> node_of(t.ops.size(), UINT32_MAX);
+  for (std::uint32_t n = 0; n < out.g.nodes(); ++n) node_of[out.g.op[n]] = n;
+  for (const trace::CollectivePin& p : open.pins) {
+    if (p.op >= node_of.size() || node_of[p.op] == UINT32_MAX) {
+      throw std::invalid_argument("solve_decomposed: a linked collective is not in its rank's graph (" + t.meta.path + ")");
+    }
+    out.port_node.push_back(node_of[p.op]);
+  }
+  return out;
+}
+
+/// Step 0: rank `t` reduced to its ports at its recorded durations.
+timing::PortGraph recorded_ports(trace::Trace& t, const trace::JobCut& open) {
+  const PortedGraph pg = ported_graph(t, open);
+  return timing::reduce_to_ports(pg.g, pg.g.dur, pg.port_node);
+}
+
+/// The rank's graph run at `node_clock_mhz` on `device` (ideal switching), reduced to its ports.
+RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::SimDevice& device, std::uint64_t noise_seed,
+                 const std::vector<double>& node_clock_mhz) {
+  runtime::SimRunOptions o;
+  o.seed = noise_seed;
+  const runtime::SimRunResult res = runtime::run_on_sim(t, pg.g, device, node_clock_mhz, {}, o);
+  std::vector<TimeNs> dur(pg.g.dur.begin(), pg.g.dur.end());
+  RankRun out;
+  for (const runtime::RunOp& op : res.ops) {
+    dur[op.node] = op.dur_ns;
+    out.above_idle_j += op.above_idle_w * static_cast<double>(op.dur_ns) * 1e-9;
+  }
+  out.ports = timing::reduce_to_ports(pg.g, dur, pg.port_node);
+  return out;
+}
+
+/// Step 2 for one rank at `position` in the job: its trace against `cut`, then its plan (and, with
+/// `statics`, every option clock and the max) run on its own graph and reduced to its ports.
+RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, const model::GpuSpec& gpu,
+                    const OptimizeOptions& options, std::size_t position, bool statics) {
   OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
   o.progress = nullptr;
-  const OptimizeResult r = optimize(cut, graph::Window{}, gpu, o);
+  t.meta.cut = cut;
+  const OptimizeResult r = optimize(t, graph::Window{}, gpu, o);
+  t.meta.cut = {};
   RankPlan p;
-  p.clock_of_row = op_clocks(cut, r);
+  const std::vector<double> clock_of_row = op_clocks(t, r);
   p.option_clocks_mhz = r.profile.option_clocks_mhz;
   if (r.policy().gpus.size() != 1) throw std::invalid_argument("solve_decomposed: a rank's trace has more than one GPU");
   p.section = r.policy().gpus[0];
   p.policy = r.policy();
   p.policy.gpus.clear();
   p.solve.packs = static_cast<std::int64_t>(r.packs.packing.packs.size());
-  p.solve.pinned = static_cast<std::int64_t>(cut.meta.cut.pins.size());
+  p.solve.pinned = static_cast<std::int64_t>(cut.pins.size());
   p.solve.own_savings = r.savings();
   p.solve.own_met = r.evaluation.emo.time_ns <= r.evaluation.target_ns;
-  const graph::DepGraph& g = r.packs.analysis.graph;
+
+  const PortedGraph pg = ported_graph(t, open);
+  runtime::SimDeviceOptions dev_opts;
+  dev_opts.seed = options.seed;
+  const runtime::SimDevice device(gpu, dev_opts);
+  const std::uint64_t noise = rank_noise_seed(options.seed, position);
+  const double f_max = gpu.max_sm_clock_mhz();
+  std::vector<double> clock(pg.g.nodes(), 0.0);
   double weighted = 0, total = 0;
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
-    const double f = p.clock_of_row[g.op[n]];
-    if (!g.gpu[n] || f <= 0) continue;
-    weighted += f * static_cast<double>(g.dur[n]);
-    total += static_cast<double>(g.dur[n]);
+  for (std::uint32_t n = 0; n < pg.g.nodes(); ++n) {
+    if (!pg.g.gpu[n]) continue;
+    const double f = clock_of_row[pg.g.op[n]];
+    clock[n] = f > 0 ? f : f_max;  // an op in no pack runs at the max clock
+    if (f <= 0) continue;
+    weighted += f * static_cast<double>(pg.g.dur[n]);
+    total += static_cast<double>(pg.g.dur[n]);
   }
   p.solve.mean_clock_mhz = total > 0 ? weighted / total : 0;
+  p.plan = run_rank(t, pg, device, noise, clock);
+  if (statics) {
+    std::vector<double> clocks = p.option_clocks_mhz;
+    if (std::find(clocks.begin(), clocks.end(), f_max) == clocks.end()) clocks.insert(clocks.begin(), f_max);
+    std::sort(clocks.begin(), clocks.end(), std::greater<>());
+    for (const double f : clocks) p.statics.emplace_back(f, run_rank(t, pg, device, noise, static_clocks(pg.g, f)));
+  }
   return p;
 }
 
-/// Runs solve_rank over every cut on `threads` threads; progress from the calling thread.
-std::vector<RankPlan> solve_ranks(std::vector<trace::Trace>& cuts, const model::GpuSpec& gpu,
-                                  const OptimizeOptions& options, const DecomposedOptions& how, int round) {
-  const std::size_t n = cuts.size();
-  std::vector<RankPlan> plans(n);
+/// The per-rank work of a decomposed solve, wherever the ranks are (threads here, or MPI processes).
+class RankWorker {
+ public:
+  virtual ~RankWorker() = default;
+  /// Step 0: every rank (job order) reduced to its ports at its recorded durations.
+  virtual std::vector<timing::PortGraph> recorded() = 0;
+  /// Step 2: every rank solved against its cut of round `round` (0 first: with the static runs).
+  virtual std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) = 0;
+};
+
+/// Runs `work(i)` for i < n on how.threads threads; progress "ranks" from the calling thread;
+/// rethrows the first error after every rank is done.
+void for_ranks(std::size_t n, const DecomposedOptions& how, const char* label, const std::function<void(std::size_t)>& work) {
   std::atomic<std::size_t> done{0};
   std::exception_ptr error;
   std::mutex error_mutex;
   Progress progress(how.progress);
-  progress.start(round == 0 ? "ranks (decomposed solve)" : "ranks (decomposed solve, again)", static_cast<std::int64_t>(n));
+  progress.start(label, static_cast<std::int64_t>(n));
   parallel_for(
       n, how.threads,
       [&](std::size_t i) {
         try {
-          plans[i] = solve_rank(cuts[i], gpu, options);
+          work(i);
         } catch (...) {
           const std::lock_guard<std::mutex> lock(error_mutex);
           if (!error) error = std::current_exception();
@@ -191,64 +246,50 @@ std::vector<RankPlan> solve_ranks(std::vector<trace::Trace>& cuts, const model::
       [&] { progress.step(static_cast<std::int64_t>(done.load()) - progress.done()); });
   progress.finish();
   if (error) std::rethrow_exception(error);
-  return plans;
 }
 
-/// Per node of g: the composed plan's clock (0 for host nodes; the max clock for ops in no pack).
-std::vector<double> compose(const trace::Trace& job, const graph::DepGraph& g, const std::vector<RankPlan>& plans,
-                            double f_max) {
-  std::vector<double> clock(g.nodes(), 0.0);
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
-    if (!g.gpu[n]) continue;
-    const std::uint32_t row = g.op[n];
-    const double f = plans[static_cast<std::size_t>(job.ops.device[row])].clock_of_row[job.meta.job.source_row[row]];
-    clock[n] = f > 0 ? f : f_max;  // an op in no pack of its rank runs at the max clock
+const char* round_label(int round) { return round == 0 ? "ranks (decomposed solve)" : "ranks (decomposed solve, again)"; }
+
+/// The ranks `traces` (positions `position`, open cuts `open`) in this process.
+class LocalRanks {
+ public:
+  LocalRanks(std::vector<trace::Trace>& traces, std::vector<std::size_t> position, std::vector<trace::JobCut> open,
+             const model::GpuSpec& gpu, const OptimizeOptions& options, const DecomposedOptions& how)
+      : traces_(traces), position_(std::move(position)), open_(std::move(open)), gpu_(gpu), options_(options), how_(how) {
+    if (open_.size() != traces_.size() || position_.size() != traces_.size()) {
+      throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
+    }
+    for (std::size_t i = 0; i < traces_.size(); ++i) {
+      for (const trace::CollectivePin& p : open_[i].pins) {
+        if (p.op >= traces_[i].ops.size()) throw std::invalid_argument("solve_decomposed: a rank trace does not match the job");
+      }
+    }
   }
-  return clock;
-}
 
-/// The cheapest static clock within `target_ns` on the job's graph, among `clocks_mhz`
-/// (descending; the ranks' option clocks, as optimize()'s static curve): from the max down until
-/// one misses (a lower clock is never faster). `baseline` is the run at the max clock (not run
-/// again). {} when none fits.
-std::optional<Evaluated> best_static(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
-                                     std::uint64_t seed, TimeNs target_ns, const std::vector<double>& clocks_mhz,
-                                     const Evaluated& baseline) {
-  std::optional<Evaluated> best;
-  for (const double f : clocks_mhz) {
-    Evaluated e = f == gpu.max_sm_clock_mhz() ? baseline : run_job_plan(job, g, gpu, seed, static_clocks(g, f));
-    if (e.time_ns > target_ns) break;
-    e.clock_mhz = f;
-    if (!best || e.energy_j < best->energy_j) best = e;
+  std::vector<timing::PortGraph> recorded() {
+    std::vector<timing::PortGraph> out(traces_.size());
+    for_ranks(traces_.size(), how_, "ranks (reduced to their collectives)",
+              [&](std::size_t i) { out[i] = recorded_ports(traces_[i], open_[i]); });
+    return out;
   }
-  return best;
-}
 
-/// The option clocks every rank's solve offered (descending).
-std::vector<double> common_clocks(const std::vector<RankPlan>& plans) {
-  std::vector<double> out = plans.empty() ? std::vector<double>{} : plans[0].option_clocks_mhz;
-  for (const RankPlan& p : plans) {
-    std::erase_if(out, [&](double f) { return std::find(p.option_clocks_mhz.begin(), p.option_clocks_mhz.end(), f) == p.option_clocks_mhz.end(); });
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) {
+    if (cuts.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: cuts for other ranks");
+    std::vector<RankPlan> out(traces_.size());
+    for_ranks(traces_.size(), how_, round_label(round), [&](std::size_t i) {
+      out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0);
+    });
+    return out;
   }
-  return out;
-}
 
-/// The job policy of the composed plan: each rank's section, device = its position in the job.
-policy::Policy job_policy(const trace::Trace& job, std::vector<RankPlan>& plans) {
-  policy::Policy p = plans.empty() ? policy::Policy{} : plans[0].policy;
-  p.trace = job.meta.path;
-  p.simulated = true;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    plans[i].section.device = static_cast<std::int32_t>(i);
-    plans[i].section.rank = job.meta.job.ranks[i].rank;
-    p.gpus.push_back(plans[i].section);
-  }
-  return p;
-}
-
-/// Solves every rank against its cut of one round (per rank of the job, in its order; they may be
-/// moved from), `round` from 0; returns their plans in the job's order.
-using RoundSolver = std::function<std::vector<RankPlan>(std::vector<trace::JobCut>& cuts, int round)>;
+ private:
+  std::vector<trace::Trace>& traces_;
+  std::vector<std::size_t> position_;
+  std::vector<trace::JobCut> open_;
+  const model::GpuSpec& gpu_;
+  OptimizeOptions options_;
+  DecomposedOptions how_;
+};
 
 /// Each rank's own options (file comment, step 2): the job's, with its share of the target.
 OptimizeOptions rank_options(const OptimizeOptions& options) {
@@ -257,17 +298,123 @@ OptimizeOptions rank_options(const OptimizeOptions& options) {
   return o;
 }
 
-/// The kept plan of `out` (its plan, target, baseline, ranks' plans set): the composed plan, or the
-/// cheapest static clock when cheaper (or when the composed plan missed); then the policy's figures.
-void keep_best(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
-               const OptimizeOptions& options, const CrossRank& cross, std::vector<RankPlan>& plans,
-               DecomposedSolve& out) {
-  out.model_makespan_ns = cross.makespan_ns;
-  out.collectives_pinned = cross.instances;
-  out.policy = job_policy(job, plans);
+/// The job timed from one reduction per rank (`run[r]`), on the simulated device: energy = every
+/// rank's GPU idle power over the makespan + its ops' energy above idle (as runtime::run_on_sim).
+Evaluated evaluate(const JobPorts& jp, const std::vector<const RankRun*>& run, const model::GpuSpec& gpu,
+                   timing::JobTiming* timing_out = nullptr) {
+  std::vector<timing::RankPorts> ranks(run.size());
+  double above = 0;
+  for (std::size_t r = 0; r < run.size(); ++r) {
+    ranks[r] = {&run[r]->ports, jp.instance[r], jp.link.info.ranks[r].offset_ns};
+    above += run[r]->above_idle_j;
+  }
+  timing::JobTiming jt = timing::time_job(ranks, jp.instances);
+  Evaluated e{jt.makespan_ns, above + gpu.idle_power_w * static_cast<double>(jt.makespan_ns) * 1e-9 * static_cast<double>(run.size()), 0};
+  if (timing_out != nullptr) *timing_out = std::move(jt);
+  return e;
+}
+
+/// Step 1: the cuts of every rank with the transfers of `jt` (the job at its recorded durations)
+/// stretched by `stretch` from the job's start.
+std::vector<trace::JobCut> cuts_of(const JobPorts& jp, const timing::JobTiming& jt, double stretch) {
+  const TimeNs w = jt.start_ns;
+  const double k = 1.0 + stretch;
+  auto stretched = [&](TimeNs t) { return w + static_cast<TimeNs>(std::floor(static_cast<double>(t - w) * k)); };
+  const TimeNs end = w + static_cast<TimeNs>(std::floor(static_cast<double>(jt.makespan_ns) * k));
+  std::vector<trace::JobCut> cuts(jp.open.size());
+  for (std::size_t r = 0; r < cuts.size(); ++r) {
+    const TimeNs off = jp.link.info.ranks[r].offset_ns;
+    for (std::size_t p = 0; p < jp.open[r].pins.size(); ++p) {
+      const auto c = static_cast<std::size_t>(jp.instance[r][p]);
+      cuts[r].pins.push_back({jp.open[r].pins[p].op, stretched(jt.transfer_start_ns[c]) - off, jp.open[r].pins[p].transfer_ns});
+    }
+    cuts[r].end_ns = end - off;
+  }
+  return cuts;
+}
+
+/// The job policy of the composed plan: each rank's section, device = its position in the job.
+policy::Policy job_policy(const JobPorts& jp, std::vector<RankPlan>& plans) {
+  policy::Policy p = plans.empty() ? policy::Policy{} : plans[0].policy;
+  p.trace = jp.path;
+  p.simulated = true;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    plans[i].section.device = static_cast<std::int32_t>(i);
+    plans[i].section.rank = jp.link.info.ranks[i].rank;
+    p.gpus.push_back(plans[i].section);
+  }
+  return p;
+}
+
+/// The cheapest static clock within the target among the clocks every rank ran (round 0's
+/// statics), from the max down until one misses (a lower clock is never faster). nullopt: none fits.
+std::optional<Evaluated> best_static(const JobPorts& jp, const std::vector<std::vector<std::pair<double, RankRun>>>& statics,
+                                     const model::GpuSpec& gpu, TimeNs target_ns) {
+  if (statics.empty()) return std::nullopt;
+  std::optional<Evaluated> best;
+  for (const auto& [f, unused] : statics[0]) {
+    std::vector<const RankRun*> run;
+    for (const auto& s : statics) {
+      const auto it = std::find_if(s.begin(), s.end(), [&](const auto& x) { return x.first == f; });
+      if (it == s.end()) break;
+      run.push_back(&it->second);
+    }
+    if (run.size() != statics.size()) continue;  // not a clock of every rank
+    Evaluated e = evaluate(jp, run, gpu);
+    if (e.time_ns > target_ns) break;
+    e.clock_mhz = f;
+    if (!best || e.energy_j < best->energy_j) best = e;
+  }
+  return best;
+}
+
+/// The steps of the file comment on the job `jp`, the ranks reduced and solved by `worker`.
+DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const OptimizeOptions& options, RankWorker& worker) {
+  DecomposedSolve out;
+  out.max_slowdown = options.max_slowdown;
+  const std::size_t n = jp.open.size();
+  // Step 0 and 1: the job at its recorded durations.
+  const std::vector<timing::PortGraph> recorded = worker.recorded();
+  std::vector<RankRun> rec(n);
+  for (std::size_t r = 0; r < n; ++r) rec[r].ports = recorded[r];
+  std::vector<const RankRun*> view(n);
+  for (std::size_t r = 0; r < n; ++r) view[r] = &rec[r];
+  timing::JobTiming jt0;
+  evaluate(jp, view, gpu, &jt0);
+  out.model_makespan_ns = jt0.makespan_ns;
+  out.collectives_pinned = static_cast<std::int64_t>(jp.instances);
+  out.cycle_breaks = jt0.cycle_breaks;
+
+  out.rank_slowdown = rank_options(options).max_slowdown;
+  out.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + out.rank_slowdown) - 1.0;
+  std::vector<RankPlan> plans;
+  std::vector<std::vector<std::pair<double, RankRun>>> statics(n);
+  for (out.rounds = 1;; ++out.rounds) {
+    std::vector<trace::JobCut> cuts = cuts_of(jp, jt0, out.pin_stretch);
+    plans = worker.solve(cuts, out.rounds - 1);
+    if (plans.size() != n) throw std::invalid_argument("solve_decomposed: a plan per rank expected");
+    if (out.rounds == 1) {
+      for (std::size_t r = 0; r < n; ++r) statics[r] = std::move(plans[r].statics);
+      for (std::size_t r = 0; r < n; ++r) {
+        if (statics[r].empty() || statics[r].front().first != gpu.max_sm_clock_mhz()) {
+          throw std::invalid_argument("solve_decomposed: a rank's run at the max clock is missing");
+        }
+        view[r] = &statics[r].front().second;
+      }
+      out.baseline = evaluate(jp, view, gpu);
+      out.baseline.clock_mhz = gpu.max_sm_clock_mhz();
+      out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
+    }
+    for (std::size_t r = 0; r < n; ++r) view[r] = &plans[r].plan;
+    out.plan = evaluate(jp, view, gpu);
+    if (out.plan.time_ns <= out.target_ns || out.rounds == kDecomposedRounds) break;
+    const double miss = static_cast<double>(out.plan.time_ns) / static_cast<double>(out.target_ns) - 1.0;
+    out.pin_stretch = std::max(0.0, (1.0 + out.pin_stretch) / (1.0 + miss) - 1.0 - kRetryMargin);
+  }
+  out.policy = job_policy(jp, plans);
   out.own_plan = out.plan;
   // Never worse than locking one clock: the cheapest static clock within the target, if cheaper.
-  if (const auto st = best_static(job, g, gpu, options.seed, out.target_ns, common_clocks(plans), out.baseline)) {
+  if (const auto st = best_static(jp, statics, gpu, out.target_ns)) {
     out.static_best = *st;
     if (st->energy_j < out.plan.energy_j || out.plan.time_ns > out.target_ns) {
       out.static_kept = true;
@@ -284,53 +431,35 @@ void keep_best(const trace::Trace& job, const graph::DepGraph& g, const model::G
   out.policy.baseline_energy_j = out.baseline.energy_j;
   out.policy.predicted_time_ns = out.plan.time_ns;
   out.policy.predicted_energy_j = out.plan.energy_j;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    plans[i].solve.rank = job.meta.job.ranks[i].rank;
-    plans[i].solve.wait_ns = cross.wait_ns[i];
-    out.ranks.push_back(plans[i].solve);
+  for (std::size_t r = 0; r < n; ++r) {
+    plans[r].solve.rank = jp.link.info.ranks[r].rank;
+    plans[r].solve.wait_ns = jt0.wait_ns[r];
+    out.ranks.push_back(plans[r].solve);
   }
-}
-
-/// The steps of the file comment on the linked job `job` (checked by the caller), the ranks solved
-/// by `solve_round`: where they are solved (threads here, or MPI processes) is all that differs.
-DecomposedSolve decompose(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
-                          const OptimizeOptions& options, const RoundSolver& solve_round) {
-  DecomposedSolve out;
-  out.max_slowdown = options.max_slowdown;
-  const double f_max = gpu.max_sm_clock_mhz();
-  out.baseline = run_job_plan(job, g, gpu, options.seed, static_clocks(g, f_max));
-  out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
-
-  // Step 1 and 2 (file comment), again once with a smaller stretch when the composed plan misses.
-  out.rank_slowdown = rank_options(options).max_slowdown;
-  out.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + out.rank_slowdown) - 1.0;
-  std::vector<RankPlan> plans;
-  CrossRank cross;
-  for (out.rounds = 1;; ++out.rounds) {
-    cross = cross_rank_problem(job, g, out.pin_stretch);
-    plans = solve_round(cross.cuts, out.rounds - 1);
-    out.plan = run_job_plan(job, g, gpu, options.seed, compose(job, g, plans, f_max));
-    if (out.plan.time_ns <= out.target_ns || out.rounds == kDecomposedRounds) break;
-    const double miss = static_cast<double>(out.plan.time_ns) / static_cast<double>(out.target_ns) - 1.0;
-    out.pin_stretch = std::max(0.0, (1.0 + out.pin_stretch) / (1.0 + miss) - 1.0 - kRetryMargin);
-  }
-  keep_best(job, g, gpu, options, cross, plans, out);
   return out;
 }
 
+/// A RankWorker over LocalRanks.
+class LocalWorker : public RankWorker {
+ public:
+  explicit LocalWorker(LocalRanks& ranks) : ranks_(ranks) {}
+  std::vector<timing::PortGraph> recorded() override { return ranks_.recorded(); }
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override { return ranks_.solve(cuts, round); }
+
+ private:
+  LocalRanks& ranks_;
+};
+
 }  // namespace
 
-DecomposedSolve solve_decomposed(const trace::Trace& job, const graph::DepGraph& g, std::vector<trace::Trace> rank_traces,
-                                 const model::GpuSpec& gpu, const OptimizeOptions& options,
-                                 const DecomposedOptions& how) {
-  check_rank_traces(job, rank_traces.size(), "solve_decomposed");
-  if (g.nodes() == 0 || g.op.size() > job.ops.size()) throw std::invalid_argument("solve_decomposed: the graph is not the job's");
-  for (std::size_t i = 0; i < rank_traces.size(); ++i) check_rank_trace(job, i, rank_traces[i]);
-  const OptimizeOptions ro = rank_options(options);
-  return decompose(job, g, gpu, options, [&](std::vector<trace::JobCut>& cuts, int round) {
-    for (std::size_t i = 0; i < rank_traces.size(); ++i) rank_traces[i].meta.cut = std::move(cuts[i]);
-    return solve_ranks(rank_traces, gpu, ro, how, round);
-  });
+DecomposedSolve solve_decomposed(const JobPorts& ports, std::vector<trace::Trace> rank_traces, const model::GpuSpec& gpu,
+                                 const OptimizeOptions& options, const DecomposedOptions& how) {
+  if (rank_traces.size() != ports.open.size()) throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
+  std::vector<std::size_t> position(rank_traces.size());
+  for (std::size_t i = 0; i < position.size(); ++i) position[i] = i;
+  LocalRanks ranks(rank_traces, std::move(position), ports.open, gpu, rank_options(options), how);
+  LocalWorker worker(ranks);
+  return decompose(ports, gpu, options, worker);
 }
 
 #ifdef EMO_WITH_MPI
@@ -338,7 +467,7 @@ namespace {
 
 using nlohmann::json;
 
-// ---- the messages of a round (CBOR: integers and doubles exact) --------------------------------
+// ---- the messages (CBOR: integers and doubles exact) ------------------------------------------
 
 json cut_json(const trace::JobCut& c) {
   json pins = json::array();
@@ -353,19 +482,47 @@ trace::JobCut cut_of(const json& j) {
   return c;
 }
 
+json ports_json(const timing::PortGraph& g) {
+  std::vector<std::int64_t> lags;
+  lags.reserve(4 * g.lags.size());
+  for (const timing::PortLag& l : g.lags) lags.insert(lags.end(), {l.from, l.to, l.lag_ns, l.into_end ? 1 : 0});
+  return {{"release", g.release_ns}, {"end_release", g.end_release_ns}, {"dur", g.dur_ns},
+          {"rank_end", g.end_release_ns_rank}, {"window_start", g.window_start_ns}, {"lags", std::move(lags)}};
+}
+
+timing::PortGraph ports_of(const json& j) {
+  timing::PortGraph g;
+  g.release_ns = j.at("release").get<std::vector<TimeNs>>();
+  g.end_release_ns = j.at("end_release").get<std::vector<TimeNs>>();
+  g.dur_ns = j.at("dur").get<std::vector<TimeNs>>();
+  g.end_release_ns_rank = j.at("rank_end").get<TimeNs>();
+  g.window_start_ns = j.at("window_start").get<TimeNs>();
+  const auto lags = j.at("lags").get<std::vector<std::int64_t>>();
+  if (lags.size() % 4 != 0) throw std::invalid_argument("solve_decomposed_mpi: a malformed port reduction");
+  for (std::size_t i = 0; i < lags.size(); i += 4) {
+    g.lags.push_back({static_cast<std::uint32_t>(lags[i]), static_cast<std::uint32_t>(lags[i + 1]), lags[i + 2], lags[i + 3] != 0});
+  }
+  return g;
+}
+
+json run_json(const RankRun& r) { return {{"ports", ports_json(r.ports)}, {"above_idle_j", r.above_idle_j}}; }
+
+RankRun run_of(const json& j) { return {ports_of(j.at("ports")), j.at("above_idle_j").get<double>()}; }
+
 /// A rank's plan: its policy (header and section) as policy::to_json writes it, the rest as numbers.
 json plan_json(const RankPlan& p) {
   policy::Policy whole = p.policy;
   whole.gpus = {p.section};
   const RankSolve& s = p.solve;
-  return {{"clock_of_row", p.clock_of_row}, {"option_clocks_mhz", p.option_clocks_mhz},
-          {"policy", policy::to_json(whole)}, {"packs", s.packs}, {"pinned", s.pinned},
-          {"mean_clock_mhz", s.mean_clock_mhz}, {"own_savings", s.own_savings}, {"own_met", s.own_met}};
+  json statics = json::array();
+  for (const auto& [f, run] : p.statics) statics.push_back({f, run_json(run)});
+  return {{"option_clocks_mhz", p.option_clocks_mhz}, {"policy", policy::to_json(whole)}, {"packs", s.packs},
+          {"pinned", s.pinned}, {"mean_clock_mhz", s.mean_clock_mhz}, {"own_savings", s.own_savings},
+          {"own_met", s.own_met}, {"plan", run_json(p.plan)}, {"statics", std::move(statics)}};
 }
 
 RankPlan plan_of(const json& j) {
   RankPlan p;
-  p.clock_of_row = j.at("clock_of_row").get<std::vector<double>>();
   p.option_clocks_mhz = j.at("option_clocks_mhz").get<std::vector<double>>();
   p.policy = policy::parse_policy(j.at("policy").get<std::string>(), "a rank's plan from another MPI process");
   if (p.policy.gpus.size() != 1) throw std::invalid_argument("solve_decomposed_mpi: a rank's plan without one GPU section");
@@ -376,6 +533,8 @@ RankPlan plan_of(const json& j) {
   p.solve.mean_clock_mhz = j.at("mean_clock_mhz").get<double>();
   p.solve.own_savings = j.at("own_savings").get<double>();
   p.solve.own_met = j.at("own_met").get<bool>();
+  p.plan = run_of(j.at("plan"));
+  for (const json& s : j.at("statics")) p.statics.emplace_back(s.at(0).get<double>(), run_of(s.at(1)));
   return p;
 }
 
@@ -384,7 +543,7 @@ std::string cbor(const json& j) {
   return {b.begin(), b.end()};
 }
 
-constexpr char kRound = 'R', kPlans = 'P', kFailed = 'E';
+constexpr char kPorts = 'O', kRound = 'R', kAnswer = 'P', kFailed = 'E';
 
 /// For tests only (tests/cli/optimize_mpi_test.sh): EMO_TEST_MPI_FAIL=P makes process P's rank
 /// solves throw, to check that an error on any process ends every process without a hang.
@@ -395,34 +554,48 @@ void injected_failure(std::size_t process) {
   }
 }
 
-/// Per rank of `job` (its order): the index of its trace in `paths` (JobRank::path).
-std::vector<std::size_t> path_index(const trace::Trace& job, const std::vector<std::string>& paths) {
+/// Positions in the job of process p's ranks (of n, over k processes): p, p + k, p + 2k, ...
+std::vector<std::size_t> positions_of(std::size_t p, std::size_t k, std::size_t n) {
   std::vector<std::size_t> out;
-  for (const trace::JobRank& r : job.meta.job.ranks) {
-    const auto it = std::find(paths.begin(), paths.end(), r.path);
-    if (it == paths.end()) throw std::invalid_argument("solve_decomposed_mpi: a rank's trace is not among the paths loaded");
-    out.push_back(static_cast<std::size_t>(it - paths.begin()));
-  }
+  for (std::size_t i = p; i < n; i += k) out.push_back(i);
   return out;
 }
 
-/// One round on process 0: each other process is sent the cuts of its ranks, this one solves its
-/// own, then every answer is received (always all of them, so that no process is left sending);
-/// the first error (its own, then by process) is thrown after.
-class RoundOverMpi {
+/// Process 0's RankWorker: each command goes to every other process with the part for its ranks,
+/// this process does its own, then every answer is received (always all of them, so that no
+/// process is left sending); the first error (its own, then by process) is thrown after.
+class MpiWorker : public RankWorker {
  public:
-  RoundOverMpi(MpiShare& share, const trace::Trace& job, const model::GpuSpec& gpu, const OptimizeOptions& options,
-               const DecomposedOptions& how)
-      : share_(share), rank_of_path_(share.paths.size()), gpu_(gpu), options_(rank_options(options)), how_(how) {
-    const std::vector<std::size_t> path_of_rank = path_index(job, share.paths);
-    for (std::size_t i = 0; i < path_of_rank.size(); ++i) rank_of_path_[path_of_rank[i]] = i;
-    for (std::size_t k = 0; k < share.traces.size(); ++k) check_rank_trace(job, rank_of(0, k), share.traces[k]);
-  }
+  MpiWorker(MpiShare& share, const JobPorts& jp, const model::GpuSpec& gpu, const OptimizeOptions& options,
+            const DecomposedOptions& how)
+      : share_(share), jp_(jp), gpu_(gpu),
+        own_(share.traces, positions_of(0, share.processes, jp.open.size()), part(jp.open, 0), gpu, rank_options(options), how) {}
 
-  std::vector<RankPlan> operator()(std::vector<trace::JobCut>& cuts, int round) {
+  std::vector<timing::PortGraph> recorded() override {
     for (std::size_t q = 1; q < share_.processes; ++q) {
       json mine = json::array();
-      for (std::size_t k = 0; q + k * share_.processes < share_.paths.size(); ++k) mine.push_back(cut_json(cuts[rank_of(q, k)]));
+      for (const trace::JobCut& c : part(jp_.open, q)) mine.push_back(cut_json(c));
+      mpi::send_bytes(kPorts + cbor({{"gpu", gpu_.id}, {"open", std::move(mine)}}), static_cast<int>(q), mpi::kTagCommand);
+    }
+    std::vector<timing::PortGraph> out(jp_.open.size());
+    std::exception_ptr error;
+    try {
+      std::vector<timing::PortGraph> own = own_.recorded();
+      for (std::size_t k = 0; k < own.size(); ++k) out[k * share_.processes] = std::move(own[k]);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (std::size_t q = 1; q < share_.processes; ++q) {
+      receive(q, error, [&](const json& j, std::size_t k) { out[q + k * share_.processes] = ports_of(j); });
+    }
+    if (error) std::rethrow_exception(error);
+    return out;
+  }
+
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override {
+    for (std::size_t q = 1; q < share_.processes; ++q) {
+      json mine = json::array();
+      for (const trace::JobCut& c : part(cuts, q)) mine.push_back(cut_json(c));
       mpi::send_bytes(kRound + cbor({{"gpu", gpu_.id}, {"round", round}, {"cuts", std::move(mine)}}), static_cast<int>(q),
                       mpi::kTagCommand);
     }
@@ -430,71 +603,106 @@ class RoundOverMpi {
     std::exception_ptr error;
     try {
       injected_failure(0);
-      for (std::size_t k = 0; k < share_.traces.size(); ++k) share_.traces[k].meta.cut = std::move(cuts[rank_of(0, k)]);
-      std::vector<RankPlan> own = solve_ranks(share_.traces, gpu_, options_, how_, round);
-      for (std::size_t k = 0; k < own.size(); ++k) plans[rank_of(0, k)] = std::move(own[k]);
+      std::vector<trace::JobCut> mine = part(cuts, 0);
+      std::vector<RankPlan> own = own_.solve(mine, round);
+      for (std::size_t k = 0; k < own.size(); ++k) plans[k * share_.processes] = std::move(own[k]);
     } catch (...) {
       error = std::current_exception();
     }
-    for (std::size_t q = 1; q < share_.processes; ++q) receive(q, plans, error);
+    for (std::size_t q = 1; q < share_.processes; ++q) {
+      receive(q, error, [&](const json& j, std::size_t k) { plans[q + k * share_.processes] = plan_of(j); });
+    }
     if (error) std::rethrow_exception(error);
     return plans;
   }
 
  private:
-  std::size_t rank_of(std::size_t process, std::size_t k) const { return rank_of_path_[process + k * share_.processes]; }
+  /// The entries of `all` (job order) for process q's ranks.
+  std::vector<trace::JobCut> part(const std::vector<trace::JobCut>& all, std::size_t q) const {
+    std::vector<trace::JobCut> out;
+    for (const std::size_t i : positions_of(q, share_.processes, all.size())) out.push_back(all[i]);
+    return out;
+  }
 
-  void receive(std::size_t q, std::vector<RankPlan>& plans, std::exception_ptr& error) {
+  void receive(std::size_t q, std::exception_ptr& error, const std::function<void(const json&, std::size_t)>& take) {
     const std::string reply = mpi::recv_bytes(static_cast<int>(q), mpi::kTagReply);
     try {
-      if (reply.empty() || reply[0] != kPlans) mpi::throw_decoded(reply.empty() ? "X|empty reply" : reply.substr(1));
+      if (reply.empty() || reply[0] != kAnswer) mpi::throw_decoded(reply.empty() ? "X|empty reply" : reply.substr(1));
       const json j = json::from_cbor(reply.begin() + 1, reply.end());
-      if (j.size() != (share_.paths.size() + share_.processes - 1 - q) / share_.processes) {
+      if (j.size() != positions_of(q, share_.processes, jp_.open.size()).size()) {
         throw std::invalid_argument("solve_decomposed_mpi: a process answered for other ranks");
       }
-      for (std::size_t k = 0; k < j.size(); ++k) plans[rank_of(q, k)] = plan_of(j[k]);
+      for (std::size_t k = 0; k < j.size(); ++k) take(j[k], k);
     } catch (...) {
       if (!error) error = std::current_exception();
     }
   }
 
   MpiShare& share_;
-  std::vector<std::size_t> rank_of_path_;
+  const JobPorts& jp_;
   const model::GpuSpec& gpu_;
-  OptimizeOptions options_;
-  DecomposedOptions how_;
+  LocalRanks own_;
 };
 
-/// A process other than 0: its answer to the round `command` (kRound + CBOR): its ranks' plans
-/// (kPlans + CBOR), or kFailed + the error encoded.
-std::string answer_round(MpiShare& share, const std::string& command, const OptimizeOptions& options,
-                         const DecomposedOptions& how) {
-  try {
-    injected_failure(share.process);
-    const json j = json::from_cbor(command.begin() + 1, command.end());
-    const json& cuts = j.at("cuts");
-    if (cuts.size() != share.traces.size()) throw std::invalid_argument("solve_decomposed_mpi: cuts for other ranks");
-    for (std::size_t k = 0; k < cuts.size(); ++k) share.traces[k].meta.cut = cut_of(cuts[k]);
-    const model::GpuSpec& gpu = model::GpuCatalog::builtin().at(j.at("gpu").get<std::string>());
-    json out = json::array();
-    for (const RankPlan& p : solve_ranks(share.traces, gpu, options, how, j.at("round").get<int>())) out.push_back(plan_json(p));
-    return kPlans + cbor(out);
-  } catch (...) {
-    return kFailed + mpi::encode_error(std::current_exception());
+/// A process other than 0: its ranks, once process 0 has sent their ports.
+class Served {
+ public:
+  Served(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how)
+      : share_(share), options_(options), how_(how) {}
+
+  /// Its answer to `command` (kPorts or kRound + CBOR): kAnswer + CBOR, or kFailed + the error.
+  std::string answer(const std::string& command) {
+    try {
+      const json j = json::from_cbor(command.begin() + 1, command.end());
+      json out = json::array();
+      const model::GpuSpec& gpu = model::GpuCatalog::builtin().at(j.at("gpu").get<std::string>());
+      if (command[0] == kPorts) {
+        std::vector<trace::JobCut> open;
+        for (const json& c : j.at("open")) open.push_back(cut_of(c));
+        if (open.size() != share_.traces.size()) throw std::invalid_argument("solve_decomposed_mpi: ports for other ranks");
+        local_.reset();
+        open_ = std::move(open);
+        for (const timing::PortGraph& g : ranks(gpu).recorded()) out.push_back(ports_json(g));
+      } else {
+        injected_failure(share_.process);
+        std::vector<trace::JobCut> cuts;
+        for (const json& c : j.at("cuts")) cuts.push_back(cut_of(c));
+        for (const RankPlan& p : ranks(gpu).solve(cuts, j.at("round").get<int>())) out.push_back(plan_json(p));
+      }
+      return kAnswer + cbor(out);
+    } catch (...) {
+      return kFailed + mpi::encode_error(std::current_exception());
+    }
   }
-}
+
+ private:
+  LocalRanks& ranks(const model::GpuSpec& gpu) {
+    if (!local_ || gpu_ != &gpu) {
+      local_.reset();
+      local_.emplace(share_.traces, positions_of(share_.process, share_.processes, share_.paths.size()), open_, gpu,
+                     rank_options(options_), how_);
+      gpu_ = &gpu;
+    }
+    return *local_;
+  }
+
+  MpiShare& share_;
+  OptimizeOptions options_;
+  DecomposedOptions how_;
+  std::vector<trace::JobCut> open_;
+  const model::GpuSpec* gpu_ = nullptr;
+  std::optional<LocalRanks> local_;
+};
 
 }  // namespace
 
-DecomposedSolve solve_decomposed_mpi(const trace::Trace& job, const graph::DepGraph& g, MpiShare& share,
-                                     const model::GpuSpec& gpu, const OptimizeOptions& options,
-                                     const DecomposedOptions& how) {
+DecomposedSolve solve_decomposed_mpi(const JobPorts& ports, MpiShare& share, const model::GpuSpec& gpu,
+                                     const OptimizeOptions& options, const DecomposedOptions& how) {
   try {
     if (!share.active() || share.process != 0) throw std::invalid_argument("solve_decomposed_mpi: not process 0 of a kept MPI load");
-    check_rank_traces(job, share.paths.size(), "solve_decomposed_mpi");
-    if (g.nodes() == 0 || g.op.size() > job.ops.size()) throw std::invalid_argument("solve_decomposed_mpi: the graph is not the job's");
-    RoundOverMpi round(share, job, gpu, options, how);
-    DecomposedSolve out = decompose(job, g, gpu, options, std::ref(round));
+    if (ports.open.size() != share.paths.size()) throw std::invalid_argument("solve_decomposed_mpi: one trace per rank of the job expected");
+    MpiWorker worker(share, ports, gpu, options, how);
+    DecomposedSolve out = decompose(ports, gpu, options, worker);
     share.release(true);
     return out;
   } catch (...) {
@@ -504,24 +712,26 @@ DecomposedSolve solve_decomposed_mpi(const trace::Trace& job, const graph::DepGr
 }
 
 void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how) {
-  const OptimizeOptions ro = rank_options(options);
+  Served served(share, options, how);
   while (share.active()) {
     const std::string command = mpi::recv_bytes(0, mpi::kTagCommand);
     if (command == mpi::kDone) {
       share.release(true);
-    } else if (command.empty() || command[0] != kRound) {
+    } else if (command == mpi::kGather) {
+      send_own_traces_mpi(share);
+    } else if (command.empty() || (command[0] != kRound && command[0] != kPorts)) {
       share.release(false);
       throw MpiPeerFailed();
     } else {
-      mpi::send_bytes(answer_round(share, command, ro, how), 0, mpi::kTagReply);
+      mpi::send_bytes(served.answer(command), 0, mpi::kTagReply);
     }
   }
 }
 
 #else
 
-DecomposedSolve solve_decomposed_mpi(const trace::Trace&, const graph::DepGraph&, MpiShare&, const model::GpuSpec&,
-                                     const OptimizeOptions&, const DecomposedOptions&) {
+DecomposedSolve solve_decomposed_mpi(const JobPorts&, MpiShare&, const model::GpuSpec&, const OptimizeOptions&,
+                                     const DecomposedOptions&) {
   throw InputError("--mpi", "emo was built without MPI");
 }
 

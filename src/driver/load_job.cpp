@@ -18,6 +18,7 @@
 
 #ifdef EMO_WITH_MPI
 #include <mpi.h>
+#include <nlohmann/json.hpp>
 
 #include "driver/mpi_comm.h"
 #endif
@@ -71,7 +72,7 @@ std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, con
 #ifdef EMO_WITH_MPI
 namespace {
 
-constexpr int kTagChunk = 1602, kTagError = 1603;
+constexpr int kTagChunk = 1602, kTagError = 1603, kTagDigest = 1606;
 using mpi::encode_error, mpi::recv_bytes, mpi::send_bytes, mpi::throw_decoded;
 
 /// Every process learns whether some file failed (no process is left waiting); process 0 also
@@ -155,6 +156,117 @@ std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths,
   return out;
 }
 
+namespace {
+
+nlohmann::json digest_json(const trace::RankDigest& d) {
+  nlohmann::json cs = nlohmann::json::array();
+  for (const auto& c : d.collectives) cs.push_back({c.name, c.group, c.group_ranks, c.stream, c.sequence, c.start_ns, c.end_ns, c.op});
+  return {{"path", d.path}, {"rank", d.rank}, {"world_size", d.world_size}, {"device", d.device},
+          {"device_error", d.device_error}, {"first_ns", d.first_ns}, {"last_ns", d.last_ns}, {"collectives", std::move(cs)}};
+}
+
+trace::RankDigest digest_of(const nlohmann::json& j) {
+  trace::RankDigest d;
+  d.path = j.at("path").get<std::string>();
+  d.rank = j.at("rank").get<std::int32_t>();
+  d.world_size = j.at("world_size").get<std::int32_t>();
+  d.device = j.at("device").get<std::int32_t>();
+  d.device_error = j.at("device_error").get<std::string>();
+  d.first_ns = j.at("first_ns").get<TimeNs>();
+  d.last_ns = j.at("last_ns").get<TimeNs>();
+  for (const auto& c : j.at("collectives")) {
+    d.collectives.push_back({c.at(0).get<std::string>(), c.at(1).get<std::string>(), c.at(2).get<std::string>(),
+                             c.at(3).get<std::int64_t>(), c.at(4).get<std::int64_t>(), c.at(5).get<TimeNs>(),
+                             c.at(6).get<TimeNs>(), c.at(7).get<std::uint32_t>()});
+  }
+  return d;
+}
+
+/// Process 0 receives every process's digests (sent in the order of its own paths).
+std::vector<trace::RankDigest> gather_digests(const mpi::Session& mpi, const std::vector<trace::Trace>& own, std::size_t n) {
+  const std::size_t k = mpi.size(), p = mpi.rank();
+  if (p != 0) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const trace::Trace& t : own) all.push_back(digest_json(trace::digest(t)));
+    const std::vector<std::uint8_t> b = nlohmann::json::to_cbor(all);
+    send_bytes(std::string(b.begin(), b.end()), 0, kTagDigest);
+    return {};
+  }
+  std::vector<trace::RankDigest> out(n);
+  for (std::size_t i = 0; i < n; i += k) out[i] = trace::digest(own[i / k]);
+  for (std::size_t q = 1; q < k && q < n; ++q) {
+    const std::string bytes = recv_bytes(static_cast<int>(q), kTagDigest);
+    const nlohmann::json all = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
+    for (std::size_t j = 0; j < all.size(); ++j) out.at(q + j * k) = digest_of(all[j]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<trace::RankDigest> load_own_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
+                                                   MpiShare& share) {
+  std::optional<std::string> error;
+  std::vector<trace::RankDigest> out;
+  bool root = true;
+  {
+    mpi::Session mpi;
+    root = mpi.rank() == 0;
+    std::vector<std::string> mine;
+    for (std::size_t i = mpi.rank(); i < paths.size(); i += mpi.size()) mine.push_back(paths[i]);
+    Loaded local = load_indexed(mine, options);
+    error = agree_on_error(mpi, local, paths.size());
+    if (error) {
+      mpi.finalize_at_exit();
+    } else {
+      for (auto& t : local.traces) share.traces.push_back(std::move(*t));
+      local.traces.clear();
+      out = gather_digests(mpi, share.traces, paths.size());
+      share.process = mpi.rank();
+      share.processes = mpi.size();
+      share.paths = paths;
+      share.finalize_ = mpi.keep();
+      share.active_ = true;
+    }
+  }  // MPI_Finalize here after an error (at exit), else the share keeps MPI up
+  if (error && !root) throw MpiPeerFailed();
+  if (error) throw_decoded(*error);
+  return out;
+}
+
+std::vector<trace::Trace> gather_traces_mpi(MpiShare& share) {
+  if (!share.active() || share.process != 0) throw std::invalid_argument("gather_traces_mpi: not process 0 of a kept MPI load");
+  const std::size_t k = share.processes, n = share.paths.size();
+  for (std::size_t q = 1; q < k; ++q) send_bytes(mpi::kGather, static_cast<int>(q), mpi::kTagCommand);
+  std::vector<trace::Trace> out;
+  out.reserve(n);
+  std::exception_ptr error;  // receive everything even after an error, so no sender blocks
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % k == 0) {
+      out.push_back(std::move(share.traces[i / k]));
+      continue;
+    }
+    const std::string bytes = recv_bytes(static_cast<int>(i % k), kTagChunk);
+    try {
+      out.push_back(trace::from_bytes(bytes, share.paths[i]));
+    } catch (...) {
+      if (!error) error = std::current_exception();
+      out.emplace_back();
+    }
+  }
+  share.traces.clear();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+void send_own_traces_mpi(MpiShare& share) {
+  for (trace::Trace& t : share.traces) {
+    send_bytes(trace::to_bytes(t), 0, kTagChunk);
+    t = trace::Trace{};
+  }
+  share.traces.clear();
+}
+
 MpiShare::~MpiShare() { release(std::uncaught_exceptions() == 0); }
 
 void MpiShare::release(bool ok) {
@@ -173,6 +285,14 @@ void MpiShare::release(bool ok) {
 std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare*) {
   throw InputError("--mpi", "emo was built without MPI");
 }
+
+std::vector<trace::RankDigest> load_own_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare&) {
+  throw InputError("--mpi", "emo was built without MPI");
+}
+
+std::vector<trace::Trace> gather_traces_mpi(MpiShare&) { throw InputError("--mpi", "emo was built without MPI"); }
+
+void send_own_traces_mpi(MpiShare&) {}
 
 MpiShare::~MpiShare() = default;
 

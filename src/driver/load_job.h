@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/job.h"
 #include "trace/trace.h"
 
 namespace emo::driver {
@@ -53,6 +54,7 @@ class MpiShare {
 
  private:
   friend std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare*);
+  friend std::vector<trace::RankDigest> load_own_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare&);
   bool active_ = false;
   bool finalize_ = false;  // this process called MPI_Init, so it finalises
 };
@@ -72,5 +74,25 @@ class MpiShare {
 /// Built without MPI (EMO_WITH_MPI undefined): throws InputError("--mpi", "emo was built without MPI").
 std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
                                           MpiShare* share = nullptr);
+
+/// The first step of `emo optimize --mpi`: process p of K loads and reduces the files i with
+/// i % K == p (on its own options.threads threads) and keeps them in `share` (MPI stays up until
+/// share.release()); only their digests (trace::digest: identity, GPU, collectives, a few kB)
+/// go to process 0, which returns them in the order of `paths` (the others return an empty
+/// vector), to link the job (trace::link_ranks) without its traces. Then process 0 either solves
+/// the job decomposed with the others (driver/job_solve.h: solve_decomposed_mpi, the others in
+/// serve_decomposed_mpi), or gathers the traces (gather_traces_mpi). Errors as load_traces_mpi.
+/// Built without MPI: throws InputError("--mpi", "emo was built without MPI").
+std::vector<trace::RankDigest> load_own_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
+                                                   MpiShare& share);
+
+/// Process 0 after load_own_traces_mpi: every trace, in the order of the paths (its own moved out of
+/// share.traces, the others sent by their processes, which serve_decomposed_mpi tells to). The
+/// caller then releases the share. Throws std::invalid_argument when not process 0 of an active share.
+std::vector<trace::Trace> gather_traces_mpi(MpiShare& share);
+
+/// A process other than 0, told to by process 0 (mpi::kGather): sends its traces (trace::to_bytes)
+/// to process 0 in the order of its paths, and drops them.
+void send_own_traces_mpi(MpiShare& share);
 
 }  // namespace emo::driver

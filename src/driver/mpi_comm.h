@@ -50,6 +50,8 @@ inline constexpr int kSizeTag = 1000;
 /// rank solves; each answers a round on kTagReply.
 inline constexpr int kTagCommand = 1604, kTagReply = 1605;
 inline constexpr const char* kDone = "D";
+/// Send your traces to process 0 (gather_traces_mpi): the job is not solved decomposed.
+inline constexpr const char* kGather = "G";
 inline constexpr const char* kAbort = "A";
 
 /// An error as "I|path\nproblem" (emo::InputError) or "X|what" (anything else), to cross to process 0.

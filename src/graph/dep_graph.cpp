@@ -624,14 +624,17 @@ class Builder {
     for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
       if (!has_out[n] && better(n)) sink = n;
     }
-    if (sink == kNoNode) return;  // every node has a successor: a cycle was cut; nothing to pin to
     std::vector<RawEdge> extra;
     for (const trace::CollectivePin& p : cut.pins) {
       const std::uint32_t n = p.op < node_of_op_.size() ? node_of_op_[p.op] : kNoNode;
       if (n == kNoNode) continue;
       g_.dur[n] = p.transfer_ns;
+      if (p.start_ns == trace::kOpenPin) continue;  // a port: the transfer time only
       g_.release[n] = std::max(g_.release[n], p.start_ns);
-      extra.push_back({DepGraph::start_tp(n), DepGraph::end_tp(sink), cut.end_ns - p.start_ns, EdgeType::kCollective, false});
+      // No sink: every node has a successor (a cycle was cut); nothing to pin the deadline to.
+      if (sink != kNoNode) {
+        extra.push_back({DepGraph::start_tp(n), DepGraph::end_tp(sink), cut.end_ns - p.start_ns, EdgeType::kCollective, false});
+      }
     }
     insert_edges(extra);
   }

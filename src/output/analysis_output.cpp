@@ -132,25 +132,21 @@ std::vector<RankSegment> rank_segments(const trace::Trace& t, const Analysis& a)
 
 }  // namespace
 
-nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
+namespace {
+
+/// The job's figures of `job` alone (no graph): the ranks, and with `a` their slack.
+nlohmann::json job_ranks_json(const trace::JobInfo& job, const Analysis* a) {
   using nlohmann::json;
-  const trace::JobInfo& job = t.meta.job;
-  if (job.ranks.empty()) return json();
   json ranks = json::array();
   for (std::size_t i = 0; i < job.ranks.size(); ++i) {
     const trace::JobRank& r = job.ranks[i];
     json j = {{"rank", r.rank}, {"file", r.path}, {"device", static_cast<int>(i)}, {"trace_device", r.device},
               {"offset_ns", r.offset_ns}, {"collectives", r.collectives}, {"collectives_matched", r.matched},
               {"wait_in_collectives_ns", r.wait_ns}};
-    if (const auto slack = gpu_slack_of(a, static_cast<std::int32_t>(i))) j["slack_ns"] = *slack;
+    if (a != nullptr) {
+      if (const auto slack = gpu_slack_of(*a, static_cast<std::int32_t>(i))) j["slack_ns"] = *slack;
+    }
     ranks.push_back(std::move(j));
-  }
-  json path = json::array();
-  for (const RankSegment& s : rank_segments(t, a)) {
-    path.push_back({{"rank", job.ranks[static_cast<std::size_t>(s.index)].rank},
-                    {"start_ns", s.start_ns},
-                    {"end_ns", s.end_ns},
-                    {"ops", s.ops}});
   }
   return {{"world_size", job.world_size},
           {"ranks", ranks},
@@ -158,18 +154,59 @@ nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
           {"match_method", job.match_method},
           {"offset_residual_max_ns", job.residual_max_ns},
           {"offset_residual_median_ns", job.residual_median_ns},
-          {"critical_path_by_rank", path},
           {"warnings", job.warnings}};
+}
+
+std::string job_head_text(const trace::JobInfo& job) {
+  return fmt::format("  job           {} ranks of {}; {} collectives linked ({}); clock offsets aligned on "
+                     "collective ends, residual median {} max {}\n",
+                     job.ranks.size(), job.world_size, job.collectives_linked,
+                     job.match_method.empty() ? "none" : job.match_method, format_duration(job.residual_median_ns),
+                     format_duration(job.residual_max_ns));
+}
+
+}  // namespace
+
+nlohmann::json job_json(const trace::JobInfo& job) {
+  if (job.ranks.empty()) return nlohmann::json();
+  return job_ranks_json(job, nullptr);
+}
+
+std::string job_text(const trace::JobInfo& job) {
+  if (job.ranks.empty()) return "";
+  std::string out = job_head_text(job);
+  constexpr std::size_t kShown = 16;
+  for (std::size_t i = 0; i < job.ranks.size() && i < kShown; ++i) {
+    const trace::JobRank& r = job.ranks[i];
+    out += fmt::format("  rank {:<8} GPU {}, offset {:+.3f} us, collectives {} of {} matched, waited {} in them ({})\n",
+                       r.rank, i, static_cast<double>(r.offset_ns) / 1e3, r.matched, r.collectives,
+                       format_duration(r.wait_ns), r.path);
+  }
+  if (job.ranks.size() > kShown) out += fmt::format("  ... {} more ranks in --json\n", job.ranks.size() - kShown);
+  for (const std::string& w : job.warnings) out += "  job warning: " + w + "\n";
+  return out;
+}
+
+nlohmann::json job_json(const trace::Trace& t, const Analysis& a) {
+  using nlohmann::json;
+  const trace::JobInfo& job = t.meta.job;
+  if (job.ranks.empty()) return json();
+  json out = job_ranks_json(job, &a);
+  json path = json::array();
+  for (const RankSegment& s : rank_segments(t, a)) {
+    path.push_back({{"rank", job.ranks[static_cast<std::size_t>(s.index)].rank},
+                    {"start_ns", s.start_ns},
+                    {"end_ns", s.end_ns},
+                    {"ops", s.ops}});
+  }
+  out["critical_path_by_rank"] = std::move(path);
+  return out;
 }
 
 std::string job_text(const trace::Trace& t, const Analysis& a) {
   const trace::JobInfo& job = t.meta.job;
   if (job.ranks.empty()) return "";
-  std::string out = fmt::format("  job           {} ranks of {}; {} collectives linked ({}); clock offsets aligned on "
-                                "collective ends, residual median {} max {}\n",
-                                job.ranks.size(), job.world_size, job.collectives_linked,
-                                job.match_method.empty() ? "none" : job.match_method,
-                                format_duration(job.residual_median_ns), format_duration(job.residual_max_ns));
+  std::string out = job_head_text(job);
   for (std::size_t i = 0; i < job.ranks.size(); ++i) {
     const trace::JobRank& r = job.ranks[i];
     const TimeNs slack = gpu_slack_of(a, static_cast<std::int32_t>(i)).value_or(0);

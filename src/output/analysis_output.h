@@ -33,4 +33,9 @@ nlohmann::json job_json(const trace::Trace& trace, const timing::Analysis& a);
 /// warnings), as `emo analyze` prints them; "" for one trace.
 std::string job_text(const trace::Trace& trace, const timing::Analysis& a);
 
+/// The same from the link alone (a job solved decomposed has no graph of the whole job): no
+/// slack, no critical path by rank; the text lists the first 16 ranks. Null / "" for no ranks.
+nlohmann::json job_json(const trace::JobInfo& job);
+std::string job_text(const trace::JobInfo& job);
+
 }  // namespace emo::output

@@ -432,8 +432,9 @@ nlohmann::json to_json(const driver::DecomposedSolve& d) {
 std::string to_text(const driver::DecomposedSolve& d) {
   std::string out = fmt::format(
       "decomposed joint solve of {} ranks (docs/multi-rank.md): {} collectives pinned at their max-clock start "
-      "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; the plans run together "
-      "on the job's graph (collectives wait for their last participant; ideal switching):\n",
+      "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; each rank's plan run "
+      "on its own graph and reduced to its collectives, the job timed from them (collectives wait for their last "
+      "participant; ideal switching):\n",
       d.ranks.size(), d.collectives_pinned, 100 * d.pin_stretch, 100 * d.rank_slowdown,
       d.rounds > 1 ? fmt::format(" ({} rounds: the first missed the target)", d.rounds) : "");
   out += fmt::format("  {:<30} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");

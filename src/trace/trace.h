@@ -193,13 +193,17 @@ struct JobInfo {
                                          ///< own trace (the rank: trace::job_rank_index).
 };
 
+/// CollectivePin::start_ns of a port: the kernel takes the transfer time only, its start is left
+/// free (no release, no deadline): the rank's graph reduced to its ports (timing/ports.h).
+inline constexpr TimeNs kOpenPin = INT64_MIN;
+
 /// One collective of a rank cut out of a linked job (driver/job_solve.h): the job fixes when its
 /// transfer starts — the other ranks arrive then — and how long the transfer takes.
 struct CollectivePin {
   std::uint32_t op = 0;     ///< Row of the collective kernel in OpTable.
   TimeNs start_ns = 0;      ///< The transfer starts here, on this trace's clock: the kernel starts
                             ///< no earlier (the others arrive then) and must start no later (they
-                            ///< would wait for this rank).
+                            ///< would wait for this rank). kOpenPin: neither.
   TimeNs transfer_ns = 0;   ///< The transfer's duration (the kernel's duration in the job's graph).
 };
 

@@ -112,10 +112,15 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   // slower than the straggler, and it gives up little against the joint plan (both run alike:
   // ideal switching, same device and seed; measured +2.6 % here, +1.7 % on the 8-rank job of
   // docs/multi-rank.md, so 4 % bounds it with room for the noise of the models).
-  const graph::DepGraph g = graph::build_graph(job);
-  const driver::DecomposedSolve d = driver::solve_decomposed(job, g, job_ranks(source), gpu, opts, {.threads = 2});
+  std::vector<trace::Trace> ranks = job_ranks(source);
+  std::vector<trace::RankDigest> digests;
+  for (const trace::Trace& t : ranks) digests.push_back(trace::digest(t));
+  const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
+  const driver::DecomposedSolve d = driver::solve_decomposed(jp, std::move(ranks), gpu, opts, {.threads = 2});
   EXPECT_TRUE(d.simulated);
-  EXPECT_EQ(d.baseline.time_ns, c.baseline.time_ns);  // the same run of the same graph
+  // The same job at the max clock, timed from the ranks' port reductions with each rank's own
+  // noise draws instead of the job graph's: within the simulated noise of the makespan (0.1 %).
+  EXPECT_NEAR(static_cast<double>(d.baseline.time_ns), static_cast<double>(c.baseline.time_ns), 1e-3 * static_cast<double>(c.baseline.time_ns));
   EXPECT_EQ(d.collectives_pinned, job.meta.job.collectives_linked);
   EXPECT_LE(d.plan.time_ns, d.target_ns) << "the composed plan misses the job's target";
   EXPECT_LT(d.own_plan.energy_j, d.baseline.energy_j);

@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "driver/job_solve.h"
 #include "graph/dep_graph.h"
 #include "support/job_generator.h"
 #include "test_data.h"
+#include "timing/ports.h"
 #include "timing/timing.h"
 #include "trace/job.h"
 #include "trace/load.h"
@@ -88,6 +90,88 @@ TEST(JobLink, RecoversOffsetsAndMatchesEveryCollective) {
 TEST(JobLink, GroupsOfTwoOnTheTrainingTrace) {
   EMO_REQUIRE_DATA(path, "kineto/hta_training_16rank_rank0.json.gz");
   check_link(path, JobSpec{.ranks = 4, .straggler = 1, .max_offset_ns = 100'000, .seed = 8, .group_size = 2});
+}
+
+/// Per GPU op that is not a collective: its duration scaled by factor[rank position] (a what-if).
+std::vector<TimeNs> scaled(const graph::DepGraph& g, const std::vector<std::int32_t>& position_of_node,
+                           const std::vector<char>& collective_node, const std::vector<double>& factor) {
+  std::vector<TimeNs> dur(g.dur.begin(), g.dur.end());
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+    if (!g.gpu[n] || collective_node[n] || position_of_node[n] < 0) continue;
+    dur[n] = static_cast<TimeNs>(std::llround(static_cast<double>(dur[n]) * factor[static_cast<std::size_t>(position_of_node[n])]));
+  }
+  return dur;
+}
+
+/// The job timed two ways — the linked job's graph replayed whole (timing::replay), and each
+/// rank's own graph reduced to its collective ports and composed (timing::time_job, what the
+/// decomposed solve does) — at the recorded durations and with the ranks' compute slowed or sped
+/// up by different factors: the same makespan and the same transfer start of every collective.
+void check_ports_time_the_job(const std::string& path, const JobSpec& spec) {
+  const Trace src = trace::load_trace(path);
+  const JobGenerator gen(src, spec);
+  std::vector<Trace> ranks;
+  std::vector<trace::RankDigest> digests;
+  for (int r = 0; r < spec.ranks; ++r) {
+    ranks.push_back(gen.rank_trace(r));
+    digests.push_back(trace::digest(ranks.back()));
+  }
+  const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
+  std::vector<Trace> copies;
+  for (int r = 0; r < spec.ranks; ++r) copies.push_back(gen.rank_trace(r));
+  const Trace job = trace::link_job(std::move(copies));
+  const graph::DepGraph g = graph::build_graph(job);
+  std::vector<std::int32_t> pos(g.nodes());
+  std::vector<char> coll(g.nodes(), 0);
+  std::vector<std::int64_t> inst_of_row(job.ops.size(), -1);
+  for (std::size_t c = 0; c < job.collectives.size(); ++c) inst_of_row[job.collectives.op[c]] = job.collectives.match[c];
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+    pos[n] = trace::job_rank_index(job, g.op[n]);
+    coll[n] = inst_of_row[g.op[n]] >= 0;
+  }
+  for (const std::vector<double>& factor : {std::vector<double>(spec.ranks, 1.0), std::vector<double>{0.9, 1.0, 1.25, 1.1}}) {
+    // The whole job's graph.
+    const timing::Schedule s = timing::replay(g, scaled(g, pos, coll, factor));
+    std::vector<TimeNs> last(jp.instances, INT64_MIN);
+    for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+      if (coll[n]) last[static_cast<std::size_t>(inst_of_row[g.op[n]])] = std::max(last[static_cast<std::size_t>(inst_of_row[g.op[n]])], s.start(n));
+    }
+    // Each rank's graph reduced to its ports, composed.
+    std::vector<timing::PortGraph> pg(ranks.size());
+    std::vector<timing::RankPorts> rp;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      ranks[r].meta.cut = jp.open[r];
+      const graph::DepGraph gr = graph::build_graph(ranks[r]);
+      std::vector<std::uint32_t> node_of(ranks[r].ops.size(), UINT32_MAX), port_node;
+      for (std::uint32_t n = 0; n < gr.nodes(); ++n) node_of[gr.op[n]] = n;
+      for (const trace::CollectivePin& p : jp.open[r].pins) port_node.push_back(node_of[p.op]);
+      std::vector<char> rcoll(gr.nodes(), 0);
+      for (const std::uint32_t n : port_node) rcoll[n] = 1;
+      pg[r] = timing::reduce_to_ports(gr, scaled(gr, std::vector<std::int32_t>(gr.nodes(), static_cast<std::int32_t>(r)), rcoll, factor), port_node);
+    }
+    for (std::size_t r = 0; r < ranks.size(); ++r) rp.push_back({&pg[r], jp.instance[r], jp.link.info.ranks[r].offset_ns});
+    const timing::JobTiming jt = timing::time_job(rp, jp.instances);
+    EXPECT_EQ(jt.cycle_breaks, 0);
+    EXPECT_EQ(jt.makespan_ns, s.makespan_ns) << "factors " << factor[0] << " ...";
+    std::size_t same = 0;
+    for (std::size_t c = 0; c < jp.instances; ++c) same += jt.transfer_start_ns[c] == last[c];
+    EXPECT_EQ(same, jp.instances) << "transfer starts that differ from the job graph's";
+    std::size_t lags = 0;
+    for (const auto& p : pg) lags += p.lags.size();
+    std::printf("%s, %s, factor of rank 2 %.2f: makespan %lld ns both ways; %zu instances; %zu port lags kept over %zu ranks\n",
+                path.c_str(), describe(spec).c_str(), factor[2], static_cast<long long>(s.makespan_ns), jp.instances, lags,
+                ranks.size());
+  }
+}
+
+TEST(JobPorts, TheRanksReductionsTimeTheJobAsItsWholeGraph) {
+  EMO_REQUIRE_DATA(path, "kineto/hta_nccl_allreduce_rank0.json.gz");
+  check_ports_time_the_job(path, JobSpec{.ranks = 4, .straggler = 2, .max_offset_ns = 200'000, .seed = 3});
+}
+
+TEST(JobPorts, TheRanksReductionsTimeTheTrainingJobAsItsWholeGraph) {
+  EMO_REQUIRE_DATA(path, "kineto/hta_training_16rank_rank0.json.gz");
+  check_ports_time_the_job(path, JobSpec{.ranks = 4, .straggler = 1, .max_offset_ns = 100'000, .seed = 8});
 }
 
 }  // namespace
