@@ -9,6 +9,7 @@
 // distributedInfo (rank, world size), the collectives' process group, its ranks and sequence
 // numbers, and a top-level "emo_synthetic" object saying how it was made (EMO's Kineto reader
 // ignores it). Prints "SYNTHETIC job: ..." with the ranks' clock offsets.
+// -h/--help prints the usage on stdout and exits 0.
 // Exit codes: 0 done; 2 bad arguments (one line on stderr); 1 a trace that cannot be read or an
 // output that cannot be written (one line on stderr).
 #include <libdeflate.h>
@@ -50,6 +51,7 @@ struct Args {
   std::string source, out_dir;
   JobSpec spec;
   int threads = 2;  ///< Ranks written at a time.
+  bool help = false;  ///< -h/--help: print kUsage and exit 0 (the other arguments are not checked).
 };
 
 struct BadArgs : std::runtime_error {
@@ -74,38 +76,52 @@ double parse_double(std::string_view flag, std::string_view text) {
   return v;
 }
 
+constexpr const char* kUsage =
+    "usage: emo_make_job SOURCE_TRACE OUT_DIR --ranks N [--straggler R] [--slowdown 0.10] [--jitter 0.01]\n"
+    "                    [--max-offset-us 200] [--group-size G] [--seed S] [--threads 2]\n"
+    "Writes a SYNTHETIC N-rank job derived from one real rank trace: OUT_DIR/rank00000.json.gz ...\n"
+    "(Kineto JSON, gzip), one per rank; not a recording of a real job (docs/synthetic-jobs.md).\n"
+    "Exit codes: 0 done; 2 bad arguments; 1 a trace that cannot be read or an output that cannot be written.\n";
+
 Args parse_args(int argc, char** argv) {
   Args a;
   std::vector<std::string_view> positional;
   bool have_ranks = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (!arg.starts_with("--")) {
+    if (arg == "-h" || arg == "--help") {
+      a.help = true;
+      return a;
+    }
+    if (!arg.starts_with("-") || arg == "-") {
       positional.push_back(arg);
       continue;
     }
-    if (i + 1 >= argc) throw BadArgs(fmt::format("{} needs a value", arg));
-    const std::string_view v = argv[++i];
+    // The option's value: the next argument (taken only by a known option).
+    auto value = [&]() -> std::string_view {
+      if (i + 1 >= argc) throw BadArgs(fmt::format("{} needs a value", arg));
+      return argv[++i];
+    };
     if (arg == "--ranks") {
-      a.spec.ranks = parse_number<int>(arg, v);
+      a.spec.ranks = parse_number<int>(arg, value());
       have_ranks = true;
     } else if (arg == "--straggler") {
-      a.spec.straggler = parse_number<int>(arg, v);
+      a.spec.straggler = parse_number<int>(arg, value());
     } else if (arg == "--slowdown") {
-      a.spec.straggler_slowdown = parse_double(arg, v);
+      a.spec.straggler_slowdown = parse_double(arg, value());
     } else if (arg == "--jitter") {
-      a.spec.jitter = parse_double(arg, v);
+      a.spec.jitter = parse_double(arg, value());
     } else if (arg == "--max-offset-us") {
-      a.spec.max_offset_ns = std::llround(parse_double(arg, v) * 1000.0);
+      a.spec.max_offset_ns = std::llround(parse_double(arg, value()) * 1000.0);
     } else if (arg == "--group-size") {
-      a.spec.group_size = parse_number<int>(arg, v);
+      a.spec.group_size = parse_number<int>(arg, value());
     } else if (arg == "--threads") {
-      a.threads = parse_number<int>(arg, v);
+      a.threads = parse_number<int>(arg, value());
       if (a.threads < 1) throw BadArgs("--threads must be >= 1");
     } else if (arg == "--seed") {
-      a.spec.seed = parse_number<std::uint64_t>(arg, v);
+      a.spec.seed = parse_number<std::uint64_t>(arg, value());
     } else {
-      throw BadArgs(fmt::format("unknown option {}", arg));
+      throw BadArgs(fmt::format("unknown option {} (see emo_make_job --help)", arg));
     }
   }
   if (positional.size() != 2) throw BadArgs("usage: emo_make_job SOURCE_TRACE OUT_DIR --ranks N [options]");
@@ -200,6 +216,10 @@ int main(int argc, char** argv) {
   Args a;
   try {
     a = parse_args(argc, argv);
+    if (a.help) {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
     const JobSpec& s = a.spec;
     if (s.ranks < 1) throw BadArgs("--ranks must be >= 1");
     if (s.straggler < -1 || s.straggler >= s.ranks) throw BadArgs("--straggler must be a rank of the job");

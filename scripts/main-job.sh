@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the default input: installs the Debian dependencies, builds EMO and runs
 # `emo optimize` end to end on each trace (graph, slack, packs, profiling on the simulated device,
-# models, optimiser, policy, evaluation), after `emo inspect`. Outputs land in build/main-job/:
-# the policy, the JSON result and the HTML report of each trace.
+# models, optimiser, policy, evaluation), after `emo inspect`. Outputs land in build/main-job/,
+# which each run empties first: the policy, the JSON result and the HTML report of each trace.
 #   scripts/main-job.sh [TRACE...]     (default: data/traces/kineto_resnet50_2021.json.gz, a real
 #                                       ResNet-50 training trace committed with its licence)
 #   EMO_MAX_SLOWDOWN=0.05 (default)    the latency target
@@ -23,6 +23,9 @@ if (($# == 0)); then
   set -- data/traces/kineto_resnet50_2021.json.gz
 fi
 OUT=build/main-job
+# build/main-job/ holds only this script's outputs: empty it before each run, so that it holds
+# this run's files and nothing from an earlier one (e.g. policy.2.json of a run on more traces).
+rm -rf "$OUT"
 mkdir -p "$OUT"
 build/emo inspect "$@"
 i=0

@@ -42,9 +42,13 @@ struct ResetOptions {
 };
 
 int run_reset(const ResetOptions& o, bool index_given) {
-  if (index_given == o.all) throw InputError("emo reset", "say which GPUs: --gpu-index I or --all (one of them)");
+  // Usage errors: one line with the hint the other usage errors give (cli/main.cpp).
+  if (index_given == o.all) {
+    throw InputError("emo reset", "say which GPUs: --gpu-index I or --all, one of them (see emo --help)");
+  }
   if (index_given && o.gpu_index < 0) {
-    throw InputError("emo reset", fmt::format("--gpu-index {} is negative", o.gpu_index));
+    throw InputError("emo reset",
+                     fmt::format("--gpu-index {} is negative; give a number >= 0 (see emo --help)", o.gpu_index));
   }
   const auto nvml = runtime::Nvml::open();
   const unsigned n = nvml->device_count();

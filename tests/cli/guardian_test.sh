@@ -175,8 +175,11 @@ out=$(EMO_FAKE_NVML_FAIL=nvmlDeviceResetMemoryLockedClocks=3 "$EMO" reset --gpu-
 [[ $rc -eq 0 && "$out" == "GPU 0 ($A100): SM locked clocks reset (no memory clock lock on this GPU)" ]] \
   && ok "reset: memory locked clocks not supported is not an error" || bad "reset no memory lock: rc=$rc <<$out>>"
 expect_error reset_no_such_gpu "GPU 5: no such GPU (3 visible to NVML)" "$EMO" reset --gpu-index 5
-expect_error reset_which "say which GPUs: --gpu-index I or --all" "$EMO" reset
-expect_error reset_both "say which GPUs: --gpu-index I or --all" "$EMO" reset --all --gpu-index 0
+expect_error reset_which "emo reset: say which GPUs: --gpu-index I or --all, one of them (see emo --help)" "$EMO" reset
+expect_error reset_both "emo reset: say which GPUs: --gpu-index I or --all, one of them (see emo --help)" \
+  "$EMO" reset --all --gpu-index 0
+expect_error reset_negative "emo reset: --gpu-index -1 is negative; give a number >= 0 (see emo --help)" \
+  "$EMO" reset --gpu-index -1
 expect_error reset_no_permission "nvmlDeviceResetGpuLockedClocks: no permission: changing clocks needs root or CAP_SYS_ADMIN" \
   env EMO_FAKE_NVML_FAIL=nvmlDeviceResetGpuLockedClocks=4 "$EMO" reset --all
 expect_error reset_no_driver "no NVIDIA driver installed" env EMO_NVML_LIBRARY=$dir/none.so "$EMO" reset --all

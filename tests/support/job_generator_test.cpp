@@ -312,7 +312,7 @@ TEST(MakeJob, WritesLabelledRankFilesThatLoadBack) {
 TEST(MakeJob, BadArgumentsExitTwoWithOneLine) {
   const auto dir = scratch_dir("make-job-bad");
   for (const char* args : {"", "a b", "a b --ranks 0", "a b --ranks 2 --straggler 5", "a b --ranks x",
-                           "a b --ranks 2 --bogus 1", "a b --ranks 2 --jitter"}) {
+                           "a b --ranks 2 --bogus 1", "a b --ranks 2 --jitter", "--bogus", "-x a b --ranks 2"}) {
     const std::string err = (dir / "err").string();
     const std::string cmd = std::string(EMO_MAKE_JOB) + " " + args + " 2> " + err;
     const int rc = std::system(cmd.c_str());
@@ -320,6 +320,19 @@ TEST(MakeJob, BadArgumentsExitTwoWithOneLine) {
     EXPECT_EQ(WEXITSTATUS(rc), 2) << cmd;
     const std::string text(read_file(err).view());
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << cmd << ": " << text;
+  }
+}
+
+TEST(MakeJob, HelpPrintsUsageOnStdoutAndExitsZero) {
+  const auto dir = scratch_dir("make-job-help");
+  for (const char* args : {"--help", "-h", "a b --ranks 2 --help"}) {
+    const std::string out = (dir / "out").string(), err = (dir / "err").string();
+    const std::string cmd = std::string(EMO_MAKE_JOB) + " " + args + " > " + out + " 2> " + err;
+    const int rc = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(rc)) << cmd;
+    EXPECT_EQ(WEXITSTATUS(rc), 0) << cmd << ": " << read_file(err).view();
+    EXPECT_TRUE(read_file(out).view().starts_with("usage: emo_make_job SOURCE_TRACE OUT_DIR --ranks N")) << cmd;
+    EXPECT_TRUE(read_file(err).view().empty()) << cmd << ": " << read_file(err).view();
   }
 }
 
