@@ -120,7 +120,7 @@ struct RankPlan {
   std::vector<double> option_clocks_mhz;  // the clocks its solve offered, descending
   RankSolve solve;
   RankRun plan;                           // its plan run on its own graph (ideal switching)
-  std::vector<std::pair<double, RankRun>> statics;  // round 0: every option clock and the max, descending
+  std::vector<std::pair<double, RankRun>> statics;  // round 0: its run at the max clock (the baseline)
 };
 
 /// The rank's graph with its linked collectives as ports (`open`), and the ports' nodes.
@@ -167,7 +167,7 @@ RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::Si
 }
 
 /// Step 2 for one rank at `position` in the job: its trace against `cut`, then its plan (and, with
-/// `statics`, every option clock and the max) run on its own graph and reduced to its ports.
+/// `statics`, the max clock) run on its own graph and reduced to its ports.
 RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, const model::GpuSpec& gpu,
                     const OptimizeOptions& options, std::size_t position, bool statics) {
   OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
@@ -205,13 +205,20 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
   }
   p.solve.mean_clock_mhz = total > 0 ? weighted / total : 0;
   p.plan = run_rank(t, pg, device, noise, clock);
-  if (statics) {
-    std::vector<double> clocks = p.option_clocks_mhz;
-    if (std::find(clocks.begin(), clocks.end(), f_max) == clocks.end()) clocks.insert(clocks.begin(), f_max);
-    std::sort(clocks.begin(), clocks.end(), std::greater<>());
-    for (const double f : clocks) p.statics.emplace_back(f, run_rank(t, pg, device, noise, static_clocks(pg.g, f)));
-  }
+  if (statics) p.statics.emplace_back(f_max, run_rank(t, pg, device, noise, static_clocks(pg.g, f_max)));
   return p;
+}
+
+/// Rank `t` at `position` run at each static clock of `clocks_mhz`, each run reduced to its ports.
+std::vector<RankRun> static_runs(trace::Trace& t, const trace::JobCut& open, const model::GpuSpec& gpu, std::uint64_t seed,
+                                 std::size_t position, const std::vector<double>& clocks_mhz) {
+  const PortedGraph pg = ported_graph(t, open);
+  runtime::SimDeviceOptions dev_opts;
+  dev_opts.seed = seed;
+  const runtime::SimDevice device(gpu, dev_opts);
+  std::vector<RankRun> out;
+  for (const double f : clocks_mhz) out.push_back(run_rank(t, pg, device, rank_noise_seed(seed, position), static_clocks(pg.g, f)));
+  return out;
 }
 
 /// The per-rank work of a decomposed solve, wherever the ranks are (threads here, or MPI processes).
@@ -220,8 +227,10 @@ class RankWorker {
   virtual ~RankWorker() = default;
   /// Step 0: every rank (job order) reduced to its ports at its recorded durations.
   virtual std::vector<timing::PortGraph> recorded() = 0;
-  /// Step 2: every rank solved against its cut of round `round` (0 first: with the static runs).
+  /// Step 2: every rank solved against its cut of round `round` (0 first: with its run at the max clock).
   virtual std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) = 0;
+  /// Every rank (job order) run at each of `clocks_mhz`, per rank per clock.
+  virtual std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) = 0;
 };
 
 /// Runs `work(i)` for i < n on how.threads threads; progress "ranks" from the calling thread;
@@ -278,6 +287,14 @@ class LocalRanks {
     std::vector<RankPlan> out(traces_.size());
     for_ranks(traces_.size(), how_, round_label(round), [&](std::size_t i) {
       out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0);
+    });
+    return out;
+  }
+
+  std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) {
+    std::vector<std::vector<RankRun>> out(traces_.size());
+    for_ranks(traces_.size(), how_, "ranks (static clocks)", [&](std::size_t i) {
+      out[i] = static_runs(traces_[i], open_[i], gpu_, options_.seed, position_[i], clocks_mhz);
     });
     return out;
   }
@@ -346,24 +363,40 @@ policy::Policy job_policy(const JobPorts& jp, std::vector<RankPlan>& plans) {
   return p;
 }
 
-/// The cheapest static clock within the target among the clocks every rank ran (round 0's
-/// statics), from the max down until one misses (a lower clock is never faster). nullopt: none fits.
-std::optional<Evaluated> best_static(const JobPorts& jp, const std::vector<std::vector<std::pair<double, RankRun>>>& statics,
-                                     const model::GpuSpec& gpu, TimeNs target_ns) {
-  if (statics.empty()) return std::nullopt;
+/// Static clocks asked of the ranks at a time (best_static): the search stops at the first clock
+/// that misses the target, usually within the first few below the max at a tight target.
+inline constexpr std::size_t kStaticBatch = 8;
+
+/// The clocks every rank's solve offered, descending, without the max clock.
+std::vector<double> common_clocks(const std::vector<RankPlan>& plans, double f_max) {
+  std::vector<double> out = plans.empty() ? std::vector<double>{} : plans[0].option_clocks_mhz;
+  for (const RankPlan& p : plans) {
+    std::erase_if(out, [&](double f) { return std::find(p.option_clocks_mhz.begin(), p.option_clocks_mhz.end(), f) == p.option_clocks_mhz.end(); });
+  }
+  std::erase_if(out, [&](double f) { return f >= f_max; });
+  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
+/// The cheapest static clock within the target among `clocks_mhz` (descending, below the max; the
+/// max clock is `baseline`), from the max down until one misses (a lower clock is never faster),
+/// asking the ranks kStaticBatch clocks at a time. nullopt: none fits.
+std::optional<Evaluated> best_static(const JobPorts& jp, RankWorker& worker, const std::vector<double>& clocks_mhz,
+                                     const Evaluated& baseline, const model::GpuSpec& gpu, TimeNs target_ns) {
   std::optional<Evaluated> best;
-  for (const auto& [f, unused] : statics[0]) {
-    std::vector<const RankRun*> run;
-    for (const auto& s : statics) {
-      const auto it = std::find_if(s.begin(), s.end(), [&](const auto& x) { return x.first == f; });
-      if (it == s.end()) break;
-      run.push_back(&it->second);
+  if (baseline.time_ns <= target_ns) best = baseline;
+  for (std::size_t from = 0; from < clocks_mhz.size(); from += kStaticBatch) {
+    const std::vector<double> batch(clocks_mhz.begin() + static_cast<std::ptrdiff_t>(from),
+                                    clocks_mhz.begin() + static_cast<std::ptrdiff_t>(std::min(clocks_mhz.size(), from + kStaticBatch)));
+    const std::vector<std::vector<RankRun>> runs = worker.statics(batch);
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      std::vector<const RankRun*> run;
+      for (const auto& r : runs) run.push_back(&r.at(k));
+      Evaluated e = evaluate(jp, run, gpu);
+      if (e.time_ns > target_ns) return best;
+      e.clock_mhz = batch[k];
+      if (!best || e.energy_j < best->energy_j) best = e;
     }
-    if (run.size() != statics.size()) continue;  // not a clock of every rank
-    Evaluated e = evaluate(jp, run, gpu);
-    if (e.time_ns > target_ns) break;
-    e.clock_mhz = f;
-    if (!best || e.energy_j < best->energy_j) best = e;
   }
   return best;
 }
@@ -388,18 +421,18 @@ DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const O
   out.rank_slowdown = rank_options(options).max_slowdown;
   out.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + out.rank_slowdown) - 1.0;
   std::vector<RankPlan> plans;
-  std::vector<std::vector<std::pair<double, RankRun>>> statics(n);
+  std::vector<RankRun> max_clock(n);
   for (out.rounds = 1;; ++out.rounds) {
     std::vector<trace::JobCut> cuts = cuts_of(jp, jt0, out.pin_stretch);
     plans = worker.solve(cuts, out.rounds - 1);
     if (plans.size() != n) throw std::invalid_argument("solve_decomposed: a plan per rank expected");
     if (out.rounds == 1) {
-      for (std::size_t r = 0; r < n; ++r) statics[r] = std::move(plans[r].statics);
       for (std::size_t r = 0; r < n; ++r) {
-        if (statics[r].empty() || statics[r].front().first != gpu.max_sm_clock_mhz()) {
+        if (plans[r].statics.empty() || plans[r].statics.front().first != gpu.max_sm_clock_mhz()) {
           throw std::invalid_argument("solve_decomposed: a rank's run at the max clock is missing");
         }
-        view[r] = &statics[r].front().second;
+        max_clock[r] = std::move(plans[r].statics.front().second);
+        view[r] = &max_clock[r];
       }
       out.baseline = evaluate(jp, view, gpu);
       out.baseline.clock_mhz = gpu.max_sm_clock_mhz();
@@ -414,7 +447,7 @@ DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const O
   out.policy = job_policy(jp, plans);
   out.own_plan = out.plan;
   // Never worse than locking one clock: the cheapest static clock within the target, if cheaper.
-  if (const auto st = best_static(jp, statics, gpu, out.target_ns)) {
+  if (const auto st = best_static(jp, worker, common_clocks(plans, gpu.max_sm_clock_mhz()), out.baseline, gpu, out.target_ns)) {
     out.static_best = *st;
     if (st->energy_j < out.plan.energy_j || out.plan.time_ns > out.target_ns) {
       out.static_kept = true;
@@ -445,6 +478,7 @@ class LocalWorker : public RankWorker {
   explicit LocalWorker(LocalRanks& ranks) : ranks_(ranks) {}
   std::vector<timing::PortGraph> recorded() override { return ranks_.recorded(); }
   std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override { return ranks_.solve(cuts, round); }
+  std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override { return ranks_.statics(clocks_mhz); }
 
  private:
   LocalRanks& ranks_;
@@ -543,7 +577,7 @@ std::string cbor(const json& j) {
   return {b.begin(), b.end()};
 }
 
-constexpr char kPorts = 'O', kRound = 'R', kAnswer = 'P', kFailed = 'E';
+constexpr char kPorts = 'O', kRound = 'R', kStatics = 'S', kAnswer = 'P', kFailed = 'E';
 
 /// For tests only (tests/cli/optimize_mpi_test.sh): EMO_TEST_MPI_FAIL=P makes process P's rank
 /// solves throw, to check that an error on any process ends every process without a hang.
@@ -616,6 +650,29 @@ class MpiWorker : public RankWorker {
     return plans;
   }
 
+  std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
+    for (std::size_t q = 1; q < share_.processes; ++q) {
+      mpi::send_bytes(kStatics + cbor({{"gpu", gpu_.id}, {"clocks", clocks_mhz}}), static_cast<int>(q), mpi::kTagCommand);
+    }
+    std::vector<std::vector<RankRun>> out(jp_.open.size());
+    std::exception_ptr error;
+    try {
+      std::vector<std::vector<RankRun>> own = own_.statics(clocks_mhz);
+      for (std::size_t k = 0; k < own.size(); ++k) out[k * share_.processes] = std::move(own[k]);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (std::size_t q = 1; q < share_.processes; ++q) {
+      receive(q, error, [&](const json& j, std::size_t k) {
+        std::vector<RankRun>& runs = out[q + k * share_.processes];
+        for (const json& r : j) runs.push_back(run_of(r));
+        if (runs.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: a static run per clock expected");
+      });
+    }
+    if (error) std::rethrow_exception(error);
+    return out;
+  }
+
  private:
   /// The entries of `all` (job order) for process q's ranks.
   std::vector<trace::JobCut> part(const std::vector<trace::JobCut>& all, std::size_t q) const {
@@ -663,6 +720,12 @@ class Served {
         local_.reset();
         open_ = std::move(open);
         for (const timing::PortGraph& g : ranks(gpu).recorded()) out.push_back(ports_json(g));
+      } else if (command[0] == kStatics) {
+        for (const std::vector<RankRun>& runs : ranks(gpu).statics(j.at("clocks").get<std::vector<double>>())) {
+          json one = json::array();
+          for (const RankRun& r : runs) one.push_back(run_json(r));
+          out.push_back(std::move(one));
+        }
       } else {
         injected_failure(share_.process);
         std::vector<trace::JobCut> cuts;
@@ -719,7 +782,7 @@ void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const
       share.release(true);
     } else if (command == mpi::kGather) {
       send_own_traces_mpi(share);
-    } else if (command.empty() || (command[0] != kRound && command[0] != kPorts)) {
+    } else if (command.empty() || (command[0] != kRound && command[0] != kPorts && command[0] != kStatics)) {
       share.release(false);
       throw MpiPeerFailed();
     } else {

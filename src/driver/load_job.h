@@ -1,6 +1,8 @@
 // Loading the traces of a multi-rank job (issue 16): each rank's trace is read and reduced on its
-// own, on a thread pool in one process (load_traces) or spread over the processes of an MPI job
-// (load_traces_mpi), and only the reduced traces are gathered, in the order given.
+// own, on a thread pool in one process (load_traces) or spread over the processes of an MPI job.
+// Under MPI either every reduced trace is gathered in process 0 (load_traces_mpi), or each process
+// keeps its own and only their digests go to process 0 (load_own_traces_mpi; the decomposed solve,
+// driver/job_solve.h, then never moves them; gather_traces_mpi when it is not solved decomposed).
 #pragma once
 
 #include <stdexcept>

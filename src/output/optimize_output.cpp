@@ -411,6 +411,7 @@ nlohmann::json to_json(const driver::DecomposedSolve& d) {
           {"max_slowdown", d.max_slowdown},
           {"model_makespan_ns", d.model_makespan_ns},
           {"collectives_pinned", d.collectives_pinned},
+          {"cycle_breaks", d.cycle_breaks},
           {"baseline", schedule_json(d.baseline, d.baseline, d.target_ns)},
           {"emo", schedule_json(d.plan, d.baseline, d.target_ns)},
           {"own_plan", schedule_json(d.own_plan, d.baseline, d.target_ns)},
@@ -446,6 +447,11 @@ std::string to_text(const driver::DecomposedSolve& d) {
   out += schedule_row("EMO (decomposed)", d.own_plan, d.baseline, d.target_ns, d.simulated);
   out += fmt::format("  target {}; kept: {}\n", format_duration(d.target_ns),
                      d.static_kept ? "the static clock (cheaper, or the plan missed)" : "EMO's plan");
+  if (d.cycle_breaks > 0) {
+    out += fmt::format("  warning: the ranks' collectives form {} cycle(s) (the ranks disagree on their order: a "
+                       "mismatched link); each was timed from the collectives already done\n",
+                       d.cycle_breaks);
+  }
   out += fmt::format("  {:>6} {:>6} {:>7} {:>14} {:>11} {:>12}\n", "rank", "packs", "pinned", "wait (max clk)",
                      "mean clock", "own savings");
   constexpr std::size_t kShown = 16;
