@@ -160,7 +160,10 @@ namespace {
 
 nlohmann::json digest_json(const trace::RankDigest& d) {
   nlohmann::json cs = nlohmann::json::array();
-  for (const auto& c : d.collectives) cs.push_back({c.name, c.group, c.group_ranks, c.stream, c.sequence, c.start_ns, c.end_ns, c.op});
+  for (const auto& c : d.collectives) {
+    cs.push_back({c.name, c.group, c.group_ranks, c.stream, c.sequence, c.src_rank, c.dst_rank, c.start_ns, c.end_ns,
+                  c.op});
+  }
   return {{"path", d.path}, {"rank", d.rank}, {"world_size", d.world_size}, {"device", d.device},
           {"device_error", d.device_error}, {"first_ns", d.first_ns}, {"last_ns", d.last_ns}, {"collectives", std::move(cs)}};
 }
@@ -176,8 +179,9 @@ trace::RankDigest digest_of(const nlohmann::json& j) {
   d.last_ns = j.at("last_ns").get<TimeNs>();
   for (const auto& c : j.at("collectives")) {
     d.collectives.push_back({c.at(0).get<std::string>(), c.at(1).get<std::string>(), c.at(2).get<std::string>(),
-                             c.at(3).get<std::int64_t>(), c.at(4).get<std::int64_t>(), c.at(5).get<TimeNs>(),
-                             c.at(6).get<TimeNs>(), c.at(7).get<std::uint32_t>()});
+                             c.at(3).get<std::int64_t>(), c.at(4).get<std::int64_t>(), c.at(5).get<std::int32_t>(),
+                             c.at(6).get<std::int32_t>(), c.at(7).get<TimeNs>(), c.at(8).get<TimeNs>(),
+                             c.at(9).get<std::uint32_t>()});
   }
   return d;
 }

@@ -85,6 +85,7 @@ class Linker {
 
   JobInfo link(std::vector<std::vector<std::int64_t>>& match) {
     validate();
+    match_by_peer();
     match_by_group();
     match_by_order();
     align();
@@ -94,6 +95,9 @@ class Linker {
       for (const Coll& c : inst_[k]) match[c.trace][c.row] = static_cast<std::int64_t>(k);
     }
     info_.collectives_linked = static_cast<std::int64_t>(inst_.size());
+    if (peer_linked_) {
+      info_.match_method = info_.match_method.empty() ? "peer and order" : "peer and order, " + info_.match_method;
+    }
     return std::move(info_);
   }
 
@@ -144,6 +148,69 @@ class Linker {
     return {i, c, k.start_ns, k.end_ns};
   }
 
+  /// Point-to-point kernels, those that record a peer (PyTorch `Src Rank` on a recv, `Dst Rank` on
+  /// a send; the end not recorded is the kernel's own rank): the k-th (s → d) kernel of rank s
+  /// with the k-th (s → d) kernel of rank d, whatever their stream. All of them are taken from the
+  /// other matchers, linked or not.
+  void match_by_peer() {
+    std::set<std::int32_t> given;
+    for (const JobRank& r : info_.ranks) given.insert(r.rank);
+    // (s, d) -> the (s → d) kernels of rank s and of rank d, each in time order.
+    std::map<std::pair<std::int32_t, std::int32_t>, std::pair<std::vector<Coll>, std::vector<Coll>>> pairs;
+    std::int64_t lone = 0, odd = 0;
+    std::string lone_example, odd_example;
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      const std::int32_t r = info_.ranks[i].rank;
+      const auto& ct = t_[i].collectives;
+      for (std::size_t c = 0; c < ct.size(); ++c) {
+        if (ct[c].src_rank == kNone && ct[c].dst_rank == kNone) continue;
+        used_[i][c] = 1;
+        const std::int32_t s = ct[c].src_rank == kNone ? r : ct[c].src_rank;
+        const std::int32_t d = ct[c].dst_rank == kNone ? r : ct[c].dst_rank;
+        if (s == d || (r != s && r != d)) {
+          if (odd++ == 0) odd_example = fmt::format("on rank {}: from {} to {}", r, s, d);
+        } else if (!given.contains(r == s ? d : s)) {
+          if (lone++ == 0) lone_example = fmt::format("from rank {} to rank {}", s, d);
+        } else {
+          auto& [on_s, on_d] = pairs[{s, d}];
+          (r == s ? on_s : on_d).push_back(coll(i, c));  // CollectiveTable is sorted by start
+        }
+      }
+    }
+    link_pairs(pairs);
+    if (lone > 0) {
+      info_.warnings.push_back(fmt::format("{} point-to-point kernels have their peer outside the ranks given "
+                                           "(e.g. {}): not linked",
+                                           lone, lone_example));
+    }
+    if (odd > 0) {
+      info_.warnings.push_back(fmt::format("{} point-to-point kernels name a sender and a receiver that are not their "
+                                           "own rank and one other (e.g. {}): not linked",
+                                           odd, odd_example));
+    }
+  }
+
+  /// Per (s, d): the k-th kernel of rank s with the k-th of rank d, when both have as many.
+  void link_pairs(const std::map<std::pair<std::int32_t, std::int32_t>,
+                                 std::pair<std::vector<Coll>, std::vector<Coll>>>& pairs) {
+    for (const auto& [key, kernels] : pairs) {
+      const auto& [on_s, on_d] = kernels;
+      if (on_s.size() != on_d.size()) {
+        info_.warnings.push_back(fmt::format("point-to-point kernels from rank {} to rank {} differ in number between "
+                                             "the two (rank {}: {}, rank {}: {}): none of them linked, each keeps its "
+                                             "recorded duration",
+                                             key.first, key.second, key.first, on_s.size(), key.second, on_d.size()));
+        continue;
+      }
+      for (std::size_t k = 0; k < on_s.size(); ++k) {
+        Instance inst{on_s[k], on_d[k]};
+        if (inst[1].trace < inst[0].trace) std::swap(inst[0], inst[1]);  // participants in job order
+        inst_.push_back(std::move(inst));
+        peer_linked_ = true;
+      }
+    }
+  }
+
   /// (process group, sequence) where both are recorded.
   void match_by_group() {
     std::map<std::pair<std::string, std::int64_t>, Instance> by_key;
@@ -152,7 +219,7 @@ class Linker {
       const auto& ct = t_[i].collectives;
       for (std::size_t c = 0; c < ct.size(); ++c) {
         const std::string& group = ct[c].group;
-        if (group.empty() || ct[c].sequence == kNone) continue;
+        if (used_[i][c] || group.empty() || ct[c].sequence == kNone) continue;
         const auto key = std::make_pair(group, ct[c].sequence);
         by_key[key].push_back(coll(i, c));
         auto ranks = parse_group_ranks(ct[c].group_ranks);
@@ -319,6 +386,7 @@ class Linker {
   JobInfo info_;
   std::vector<Instance> inst_;
   std::vector<std::vector<char>> used_;
+  bool peer_linked_ = false;
 };
 
 /// Merges the ranks into one trace (see link_job).
@@ -425,6 +493,8 @@ class Merger {
     b.out_nelems.push_back(a.out_nelems[c]);
     b.dtype.push_back(out_.strings.intern(t.strings.view(a.dtype[c])));
     b.sequence.push_back(a.sequence[c]);
+    b.src_rank.push_back(a.src_rank[c]);
+    b.dst_rank.push_back(a.dst_rank[c]);
     b.match.push_back(match_[i][c]);
   }
 
@@ -496,7 +566,7 @@ RankDigest digest(const Trace& t) {
     const std::uint32_t row = ct.op[c];
     d.collectives.push_back({std::string(t.strings.view(ct.name[c])), std::string(t.strings.view(ct.group[c])),
                              std::string(t.strings.view(ct.group_ranks[c])), t.ops.stream[row], ct.sequence[c],
-                             t.ops.start_ns[row], t.ops.end_ns(row), row});
+                             ct.src_rank[c], ct.dst_rank[c], t.ops.start_ns[row], t.ops.end_ns(row), row});
   }
   return d;
 }

@@ -37,6 +37,8 @@ struct RankDigest {
     std::string group_ranks;   ///< "[0, 1, ...]", "" when not recorded.
     std::int64_t stream = kNone;
     std::int64_t sequence = kNone;
+    std::int32_t src_rank = static_cast<std::int32_t>(kNone);  ///< Point-to-point sender, kNone if not recorded.
+    std::int32_t dst_rank = static_cast<std::int32_t>(kNone);  ///< Point-to-point receiver, likewise.
     TimeNs start_ns = 0;       ///< Recorded, on the trace's own clock.
     TimeNs end_ns = 0;
     std::uint32_t op = 0;      ///< Its kernel's row in the trace's OpTable.
@@ -76,12 +78,16 @@ JobLink link_ranks(const std::vector<RankDigest>& ranks, const LinkOptions& opti
 
 /// Links the traces of one job into one trace (the inputs are consumed).
 ///
-/// Matching (docs/multi-rank.md): a collective with a process group and a sequence number
-/// (PyTorch `Process Group Name` + `Seq`) is matched by (group, sequence) among the ranks of its
-/// group (`Process Group Ranks`) that are present; others by their order among the NCCL kernels
-/// of the same kind on the same stream. A collective present on some of its participants only,
-/// or a kind whose counts differ between ranks, is left unlinked (a warning in meta.job.warnings
-/// says which): an unlinked collective keeps its recorded duration, wait included.
+/// Matching (docs/multi-rank.md): a point-to-point kernel that records its peer (PyTorch
+/// `Src Rank` / `Dst Rank`; the end not recorded is its own rank) is matched by peer and order:
+/// the k-th (s → d) kernel of rank s with the k-th (s → d) kernel of rank d. A collective with a
+/// process group and a sequence number (PyTorch `Process Group Name` + `Seq`) is matched by
+/// (group, sequence) among the ranks of its group (`Process Group Ranks`) that are present;
+/// others by their order among the NCCL kernels of the same kind on the same stream. A collective
+/// present on some of its participants only, a point-to-point kernel whose peer is not given, or
+/// a kind (a (s → d) pair) whose counts differ between ranks, is left unlinked (a warning in
+/// meta.job.warnings says which): an unlinked collective keeps its recorded duration, wait
+/// included.
 ///
 /// Clock offsets: rank 0 of the list is the reference; each other rank's offset is the median,
 /// over the collectives it shares with an already aligned rank, of (that rank's end − its own

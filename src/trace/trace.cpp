@@ -159,6 +159,8 @@ void sort_collectives(CollectiveTable& c) {
   permute(c.out_nelems, order);
   permute(c.dtype, order);
   permute(c.sequence, order);
+  permute(c.src_rank, order);
+  permute(c.dst_rank, order);
 }
 
 struct PairHash {
@@ -344,7 +346,7 @@ std::string_view Trace::gpu_name(std::int32_t device) const noexcept {
 std::size_t Trace::memory_bytes() const noexcept {
   return ops.memory_bytes() + strings.memory_bytes() +
          syncs.size() * (sizeof(std::uint32_t) + sizeof(SyncKind) + 4 * sizeof(std::int64_t)) +
-         collectives.size() * (6 * sizeof(std::uint32_t) + 3 * sizeof(std::int64_t));
+         collectives.size() * (8 * sizeof(std::uint32_t) + 3 * sizeof(std::int64_t));
 }
 
 }  // namespace emo::trace

@@ -127,6 +127,11 @@ struct CollectiveTable {
   std::vector<std::int64_t> out_nelems;     ///< Elements out, or kNone.
   std::vector<StringId> dtype;              ///< "Float", ... or "".
   std::vector<std::int64_t> sequence;       ///< Collective sequence number, or kNone.
+  /// Point-to-point ops (PyTorch `Src Rank`, `Dst Rank`: global ranks): the sending and the
+  /// receiving rank, kNone when not recorded. PyTorch records the peer only: `Dst Rank` on a
+  /// send, `Src Rank` on a recv (the other end is the trace's own rank).
+  std::vector<std::int32_t> src_rank;
+  std::vector<std::int32_t> dst_rank;
   /// Linked traces only (trace/job.h): the job-wide id of the collective instance this kernel
   /// takes part in, shared by its participants on the other ranks, or kNone when it was not
   /// linked. Empty in a trace read from one file.

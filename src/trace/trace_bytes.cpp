@@ -174,7 +174,7 @@ void put_tables(Writer& w, const Trace& t) {
   const CollectiveTable& c = t.collectives;
   w.put(c.op);
   for (const auto* v : {&c.name, &c.group, &c.group_ranks, &c.dtype}) w.put(*v);
-  w.put(c.group_size);
+  for (const auto* v : {&c.group_size, &c.src_rank, &c.dst_rank}) w.put(*v);
   for (const auto* v : {&c.in_nelems, &c.out_nelems, &c.sequence, &c.match}) w.put(*v);
 }
 
@@ -261,6 +261,8 @@ void get_side_tables(Reader& r, Trace& t) {
   const std::size_t n = c.op.size();
   for (auto* v : {&c.name, &c.group, &c.group_ranks, &c.dtype}) *v = r.vec<StringId>("collective column", n);
   c.group_size = r.vec<std::int32_t>("collectives.group_size", n);
+  c.src_rank = r.vec<std::int32_t>("collectives.src_rank", n);
+  c.dst_rank = r.vec<std::int32_t>("collectives.dst_rank", n);
   for (auto* v : {&c.in_nelems, &c.out_nelems, &c.sequence}) *v = r.vec<std::int64_t>("collective column", n);
   c.match = r.vec<std::int64_t>("collectives.match");
   if (!c.match.empty() && c.match.size() != n) r.fail("collectives.match has the wrong number of rows");

@@ -17,10 +17,10 @@
 
 namespace emo::trace {
 
-inline constexpr std::uint32_t kTraceBytesVersion = 1;
+inline constexpr std::uint32_t kTraceBytesVersion = 2;  // 2: CollectiveTable::src_rank, dst_rank
 
 /// Serialises `t` (a finished trace) into the layout above. Size: 65 bytes per op, 37 per sync
-/// record, 56 per collective (48 unlinked), plus the strings. Throws nothing but std::bad_alloc.
+/// record, 64 per collective (56 unlinked), plus the strings. Throws nothing but std::bad_alloc.
 std::string to_bytes(const Trace& t);
 
 /// Reads bytes written by to_bytes() back into an equal Trace (every column, side table, string,

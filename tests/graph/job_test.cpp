@@ -1,5 +1,6 @@
 // Linking the ranks of one job (trace/job.h) and the collective edges of the joint graph, on a
-// hand-made two-rank job whose every figure is worked out below, and on the real 2-rank pair.
+// hand-made two-rank job whose every figure is worked out below, on a hand-made three-rank job of
+// point-to-point kernels (LinkJobPeer, worked out above its tests), and on the real 2-rank pair.
 //
 // The hand-made job, in true time (rank 1's host clock runs 1000 ns ahead of rank 0's):
 //   rank 0: cudaLaunchKernel [0, 5)  -> gemm [10, 110) on stream 7;
@@ -41,6 +42,30 @@ struct RankSpec {
   bool device_sync = false;  ///< A cudaDeviceSynchronize [300, 320) with no record (inferred).
 };
 
+/// A row of CollectiveTable as the Kineto reader fills it from record_param_comms metadata
+/// (element counts and dtype left unrecorded).
+struct CollRow {
+  std::string_view name, group, group_ranks;
+  std::int32_t group_size = static_cast<std::int32_t>(kNone);
+  std::int64_t sequence = kNone;
+  std::int32_t src_rank = static_cast<std::int32_t>(kNone), dst_rank = static_cast<std::int32_t>(kNone);
+};
+
+void add_collective(trace::Trace& t, std::uint32_t row, const CollRow& c) {
+  auto& ct = t.collectives;
+  ct.op.push_back(row);
+  ct.name.push_back(t.strings.intern(c.name));
+  ct.group.push_back(t.strings.intern(c.group));
+  ct.group_ranks.push_back(t.strings.intern(c.group_ranks));
+  ct.group_size.push_back(c.group_size);
+  ct.in_nelems.push_back(kNone);
+  ct.out_nelems.push_back(kNone);
+  ct.dtype.push_back(t.strings.intern(""));
+  ct.sequence.push_back(c.sequence);
+  ct.src_rank.push_back(c.src_rank);
+  ct.dst_rank.push_back(c.dst_rank);
+}
+
 trace::Trace rank_trace(const RankSpec& r) {
   HandTrace h;
   const TimeNs a = r.clock_ahead;
@@ -56,18 +81,10 @@ trace::Trace rank_trace(const RankSpec& r) {
   t.meta.path = fmt::format("rank{}.json", r.rank);
   t.meta.rank = r.rank;
   t.meta.world_size = r.world;
-  auto& ct = t.collectives;
   for (std::uint32_t row = 0; row < t.ops.size(); ++row) {
     if (t.strings.view(t.ops.name[row]).find("ncclKernel") == std::string_view::npos) continue;
-    ct.op.push_back(row);
-    ct.name.push_back(t.strings.intern("allreduce"));
-    ct.group.push_back(t.strings.intern(r.group ? "0" : ""));
-    ct.group_ranks.push_back(t.strings.intern(r.group ? "[0, 1]" : ""));
-    ct.group_size.push_back(r.group ? 2 : static_cast<std::int32_t>(kNone));
-    ct.in_nelems.push_back(kNone);
-    ct.out_nelems.push_back(kNone);
-    ct.dtype.push_back(t.strings.intern(""));
-    ct.sequence.push_back(r.group ? static_cast<std::int64_t>(ct.sequence.size()) : kNone);
+    const auto seq = static_cast<std::int64_t>(t.collectives.size());
+    add_collective(t, row, r.group ? CollRow{"allreduce", "0", "[0, 1]", 2, seq} : CollRow{"allreduce", "", ""});
   }
   return t;
 }
@@ -274,6 +291,173 @@ TEST(LinkJob, BadJobsAreRefusedOrWarned) {
   EXPECT_THROW(trace::parse_ranks("0,x"), ArgumentError);
   EXPECT_EQ(trace::parse_ranks("2-4"), (std::vector<std::int32_t>{2, 3, 4}));
   EXPECT_EQ(trace::parse_ranks("3,1"), (std::vector<std::int32_t>{3, 1}));
+}
+
+// Point-to-point kernels matched by peer and order. A hand-made job of 3 ranks, in true time,
+// every kernel an ncclDevKernel_SendRecv on stream 7 launched 50 ns before it starts:
+//   rank 0: send to 1 [100, 300) (waits 100 ns for rank 1), then send to 2 [300, 500) (waits
+//           150 ns for rank 2)
+//   rank 1: recv from 0 [200, 300) (the last arrival: its 100 ns are the transfer); clock +1000
+//   rank 2: recv from 0 [450, 500) (the last arrival: 50 ns of transfer); clock +3000
+// By peer: (0 → 1) pairs rank 0's first kernel with rank 1's, (0 → 2) rank 0's second with
+// rank 2's. By order alone nothing can be paired: rank 0 has 2 sends, ranks 1 and 2 none.
+
+/// One point-to-point kernel: true times [start, end), from rank src to rank dst.
+struct P2p {
+  TimeNs start = 0, end = 0;
+  std::int32_t src = 0, dst = 0;
+};
+
+/// What a kernel's trace records of its ranks. kBoth: `Src Rank` and `Dst Rank`; kPeer: its peer
+/// only, as PyTorch does (`Dst Rank` on a send, `Src Rank` on a recv); kNone: neither (an older
+/// trace).
+enum class Recorded { kBoth, kPeer, kNone };
+
+/// A rank of `kernels` (in time order), its clock `clock_ahead` ahead, with record_param_comms-
+/// style metadata: "send" where the rank is the sender, else "recv", process group "0" and no
+/// sequence number (as PyTorch writes p2p ops), the ranks as `rec` says.
+trace::Trace p2p_rank(std::int32_t rank, std::int32_t world, TimeNs clock_ahead, const std::vector<P2p>& kernels,
+                      Recorded rec = Recorded::kBoth) {
+  HandTrace h;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    const auto corr = static_cast<std::int64_t>(k + 1);
+    h.call("cudaLaunchKernel", clock_ahead + kernels[k].start - 50, 5, corr);
+    h.kernel("ncclDevKernel_SendRecv", clock_ahead + kernels[k].start, kernels[k].end - kernels[k].start, 7, corr);
+  }
+  trace::Trace t = h.finish();
+  t.meta.path = fmt::format("rank{}.json", rank);
+  t.meta.rank = rank;
+  t.meta.world_size = world;
+  const auto none = static_cast<std::int32_t>(kNone);
+  std::size_t k = 0;
+  for (std::uint32_t row = 0; row < t.ops.size(); ++row) {
+    if (t.ops.kind[row] != OpKind::kKernel) continue;
+    const P2p& p = kernels[k++];
+    const bool send = p.src == rank;
+    const bool src = rec == Recorded::kBoth || (rec == Recorded::kPeer && !send);
+    const bool dst = rec == Recorded::kBoth || (rec == Recorded::kPeer && send);
+    add_collective(t, row,
+                   {send ? "send" : "recv", "0", "[0, 1, 2]", 3, kNone, src ? p.src : none, dst ? p.dst : none});
+  }
+  return t;
+}
+
+/// The 3-rank job above.
+std::vector<trace::Trace> three_ranks(Recorded rec) {
+  std::vector<trace::Trace> v;
+  v.push_back(p2p_rank(0, 3, 0, {{100, 300, 0, 1}, {300, 500, 0, 2}}, rec));
+  v.push_back(p2p_rank(1, 3, 1000, {{200, 300, 0, 1}}, rec));
+  v.push_back(p2p_rank(2, 3, 3000, {{450, 500, 0, 2}}, rec));
+  return v;
+}
+
+std::vector<trace::RankDigest> digests_of(const std::vector<trace::Trace>& traces) {
+  std::vector<trace::RankDigest> d;
+  for (const trace::Trace& t : traces) d.push_back(trace::digest(t));
+  return d;
+}
+
+TEST(LinkJobPeer, PointToPointKernelsArePairedByPeerAndOrder) {
+  for (const Recorded rec : {Recorded::kBoth, Recorded::kPeer}) {
+    SCOPED_TRACE(rec == Recorded::kBoth ? "both ranks recorded" : "the peer only");
+    const trace::JobLink link = trace::link_ranks(digests_of(three_ranks(rec)));
+    const trace::JobInfo& job = link.info;
+    // Instance 0 = (0 → 1): rank 0's first kernel and rank 1's; instance 1 = (0 → 2): rank 0's
+    // second and rank 2's.
+    EXPECT_EQ(link.match, (std::vector<std::vector<std::int64_t>>{{0, 1}, {0}, {1}}));
+    EXPECT_EQ(job.collectives_linked, 2);
+    EXPECT_EQ(job.match_method, "peer and order");
+    EXPECT_TRUE(job.warnings.empty()) << job.warnings.front();
+    ASSERT_EQ(job.ranks.size(), 3u);
+    // Offsets from the ends: rank 1's 300 recorded 1300 -> -1000; rank 2's 500 recorded 3500.
+    EXPECT_EQ(job.ranks[0].offset_ns, 0);
+    EXPECT_EQ(job.ranks[1].offset_ns, -1000);
+    EXPECT_EQ(job.ranks[2].offset_ns, -3000);
+    EXPECT_EQ(job.residual_max_ns, 0);
+    // Rank 0 waits 200 - 100 for rank 1 and 450 - 300 for rank 2; the last arrivals wait 0.
+    EXPECT_EQ(job.ranks[0].wait_ns, 250);
+    EXPECT_EQ(job.ranks[1].wait_ns, 0);
+    EXPECT_EQ(job.ranks[2].wait_ns, 0);
+    EXPECT_EQ(job.ranks[0].matched, 2);
+    EXPECT_EQ(job.ranks[1].matched, 1);
+    EXPECT_EQ(job.ranks[2].matched, 1);
+  }
+  // The merged trace: kernels in aligned start order, rank 0's at 100, rank 1's at 200, rank 0's
+  // at 300, rank 2's at 450; the graph makes each wait for its peer: S(recv) -> E(send) with the
+  // transfer (the shorter kernel: 100 ns, then 50 ns), E(send) -> E(recv) with 0.
+  const trace::Trace t = trace::link_job(three_ranks(Recorded::kPeer));
+  EXPECT_EQ(t.collectives.match, (std::vector<std::int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(t.collectives.dst_rank, (std::vector<std::int32_t>{1, -1, 2, -1}));
+  EXPECT_EQ(t.collectives.src_rank, (std::vector<std::int32_t>{-1, 0, -1, 0}));
+  const DepGraph g = graph::build_graph(t);
+  EXPECT_EQ(count(g, EdgeType::kCollective), 4);
+  std::vector<std::uint32_t> node;
+  for (std::size_t c = 0; c < t.collectives.size(); ++c) node.push_back(node_of_row(g, t.collectives.op[c]));
+  EXPECT_EQ(t.ops.start_ns[t.collectives.op[1]], 200);
+  EXPECT_EQ(t.ops.start_ns[t.collectives.op[3]], 450);
+  expect_edge(g, S(node[1]), E(node[0]), EdgeType::kCollective, 100);
+  expect_edge(g, E(node[0]), E(node[1]), EdgeType::kCollective, 0);
+  expect_edge(g, S(node[3]), E(node[2]), EdgeType::kCollective, 50);
+  expect_edge(g, E(node[2]), E(node[3]), EdgeType::kCollective, 0);
+  expect_exact_replay(g);
+}
+
+TEST(LinkJobPeer, WithoutPeersTheOrderMatcherRefusesTheSameJob) {
+  // The same kernels without Src / Dst Rank: by kind and stream, rank 0 has 2 sends and the
+  // others none, ranks 1 and 2 one recv each and rank 0 none: neither kind is linked.
+  const trace::JobLink link = trace::link_ranks(digests_of(three_ranks(Recorded::kNone)));
+  EXPECT_EQ(link.info.collectives_linked, 0);
+  EXPECT_EQ(link.info.match_method, "");
+  ASSERT_EQ(link.info.warnings.size(), 4u);
+  EXPECT_NE(link.info.warnings[0].find("recv kernels on stream 7 differ in number between ranks (rank 0: 0, "
+                                       "rank 1: 1, rank 2: 1)"),
+            std::string::npos)
+      << link.info.warnings[0];
+  EXPECT_NE(link.info.warnings[1].find("send kernels on stream 7 differ in number between ranks (rank 0: 2, "
+                                       "rank 1: 0, rank 2: 0)"),
+            std::string::npos)
+      << link.info.warnings[1];
+  EXPECT_NE(link.info.warnings[2].find("rank 1 shares no linked collective"), std::string::npos);
+  EXPECT_NE(link.info.warnings[3].find("rank 2 shares no linked collective"), std::string::npos);
+}
+
+TEST(LinkJobPeer, CountsThatDifferLeaveThePairUnlinked) {
+  // Rank 0 sends to rank 1 twice, rank 1 receives once: none of (0 -> 1) is linked.
+  std::vector<trace::Trace> v;
+  v.push_back(p2p_rank(0, 2, 0, {{100, 300, 0, 1}, {300, 500, 0, 1}}));
+  v.push_back(p2p_rank(1, 2, 1000, {{200, 300, 0, 1}}));
+  const trace::JobLink link = trace::link_ranks(digests_of(v));
+  EXPECT_EQ(link.match, (std::vector<std::vector<std::int64_t>>{{kNone, kNone}, {kNone}}));
+  EXPECT_EQ(link.info.collectives_linked, 0);
+  EXPECT_EQ(link.info.match_method, "");
+  ASSERT_EQ(link.info.warnings.size(), 2u);
+  EXPECT_EQ(link.info.warnings[0],
+            "point-to-point kernels from rank 0 to rank 1 differ in number between the two (rank 0: 2, rank 1: 1): "
+            "none of them linked, each keeps its recorded duration");
+  EXPECT_NE(link.info.warnings[1].find("rank 1 shares no linked collective"), std::string::npos);
+  EXPECT_EQ(link.info.ranks[1].offset_ns, 0);
+}
+
+TEST(LinkJobPeer, APeerOutsideTheRanksGivenIsLeftUnlinked) {
+  // Ranks 0 and 1 of a job of 3: rank 0's send to rank 2 has no peer among them; rank 1 also
+  // has a kernel that names ranks 0 and 2 (not its own): both unlinked, each in one warning.
+  std::vector<trace::Trace> v;
+  v.push_back(p2p_rank(0, 3, 0, {{100, 300, 0, 1}, {300, 500, 0, 2}}));
+  v.push_back(p2p_rank(1, 3, 1000, {{200, 300, 0, 1}, {400, 410, 0, 2}}));
+  const trace::JobLink link = trace::link_ranks(digests_of(v));
+  EXPECT_EQ(link.match, (std::vector<std::vector<std::int64_t>>{{0, kNone}, {0, kNone}}));
+  EXPECT_EQ(link.info.collectives_linked, 1);
+  EXPECT_EQ(link.info.match_method, "peer and order");
+  EXPECT_EQ(link.info.ranks[1].offset_ns, -1000);
+  EXPECT_EQ(link.info.ranks[0].wait_ns, 100);  // only the linked (0 -> 1): 200 - 100
+  ASSERT_EQ(link.info.warnings.size(), 3u);
+  EXPECT_NE(link.info.warnings[0].find("2 of 3 ranks given"), std::string::npos) << link.info.warnings[0];
+  EXPECT_EQ(link.info.warnings[1],
+            "1 point-to-point kernels have their peer outside the ranks given (e.g. from rank 0 to rank 2): not "
+            "linked");
+  EXPECT_EQ(link.info.warnings[2],
+            "1 point-to-point kernels name a sender and a receiver that are not their own rank and one other (e.g. "
+            "on rank 1: from 0 to 2): not linked");
 }
 
 TEST(LinkJobRealData, TheSampledTwoRankPairLinksAllTenSendRecvKernels) {

@@ -309,6 +309,8 @@ class Simulator {
     c.out_nelems.push_back(1 << 20);
     c.dtype.push_back(t_.strings.intern("Float"));
     c.sequence.push_back(static_cast<std::int64_t>(c.op.size()) - 1);
+    c.src_rank.push_back(static_cast<std::int32_t>(kNone));
+    c.dst_rank.push_back(static_cast<std::int32_t>(kNone));
   }
 
   TimeNs all_streams_end() const {

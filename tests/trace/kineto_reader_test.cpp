@@ -6,10 +6,12 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "trace/kineto/kineto_writer.h"
 
 namespace emo::trace {
 namespace {
@@ -220,6 +222,45 @@ TEST(KinetoReader, CollectiveMetadataAndNameFallback) {
   EXPECT_EQ(t.collectives.sequence[0], 12);
   EXPECT_EQ(t.strings.view(t.collectives.name[1]), "sendrecv");
   EXPECT_EQ(t.collectives.group_size[1], kNone);
+  for (std::size_t c = 0; c < 2; ++c) {  // no "Src Rank" / "Dst Rank": not recorded
+    EXPECT_EQ(t.collectives.src_rank[c], kNone);
+    EXPECT_EQ(t.collectives.dst_rank[c], kNone);
+  }
+}
+
+// Point-to-point ops: PyTorch writes the peer's global rank on the record_param_comms CPU op of a
+// send ("Dst Rank") or recv ("Src Rank"), and Kineto copies those args onto the NCCL kernel the
+// op launched, where the reader takes them (a CPU op is never a collective row). A kernel may
+// also carry both; a negative rank is taken as not recorded. The writer writes them back.
+TEST(KinetoReader, PointToPointSrcAndDstRanks) {
+  const Trace t = parse(R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1, "dur": 3,
+     "args": {"External id": 5, "Collective name": "send", "Process Group Name": "0",
+     "Process Group Ranks": "[0, 1, 2]", "Group size": 3, "Dst Rank": 2}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long)", "pid": 0,
+     "tid": 84, "ts": 5, "dur": 2, "args": {"device": 0, "stream": 84, "correlation": 1, "External id": 5,
+     "Collective name": "send", "Process Group Name": "0", "Process Group Ranks": "[0, 1, 2]", "Group size": 3,
+     "Dst Rank": 2}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long)", "pid": 0,
+     "tid": 84, "ts": 8, "dur": 2, "args": {"device": 0, "stream": 84, "correlation": 2,
+     "Collective name": "recv", "Src Rank": 1}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long)", "pid": 0,
+     "tid": 84, "ts": 11, "dur": 2, "args": {"device": 0, "stream": 84, "correlation": 3,
+     "Collective name": "send", "Src Rank": 0, "Dst Rank": 7}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long)", "pid": 0,
+     "tid": 84, "ts": 14, "dur": 2, "args": {"device": 0, "stream": 84, "correlation": 4,
+     "Collective name": "recv", "Src Rank": -1}}]})J");
+  ASSERT_EQ(t.collectives.size(), 4u);  // the kernels; the CPU op is no collective
+  const CollectiveTable& c = t.collectives;
+  EXPECT_EQ(c.src_rank, (std::vector<std::int32_t>{-1, 1, 0, -1}));
+  EXPECT_EQ(c.dst_rank, (std::vector<std::int32_t>{2, -1, 7, -1}));
+  EXPECT_EQ(t.strings.view(c.name[0]), "send");
+  EXPECT_EQ(t.strings.view(c.group_ranks[0]), "[0, 1, 2]");
+  EXPECT_EQ(c.sequence[0], kNone);  // no Seq on these p2p ops
+
+  const Trace back = parse(to_kineto_json(t));
+  EXPECT_EQ(back.collectives.src_rank, c.src_rank);
+  EXPECT_EQ(back.collectives.dst_rank, c.dst_rank);
 }
 
 TEST(KinetoReader, UnsortedEventsAreSortedAndSideTablesFollow) {

@@ -52,6 +52,7 @@ TEST(Reduce, DropsOnlyFrameworkOpsAndGpuAnnotations) {
     v->push_back(0);
   t.collectives.group_size = {kNone};
   t.collectives.in_nelems = t.collectives.out_nelems = t.collectives.sequence = {kNone};
+  t.collectives.src_rank = t.collectives.dst_rank = {kNone};
   const Trace r = reduce_for_optimize(std::move(t));
   ASSERT_EQ(r.ops.size(), 3u);
   EXPECT_EQ(r.ops.kind, (std::vector<OpKind>{OpKind::kFrameworkOp, OpKind::kRuntime, OpKind::kKernel}));

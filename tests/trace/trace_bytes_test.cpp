@@ -73,9 +73,9 @@ void expect_same_trace(const Trace& a, const Trace& b) {
             std::tie(t.op, t.kind, t.stream, t.event_stream, t.event_record_correlation, t.event_id));
   const CollectiveTable &c = a.collectives, &d = b.collectives;
   EXPECT_EQ(std::tie(c.op, c.name, c.group, c.group_ranks, c.group_size, c.in_nelems, c.out_nelems, c.dtype,
-                     c.sequence, c.match),
+                     c.sequence, c.src_rank, c.dst_rank, c.match),
             std::tie(d.op, d.name, d.group, d.group_ranks, d.group_size, d.in_nelems, d.out_nelems, d.dtype,
-                     d.sequence, d.match));
+                     d.sequence, d.src_rank, d.dst_rank, d.match));
   expect_same_quirks(a.quirks, b.quirks);
   EXPECT_EQ(a.warnings, b.warnings);
 }
@@ -114,6 +114,8 @@ Trace hand_trace() {
   c.out_nelems = {1 << 20};
   c.dtype = {t.strings.intern("Float")};
   c.sequence = {17};
+  c.src_rank = {3};
+  c.dst_rank = {6};
   c.match = {123};
   t.quirks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
   t.warnings = {"a warning", "é ünïcode"};
@@ -126,6 +128,27 @@ TEST(TraceBytes, HandTraceRoundTripsWithJobAndMatches) {
   EXPECT_EQ(bytes.substr(0, 8), "EMOTRACE");
   EXPECT_EQ(static_cast<unsigned char>(bytes[8]), kTraceBytesVersion);  // little-endian u32
   expect_same_trace(t, from_bytes(bytes, "x"));
+}
+
+TEST(TraceBytes, PointToPointRanksRoundTrip) {
+  // hand_trace's allreduce recording a send from rank 3 to rank 6, and a second collective kernel
+  // that records neither (kNone = -1): both columns come back row by row.
+  Trace t = hand_trace();
+  const std::size_t one = to_bytes(t).size();
+  t.ops.push(OpKind::kKernel, 700, 10, t.strings.intern("ncclKernel_AllReduce"), 1, 7, kNone, kNone, 7, kNone);
+  CollectiveTable& c = t.collectives;
+  c.op.push_back(3);
+  for (auto* v : {&c.name, &c.group, &c.group_ranks, &c.dtype}) v->push_back(0);
+  for (auto* v : {&c.group_size, &c.src_rank, &c.dst_rank}) v->push_back(static_cast<std::int32_t>(kNone));
+  for (auto* v : {&c.in_nelems, &c.out_nelems, &c.sequence, &c.match}) v->push_back(kNone);
+  const std::string bytes = to_bytes(t);
+  // The op: 7 × 8 + 1 + 4 + 4 = 65 bytes; the collective: op 4, four strings 16, group size and
+  // the two ranks 12, in/out nelems and sequence 24, match 8 = 64 bytes.
+  EXPECT_EQ(bytes.size(), one + 65 + 64);
+  const Trace b = from_bytes(bytes, "x");
+  EXPECT_EQ(b.collectives.src_rank, (std::vector<std::int32_t>{3, -1}));
+  EXPECT_EQ(b.collectives.dst_rank, (std::vector<std::int32_t>{6, -1}));
+  expect_same_trace(t, b);
 }
 
 /// The problem of the InputError that from_bytes throws, or "" when it returns.
@@ -166,8 +189,10 @@ TEST(TraceBytes, NamesWhatIsWrong) {
   other[0] = 'X';
   EXPECT_NE(problem_of(other).find("magic"), std::string::npos);
   other = bytes;
-  other[8] = 2;  // version 2
-  EXPECT_NE(problem_of(other).find("version 2"), std::string::npos);
+  other[8] = 1;  // version 1: no src_rank / dst_rank columns
+  EXPECT_NE(problem_of(other).find("version 1, this emo reads version 2"), std::string::npos);
+  other[8] = 3;
+  EXPECT_NE(problem_of(other).find("version 3"), std::string::npos);
   other = bytes;
   other.back() ^= 1;
   EXPECT_NE(problem_of(other).find("checksum"), std::string::npos);

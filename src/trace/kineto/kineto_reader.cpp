@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -125,6 +126,7 @@ struct EventFields {
   bool has_collective = false;
   std::string_view coll_name, pg_name, pg_ranks, dtype;
   std::int64_t group_size = kNone, in_nelems = kNone, out_nelems = kNone, seq = kNone;
+  std::int64_t src_rank = kNone, dst_rank = kNone;
 };
 
 /// `raw` points just after a key's opening quote (simdjson raw_json_string). True when the key
@@ -412,6 +414,7 @@ class KinetoReader {
     cut(k.group_ranks, c.collectives); cut(k.group_size, c.collectives);
     cut(k.in_nelems, c.collectives); cut(k.out_nelems, c.collectives);
     cut(k.dtype, c.collectives); cut(k.sequence, c.collectives);
+    cut(k.src_rank, c.collectives); cut(k.dst_rank, c.collectives);
     event_index_ = c.events;
     trace_.quirks = c.quirks;
   }
@@ -496,6 +499,12 @@ class KinetoReader {
       return static_cast<std::int64_t>(d);
     }
     throw EventError{fmt::format("'{}' is not an integer", field)};
+  }
+
+  /// A global rank (`Src Rank`, `Dst Rank`); kNone for a value no rank can have (e.g. -1).
+  static std::int64_t read_rank(od::value v, const char* field) {
+    const std::int64_t r = read_int(v, field);
+    return r < 0 || r > INT32_MAX ? kNone : r;
   }
 
   IdValue read_id(od::value v, const char* field) {
@@ -629,6 +638,10 @@ class KinetoReader {
           break;
         case 'S':
           if (key_is(k, "Seq")) f.seq = read_int(v, "args.Seq");
+          else if (key_is(k, "Src Rank")) f.src_rank = read_rank(v, "args.Src Rank");
+          break;
+        case 'D':
+          if (key_is(k, "Dst Rank")) f.dst_rank = read_rank(v, "args.Dst Rank");
           break;
         default:
           break;
@@ -770,6 +783,8 @@ class KinetoReader {
     c.out_nelems.push_back(f.out_nelems);
     c.dtype.push_back(trace_.strings.intern(f.dtype));
     c.sequence.push_back(f.seq);
+    c.src_rank.push_back(static_cast<std::int32_t>(f.src_rank));
+    c.dst_rank.push_back(static_cast<std::int32_t>(f.dst_rank));
   }
 
   static SyncKind sync_kind_of(std::string_view s) noexcept {

@@ -113,6 +113,8 @@ std::string to_kineto_json(const Trace& t) {
       if (ct.out_nelems[c] != kNone) arg("Out msg nelems", fmt::format("{}", ct.out_nelems[c]));
       if (!t.strings.view(ct.dtype[c]).empty()) arg("dtype", json_quote(t.strings.view(ct.dtype[c])));
       if (ct.sequence[c] != kNone) arg("Seq", fmt::format("{}", ct.sequence[c]));
+      if (ct.src_rank[c] != kNone) arg("Src Rank", fmt::format("{}", ct.src_rank[c]));
+      if (ct.dst_rank[c] != kNone) arg("Dst Rank", fmt::format("{}", ct.dst_rank[c]));
     }
     out += fmt::format("{}\n    {{\"ph\": \"X\", \"cat\": \"{}\", \"name\": {}", i ? "," : "", category(k),
                        json_quote(t.strings.view(ops.name[i])));
