@@ -165,7 +165,8 @@ nlohmann::json digest_json(const trace::RankDigest& d) {
                   c.op});
   }
   return {{"path", d.path}, {"rank", d.rank}, {"world_size", d.world_size}, {"device", d.device},
-          {"device_error", d.device_error}, {"first_ns", d.first_ns}, {"last_ns", d.last_ns}, {"collectives", std::move(cs)}};
+          {"device_error", d.device_error}, {"first_ns", d.first_ns}, {"last_ns", d.last_ns}, {"collectives", std::move(cs)},
+          {"rank_lists", d.rank_lists}};
 }
 
 trace::RankDigest digest_of(const nlohmann::json& j) {
@@ -178,11 +179,12 @@ trace::RankDigest digest_of(const nlohmann::json& j) {
   d.first_ns = j.at("first_ns").get<TimeNs>();
   d.last_ns = j.at("last_ns").get<TimeNs>();
   for (const auto& c : j.at("collectives")) {
-    d.collectives.push_back({c.at(0).get<std::string>(), c.at(1).get<std::string>(), c.at(2).get<std::string>(),
+    d.collectives.push_back({c.at(0).get<std::string>(), c.at(1).get<std::string>(), c.at(2).get<std::int32_t>(),
                              c.at(3).get<std::int64_t>(), c.at(4).get<std::int64_t>(), c.at(5).get<std::int32_t>(),
                              c.at(6).get<std::int32_t>(), c.at(7).get<TimeNs>(), c.at(8).get<TimeNs>(),
                              c.at(9).get<std::uint32_t>()});
   }
+  d.rank_lists = j.at("rank_lists").get<std::vector<std::string>>();
   return d;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <iterator>
@@ -214,16 +215,27 @@ class Linker {
   /// (process group, sequence) where both are recorded.
   void match_by_group() {
     std::map<std::pair<std::string, std::int64_t>, Instance> by_key;
-    std::map<std::pair<std::string, std::int64_t>, std::set<std::int32_t>> expected;
+    // Per key, the rank lists its participants recorded (normally one), each parsed once per
+    // distinct text: a list is as long as its group, and every collective of the group has it.
+    std::map<std::string, std::set<std::int32_t>, std::less<>> parsed;
+    std::map<std::pair<std::string, std::int64_t>, std::set<const std::set<std::int32_t>*>> expected;
     for (std::size_t i = 0; i < t_.size(); ++i) {
       const auto& ct = t_[i].collectives;
+      std::vector<const std::set<std::int32_t>*> list_of(t_[i].rank_lists.size(), nullptr);
       for (std::size_t c = 0; c < ct.size(); ++c) {
         const std::string& group = ct[c].group;
         if (used_[i][c] || group.empty() || ct[c].sequence == kNone) continue;
         const auto key = std::make_pair(group, ct[c].sequence);
         by_key[key].push_back(coll(i, c));
-        auto ranks = parse_group_ranks(ct[c].group_ranks);
-        if (!ranks.empty()) expected[key].insert(ranks.begin(), ranks.end());
+        const std::int32_t l = ct[c].group_ranks;
+        if (l < 0 || static_cast<std::size_t>(l) >= list_of.size()) continue;
+        if (list_of[l] == nullptr) {
+          const std::string& text = t_[i].rank_lists[static_cast<std::size_t>(l)];
+          auto it = parsed.find(text);
+          if (it == parsed.end()) it = parsed.emplace(text, parse_group_ranks(text)).first;
+          list_of[l] = &it->second;
+        }
+        if (!list_of[l]->empty()) expected[key].insert(list_of[l]);
       }
     }
     std::set<std::int32_t> present;
@@ -239,8 +251,10 @@ class Linker {
       if (e == expected.end()) {
         want = present;
       } else {
-        std::set_intersection(e->second.begin(), e->second.end(), present.begin(), present.end(),
-                              std::inserter(want, want.end()));
+        for (const std::set<std::int32_t>* listed : e->second) {
+          std::set_intersection(listed->begin(), listed->end(), present.begin(), present.end(),
+                                std::inserter(want, want.end()));
+        }
       }
       std::set<std::int32_t> have;
       for (const Coll& c : inst) have.insert(info_.ranks[c.trace].rank);
@@ -562,11 +576,18 @@ RankDigest digest(const Trace& t) {
   find_gpu_device(t, d);
   const CollectiveTable& ct = t.collectives;
   d.collectives.reserve(ct.size());
+  std::map<StringId, std::int32_t> list_of;  // group_ranks string -> index in d.rank_lists
   for (std::size_t c = 0; c < ct.size(); ++c) {
     const std::uint32_t row = ct.op[c];
-    d.collectives.push_back({std::string(t.strings.view(ct.name[c])), std::string(t.strings.view(ct.group[c])),
-                             std::string(t.strings.view(ct.group_ranks[c])), t.ops.stream[row], ct.sequence[c],
-                             ct.src_rank[c], ct.dst_rank[c], t.ops.start_ns[row], t.ops.end_ns(row), row});
+    std::int32_t list = -1;
+    if (!t.strings.view(ct.group_ranks[c]).empty()) {
+      const auto [it, added] = list_of.emplace(ct.group_ranks[c], static_cast<std::int32_t>(d.rank_lists.size()));
+      if (added) d.rank_lists.emplace_back(t.strings.view(ct.group_ranks[c]));
+      list = it->second;
+    }
+    d.collectives.push_back({std::string(t.strings.view(ct.name[c])), std::string(t.strings.view(ct.group[c])), list,
+                             t.ops.stream[row], ct.sequence[c], ct.src_rank[c], ct.dst_rank[c], t.ops.start_ns[row],
+                             t.ops.end_ns(row), row});
   }
   return d;
 }

@@ -34,7 +34,7 @@ struct RankDigest {
   struct Collective {
     std::string name;          ///< Collective name (CollectiveTable::name).
     std::string group;         ///< Process group name, "" when not recorded.
-    std::string group_ranks;   ///< "[0, 1, ...]", "" when not recorded.
+    std::int32_t group_ranks = -1;  ///< Its group's rank list: index into RankDigest::rank_lists, -1 if not recorded.
     std::int64_t stream = kNone;
     std::int64_t sequence = kNone;
     std::int32_t src_rank = static_cast<std::int32_t>(kNone);  ///< Point-to-point sender, kNone if not recorded.
@@ -51,6 +51,9 @@ struct RankDigest {
   TimeNs first_ns = 0;              ///< First recorded start (0 for an empty trace).
   TimeNs last_ns = 0;               ///< Last recorded end.
   std::vector<Collective> collectives;
+  /// The distinct `Process Group Ranks` strings ("[0, 1, ...]") of its collectives, each once: a
+  /// group's list grows with the group, and every collective of the group carries it.
+  std::vector<std::string> rank_lists;
 };
 
 /// The digest of `t` (O(ops)).

@@ -116,6 +116,12 @@ void check_ports_time_the_job(const std::string& path, const JobSpec& spec) {
     ranks.push_back(gen.rank_trace(r));
     digests.push_back(trace::digest(ranks.back()));
   }
+  // One process group of every rank: each digest carries its rank list once, not per collective.
+  for (const trace::RankDigest& d : digests) {
+    ASSERT_EQ(d.rank_lists.size(), 1u) << d.path;
+    EXPECT_EQ(d.rank_lists[0], "[0, 1, 2, 3]") << d.path;
+    for (const auto& c : d.collectives) EXPECT_EQ(c.group_ranks, 0) << d.path;
+  }
   const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
   std::vector<Trace> copies;
   for (int r = 0; r < spec.ranks; ++r) copies.push_back(gen.rank_trace(r));
