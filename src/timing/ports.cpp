@@ -254,7 +254,8 @@ class JobTimer {
       for (std::uint32_t p = 0; p < pg.release_ns.size(); ++p) {
         const auto c = static_cast<std::size_t>(r_[r].instance[p]);
         e = std::max(e, out.end_ns[c]);
-        out.wait_ns[r] += std::max<TimeNs>(0, out.transfer_start_ns[c] - out.arrival_ns[r][p]);
+        // An arrival left unknown (a port timed before its predecessor, in a broken cycle) adds no wait.
+        if (out.arrival_ns[r][p] != kNoTime) out.wait_ns[r] += std::max<TimeNs>(0, out.transfer_start_ns[c] - out.arrival_ns[r][p]);
       }
       for (const PortLag& l : pg.lags) {
         if (l.to == kRankEnd) e = std::max(e, out.end_ns[static_cast<std::size_t>(r_[r].instance[l.from])] + l.lag_ns);

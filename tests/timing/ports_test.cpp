@@ -135,6 +135,9 @@ TEST(Ports, ACycleAcrossRanksIsBrokenAtTheEarliestArrivalAndCounted) {
   EXPECT_EQ(jt.cycle_breaks, 1);
   EXPECT_EQ(jt.transfer_start_ns, (std::vector<TimeNs>{10, 20}));
   EXPECT_EQ(jt.makespan_ns, 25);
+  // B's arrival at c0 is unknown (its predecessor c1 came later): no wait counted for it; A waits
+  // 20 − 15 = 5 before c1, B 0 before c1.
+  EXPECT_EQ(jt.wait_ns, (std::vector<TimeNs>{5, 0}));
 }
 
 TEST(Ports, BadArgumentsThrow) {
