@@ -595,9 +595,8 @@ std::vector<std::size_t> positions_of(std::size_t p, std::size_t k, std::size_t 
   return out;
 }
 
-/// Process 0's RankWorker: each command goes to every other process with the part for its ranks,
-/// this process does its own, then every answer is received (always all of them, so that no
-/// process is left sending); the first error (its own, then by process) is thrown after.
+/// Process 0's RankWorker: each command goes to every other process with the part for its ranks
+/// (exchange).
 class MpiWorker : public RankWorker {
  public:
   MpiWorker(MpiShare& share, const JobPorts& jp, const model::GpuSpec& gpu, const OptimizeOptions& options,
@@ -606,74 +605,65 @@ class MpiWorker : public RankWorker {
         own_(share.traces, positions_of(0, share.processes, jp.open.size()), part(jp.open, 0), gpu, rank_options(options), how) {}
 
   std::vector<timing::PortGraph> recorded() override {
-    for (std::size_t q = 1; q < share_.processes; ++q) {
-      json mine = json::array();
-      for (const trace::JobCut& c : part(jp_.open, q)) mine.push_back(cut_json(c));
-      mpi::send_bytes(kPorts + cbor({{"gpu", gpu_.id}, {"open", std::move(mine)}}), static_cast<int>(q), mpi::kTagCommand);
-    }
-    std::vector<timing::PortGraph> out(jp_.open.size());
-    std::exception_ptr error;
-    try {
-      std::vector<timing::PortGraph> own = own_.recorded();
-      for (std::size_t k = 0; k < own.size(); ++k) out[k * share_.processes] = std::move(own[k]);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    for (std::size_t q = 1; q < share_.processes; ++q) {
-      receive(q, error, [&](const json& j, std::size_t k) { out[q + k * share_.processes] = ports_of(j); });
-    }
-    if (error) std::rethrow_exception(error);
-    return out;
+    return exchange<timing::PortGraph>(
+        [&](std::size_t q) {
+          json mine = json::array();
+          for (const trace::JobCut& c : part(jp_.open, q)) mine.push_back(cut_json(c));
+          return kPorts + cbor({{"gpu", gpu_.id}, {"open", std::move(mine)}});
+        },
+        [&] { return own_.recorded(); }, [](const json& j) { return ports_of(j); });
   }
 
   std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override {
-    for (std::size_t q = 1; q < share_.processes; ++q) {
-      json mine = json::array();
-      for (const trace::JobCut& c : part(cuts, q)) mine.push_back(cut_json(c));
-      mpi::send_bytes(kRound + cbor({{"gpu", gpu_.id}, {"round", round}, {"cuts", std::move(mine)}}), static_cast<int>(q),
-                      mpi::kTagCommand);
-    }
-    std::vector<RankPlan> plans(cuts.size());
-    std::exception_ptr error;
-    try {
-      injected_failure(0);
-      std::vector<trace::JobCut> mine = part(cuts, 0);
-      std::vector<RankPlan> own = own_.solve(mine, round);
-      for (std::size_t k = 0; k < own.size(); ++k) plans[k * share_.processes] = std::move(own[k]);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    for (std::size_t q = 1; q < share_.processes; ++q) {
-      receive(q, error, [&](const json& j, std::size_t k) { plans[q + k * share_.processes] = plan_of(j); });
-    }
-    if (error) std::rethrow_exception(error);
-    return plans;
+    return exchange<RankPlan>(
+        [&](std::size_t q) {
+          json mine = json::array();
+          for (const trace::JobCut& c : part(cuts, q)) mine.push_back(cut_json(c));
+          return kRound + cbor({{"gpu", gpu_.id}, {"round", round}, {"cuts", std::move(mine)}});
+        },
+        [&] {
+          injected_failure(0);
+          std::vector<trace::JobCut> mine = part(cuts, 0);
+          return own_.solve(mine, round);
+        },
+        [](const json& j) { return plan_of(j); });
   }
 
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
-    for (std::size_t q = 1; q < share_.processes; ++q) {
-      mpi::send_bytes(kStatics + cbor({{"gpu", gpu_.id}, {"clocks", clocks_mhz}}), static_cast<int>(q), mpi::kTagCommand);
-    }
-    std::vector<std::vector<RankRun>> out(jp_.open.size());
+    return exchange<std::vector<RankRun>>(
+        [&](std::size_t) { return kStatics + cbor({{"gpu", gpu_.id}, {"clocks", clocks_mhz}}); },
+        [&] { return own_.statics(clocks_mhz); },
+        [&](const json& j) {
+          std::vector<RankRun> runs;
+          for (const json& r : j) runs.push_back(run_of(r));
+          if (runs.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: a static run per clock expected");
+          return runs;
+        });
+  }
+
+ private:
+  /// One command of a round: `command(q)` sent to every other process q, then this process's own
+  /// part (`own()`, its ranks in order), then every answer received (`take(json)` per rank; always
+  /// all of them, so that no process is left sending); the first error (its own, then by process)
+  /// is thrown after. Returns per rank of the job, in its order.
+  template <class T, class Command, class Own, class Take>
+  std::vector<T> exchange(Command&& command, Own&& own, Take&& take) {
+    for (std::size_t q = 1; q < share_.processes; ++q) mpi::send_bytes(command(q), static_cast<int>(q), mpi::kTagCommand);
+    std::vector<T> out(jp_.open.size());
     std::exception_ptr error;
     try {
-      std::vector<std::vector<RankRun>> own = own_.statics(clocks_mhz);
-      for (std::size_t k = 0; k < own.size(); ++k) out[k * share_.processes] = std::move(own[k]);
+      std::vector<T> mine = own();
+      for (std::size_t k = 0; k < mine.size(); ++k) out[k * share_.processes] = std::move(mine[k]);
     } catch (...) {
       error = std::current_exception();
     }
     for (std::size_t q = 1; q < share_.processes; ++q) {
-      receive(q, error, [&](const json& j, std::size_t k) {
-        std::vector<RankRun>& runs = out[q + k * share_.processes];
-        for (const json& r : j) runs.push_back(run_of(r));
-        if (runs.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: a static run per clock expected");
-      });
+      receive(q, error, [&](const json& j, std::size_t k) { out[q + k * share_.processes] = take(j); });
     }
     if (error) std::rethrow_exception(error);
     return out;
   }
 
- private:
   /// The entries of `all` (job order) for process q's ranks.
   std::vector<trace::JobCut> part(const std::vector<trace::JobCut>& all, std::size_t q) const {
     std::vector<trace::JobCut> out;

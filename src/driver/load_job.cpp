@@ -89,75 +89,6 @@ std::optional<std::string> agree_on_error(const mpi::Session& mpi, const Loaded&
   return owner == 0 ? encode_error(local.error) : recv_bytes(static_cast<int>(owner), kTagError);
 }
 
-/// Process 0 receives every trace from its owner in index order (each owner sends its own in
-/// ascending order, and MPI keeps the order of messages between two processes). With `keep`, each
-/// process also keeps its own traces there (process 0 a copy: Trace is not copyable, so its bytes read back).
-std::vector<trace::Trace> gather_at_root(const mpi::Session& mpi, Loaded& local, const std::vector<std::string>& paths,
-                                         std::vector<trace::Trace>* keep) {
-  const std::size_t k = mpi.size(), p = mpi.rank();
-  std::vector<trace::Trace> out;
-  if (p != 0) {
-    for (auto& t : local.traces) {
-      send_bytes(trace::to_bytes(*t), 0, kTagChunk);
-      if (keep != nullptr) keep->push_back(std::move(*t));
-      t.reset();
-    }
-    return out;
-  }
-  std::exception_ptr error;  // receive everything even after an error, so no sender blocks
-  out.reserve(paths.size());
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    if (i % k == 0) {
-      if (keep != nullptr) keep->push_back(trace::from_bytes(trace::to_bytes(*local.traces[i / k]), paths[i]));  // a copy
-      out.push_back(std::move(*local.traces[i / k]));
-      continue;
-    }
-    const std::string bytes = recv_bytes(static_cast<int>(i % k), kTagChunk);
-    try {
-      out.push_back(trace::from_bytes(bytes, paths[i]));
-    } catch (...) {
-      if (!error) error = std::current_exception();
-      out.emplace_back();
-    }
-  }
-  if (error) std::rethrow_exception(error);
-  return out;
-}
-
-}  // namespace
-
-std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
-                                          MpiShare* share) {
-  std::optional<std::string> error;
-  std::vector<trace::Trace> out;
-  bool root = true;
-  {
-    mpi::Session mpi;
-    root = mpi.rank() == 0;
-    std::vector<std::string> mine;
-    for (std::size_t i = mpi.rank(); i < paths.size(); i += mpi.size()) mine.push_back(paths[i]);
-    Loaded local = load_indexed(mine, options);
-    error = agree_on_error(mpi, local, paths.size());
-    if (error) {
-      mpi.finalize_at_exit();
-    } else {
-      out = gather_at_root(mpi, local, paths, share != nullptr ? &share->traces : nullptr);
-      if (share != nullptr) {
-        share->process = mpi.rank();
-        share->processes = mpi.size();
-        share->paths = paths;
-        share->finalize_ = mpi.keep();
-        share->active_ = true;
-      }
-    }
-  }  // MPI_Finalize here, unless an error leaves it to the exit or the share keeps it up
-  if (error && !root) throw MpiPeerFailed();
-  if (error) throw_decoded(*error);
-  return out;
-}
-
-namespace {
-
 nlohmann::json digest_json(const trace::RankDigest& d) {
   nlohmann::json cs = nlohmann::json::array();
   for (const auto& c : d.collectives) {
@@ -287,10 +218,6 @@ void MpiShare::release(bool ok) {
 }
 
 #else
-
-std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare*) {
-  throw InputError("--mpi", "emo was built without MPI");
-}
 
 std::vector<trace::RankDigest> load_own_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare&) {
   throw InputError("--mpi", "emo was built without MPI");

@@ -1,8 +1,8 @@
 // Loading the traces of a multi-rank job (issue 16): each rank's trace is read and reduced on its
 // own, on a thread pool in one process (load_traces) or spread over the processes of an MPI job.
-// Under MPI either every reduced trace is gathered in process 0 (load_traces_mpi), or each process
-// keeps its own and only their digests go to process 0 (load_own_traces_mpi; the decomposed solve,
-// driver/job_solve.h, then never moves them; gather_traces_mpi when it is not solved decomposed).
+// Under MPI each process keeps its own and only their digests go to process 0 (load_own_traces_mpi);
+// the decomposed solve (driver/job_solve.h) never moves them, the joint solve gathers them
+// (gather_traces_mpi).
 #pragma once
 
 #include <stdexcept>
@@ -25,7 +25,7 @@ struct LoadOptions {
 /// same whatever the thread count and timing; ArgumentError for threads < 0.
 std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const LoadOptions& options);
 
-/// Thrown by load_traces_mpi on the processes other than 0 when some file failed: process 0
+/// Thrown by load_own_traces_mpi on the processes other than 0 when some file failed: process 0
 /// throws the error itself (and prints it); the others should exit with status 2 silently.
 class MpiPeerFailed : public std::runtime_error {
  public:
@@ -34,7 +34,7 @@ class MpiPeerFailed : public std::runtime_error {
 
 /// What a process of an MPI job keeps for the decomposed solve (driver/job_solve.h:
 /// solve_decomposed_mpi on process 0, serve_decomposed_mpi on the others), filled by
-/// load_traces_mpi(…, share): its own traces, and MPI left up until release(). Neither copied nor moved.
+/// load_own_traces_mpi(…, share): its own traces, and MPI left up until release(). Neither copied nor moved.
 class MpiShare {
  public:
   std::size_t process = 0;            ///< p, this process's index in MPI_COMM_WORLD.
@@ -55,27 +55,10 @@ class MpiShare {
   void release(bool ok);
 
  private:
-  friend std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare*);
   friend std::vector<trace::RankDigest> load_own_traces_mpi(const std::vector<std::string>&, const LoadOptions&, MpiShare&);
   bool active_ = false;
   bool finalize_ = false;  // this process called MPI_Init, so it finalises
 };
-
-/// The same as load_traces, spread over the processes of MPI_COMM_WORLD: process p of K loads and
-/// reduces the files i with i % K == p (on its own options.threads threads), serialises them
-/// (trace::to_bytes) and sends them to process 0 in chunks of at most 1 GiB (so a trace may exceed
-/// MPI's 2 GiB count limit). Process 0 returns every trace in the order of `paths`; the others
-/// return an empty vector. Calls MPI_Init when MPI is not initialised yet, and then MPI_Finalize
-/// before returning (so the caller need not know MPI); leaves an MPI initialised by the caller as it is.
-/// With `share`, every process also keeps its own traces in *share (process 0 a copy) and MPI stays
-/// up until share->release() (MpiShare), so the processes can go on to solve them.
-/// Errors: when any file fails, all processes learn it (no hang); process 0 throws the error of the
-/// lowest-index failing file (emo::InputError naming it), the others throw MpiPeerFailed; MPI is
-/// then finalised at exit (std::atexit), so that the others wait there until process 0 has printed
-/// the error and exits (mpirun kills what still runs once a process exits non-zero); *share stays empty.
-/// Built without MPI (EMO_WITH_MPI undefined): throws InputError("--mpi", "emo was built without MPI").
-std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
-                                          MpiShare* share = nullptr);
 
 /// The first step of `emo optimize --mpi`: process p of K loads and reduces the files i with
 /// i % K == p (on its own options.threads threads) and keeps them in `share` (MPI stays up until
@@ -83,7 +66,12 @@ std::vector<trace::Trace> load_traces_mpi(const std::vector<std::string>& paths,
 /// go to process 0, which returns them in the order of `paths` (the others return an empty
 /// vector), to link the job (trace::link_ranks) without its traces. Then process 0 either solves
 /// the job decomposed with the others (driver/job_solve.h: solve_decomposed_mpi, the others in
-/// serve_decomposed_mpi), or gathers the traces (gather_traces_mpi). Errors as load_traces_mpi.
+/// serve_decomposed_mpi), or gathers the traces (gather_traces_mpi). Calls MPI_Init when MPI is not
+/// initialised yet; leaves an MPI initialised by the caller as it is.
+/// Errors: when any file fails, all processes learn it (no hang); process 0 throws the error of the
+/// lowest-index failing file (emo::InputError naming it), the others throw MpiPeerFailed; MPI is
+/// then finalised at exit (std::atexit), so that the others wait there until process 0 has printed
+/// the error and exits (mpirun kills what still runs once a process exits non-zero); `share` stays empty.
 /// Built without MPI: throws InputError("--mpi", "emo was built without MPI").
 std::vector<trace::RankDigest> load_own_traces_mpi(const std::vector<std::string>& paths, const LoadOptions& options,
                                                    MpiShare& share);

@@ -72,7 +72,8 @@ TEST(LoadTraces, ThrowsTheLowestIndexError) {
 #ifndef EMO_TEST_WITH_MPI
 TEST(LoadTracesMpi, WithoutMpiSaysSo) {
   try {
-    (void)load_traces_mpi({"x.json"}, {});
+    MpiShare share;
+    (void)load_own_traces_mpi({"x.json"}, {}, share);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.problem(), "emo was built without MPI");
