@@ -18,10 +18,12 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/progress.h"
+#include "core/units.h"
 #include "graph/dep_graph.h"
 #include "runtime/sim_backend.h"
 #include "runtime/sim_device.h"
 #include "runtime/sim_run.h"
+#include "timing/port_deadlines.h"
 #include "timing/ports.h"
 #include "timing/timing.h"
 
@@ -150,12 +152,20 @@ timing::PortGraph recorded_ports(trace::Trace& t, const trace::JobCut& open) {
   return timing::reduce_to_ports(pg.g, pg.g.dur, pg.port_node);
 }
 
-/// The rank's graph run at `node_clock_mhz` on `device` (ideal switching), reduced to its ports.
+/// The rank's graph run at `node_clock_mhz` on `device` (a static run), or — given `policy` — with
+/// the policy's clock requests as `emo run` issues them (early by the switch latency, held to the
+/// minimum switch interval: runtime::SimBackend::run_policy), reduced to its ports.
 RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::SimDevice& device, std::uint64_t noise_seed,
-                 const std::vector<double>& node_clock_mhz) {
+                 const std::vector<double>& node_clock_mhz, const policy::Policy* policy = nullptr) {
   runtime::SimRunOptions o;
   o.seed = noise_seed;
-  const runtime::SimRunResult res = runtime::run_on_sim(t, pg.g, device, node_clock_mhz, {}, o);
+  std::vector<runtime::ClockRequest> requests;
+  if (policy != nullptr) {
+    requests = runtime::hold_to_interval(
+        runtime::switch_requests(*policy, ms_to_ns(device.switch_latency_ms()), o.initial_clock_mhz),
+        ms_to_ns(policy->min_switch_interval_ms), o.initial_clock_mhz);
+  }
+  const runtime::SimRunResult res = runtime::run_on_sim(t, pg.g, device, node_clock_mhz, requests, o);
   std::vector<TimeNs> dur(pg.g.dur.begin(), pg.g.dur.end());
   RankRun out;
   for (const runtime::RunOp& op : res.ops) {
@@ -204,7 +214,7 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
     total += static_cast<double>(pg.g.dur[n]);
   }
   p.solve.mean_clock_mhz = total > 0 ? weighted / total : 0;
-  p.plan = run_rank(t, pg, device, noise, clock);
+  p.plan = run_rank(t, pg, device, noise, clock, &r.policy());
   if (statics) p.statics.emplace_back(f_max, run_rank(t, pg, device, noise, static_clocks(pg.g, f_max)));
   return p;
 }
@@ -315,37 +325,49 @@ OptimizeOptions rank_options(const OptimizeOptions& options) {
   return o;
 }
 
+/// The ranks' reductions `run` as time_job reads them.
+std::vector<timing::RankPorts> rank_ports(const JobPorts& jp, const std::vector<const RankRun*>& run) {
+  std::vector<timing::RankPorts> ranks(run.size());
+  for (std::size_t r = 0; r < run.size(); ++r) ranks[r] = {&run[r]->ports, jp.instance[r], jp.link.info.ranks[r].offset_ns};
+  return ranks;
+}
+
 /// The job timed from one reduction per rank (`run[r]`), on the simulated device: energy = every
 /// rank's GPU idle power over the makespan + its ops' energy above idle (as runtime::run_on_sim).
 Evaluated evaluate(const JobPorts& jp, const std::vector<const RankRun*>& run, const model::GpuSpec& gpu,
                    timing::JobTiming* timing_out = nullptr) {
-  std::vector<timing::RankPorts> ranks(run.size());
+  const std::vector<timing::RankPorts> ranks = rank_ports(jp, run);
   double above = 0;
-  for (std::size_t r = 0; r < run.size(); ++r) {
-    ranks[r] = {&run[r]->ports, jp.instance[r], jp.link.info.ranks[r].offset_ns};
-    above += run[r]->above_idle_j;
-  }
+  for (const RankRun* r : run) above += r->above_idle_j;
   timing::JobTiming jt = timing::time_job(ranks, jp.instances);
   Evaluated e{jt.makespan_ns, above + gpu.idle_power_w * static_cast<double>(jt.makespan_ns) * 1e-9 * static_cast<double>(run.size()), 0};
   if (timing_out != nullptr) *timing_out = std::move(jt);
   return e;
 }
 
-/// Step 1: the cuts of every rank with the transfers of `jt` (the job at its recorded durations)
-/// stretched by `stretch` from the job's start.
-std::vector<trace::JobCut> cuts_of(const JobPorts& jp, const timing::JobTiming& jt, double stretch) {
+/// Step 1: the cuts of every rank. The job may take (1 + stretch) × its recorded makespan; each
+/// collective's transfer is pinned where timing::float_pins puts it — its earliest start stretched
+/// plus its share of the float of the longest path through it — or, when the collectives' order
+/// has a cycle (no latest starts), at its earliest start stretched from the job's start.
+std::vector<trace::JobCut> cuts_of(const JobPorts& jp, const std::vector<const RankRun*>& recorded,
+                                   const timing::JobTiming& jt, double stretch) {
   const TimeNs w = jt.start_ns;
   const double k = 1.0 + stretch;
   auto stretched = [&](TimeNs t) { return w + static_cast<TimeNs>(std::floor(static_cast<double>(t - w) * k)); };
-  const TimeNs end = w + static_cast<TimeNs>(std::floor(static_cast<double>(jt.makespan_ns) * k));
+  const TimeNs budget = static_cast<TimeNs>(std::floor(static_cast<double>(jt.makespan_ns) * k));
+  const std::vector<timing::RankPorts> ranks = rank_ports(jp, recorded);
+  std::vector<TimeNs> pin = timing::float_pins(ranks, jp.instances, jt, budget).value_or(std::vector<TimeNs>{});
+  if (pin.empty()) {
+    for (const TimeNs t : jt.transfer_start_ns) pin.push_back(stretched(t));
+  }
   std::vector<trace::JobCut> cuts(jp.open.size());
   for (std::size_t r = 0; r < cuts.size(); ++r) {
     const TimeNs off = jp.link.info.ranks[r].offset_ns;
     for (std::size_t p = 0; p < jp.open[r].pins.size(); ++p) {
       const auto c = static_cast<std::size_t>(jp.instance[r][p]);
-      cuts[r].pins.push_back({jp.open[r].pins[p].op, stretched(jt.transfer_start_ns[c]) - off, jp.open[r].pins[p].transfer_ns});
+      cuts[r].pins.push_back({jp.open[r].pins[p].op, pin[c] - off, jp.open[r].pins[p].transfer_ns});
     }
-    cuts[r].end_ns = end - off;
+    cuts[r].end_ns = w + budget - off;
   }
   return cuts;
 }
@@ -423,7 +445,9 @@ DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const O
   std::vector<RankPlan> plans;
   std::vector<RankRun> max_clock(n);
   for (out.rounds = 1;; ++out.rounds) {
-    std::vector<trace::JobCut> cuts = cuts_of(jp, jt0, out.pin_stretch);
+    std::vector<const RankRun*> recorded_view(n);
+    for (std::size_t r = 0; r < n; ++r) recorded_view[r] = &rec[r];
+    std::vector<trace::JobCut> cuts = cuts_of(jp, recorded_view, jt0, out.pin_stretch);
     plans = worker.solve(cuts, out.rounds - 1);
     if (plans.size() != n) throw std::invalid_argument("solve_decomposed: a plan per rank expected");
     if (out.rounds == 1) {

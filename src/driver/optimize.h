@@ -118,6 +118,13 @@ struct Evaluation {
   int static_candidate_runs = 0;           ///< Its policy runs (0 or 1, within validation_runs; 0 on a real GPU,
                                            ///< where the static run is that plan).
   bool static_kept = false;                ///< That static plan measured cheapest within the target: EMO keeps it.
+  Evaluated per_gpu_static;                ///< The models' best per-GPU static plan (each GPU its own clock),
+                                           ///< measured; time 0 when not run (one GPU, or it is another candidate).
+  std::vector<double> per_gpu_static_mhz;  ///< Its clock per GPU (device order); empty when not run.
+  bool per_gpu_static_kept = false;        ///< It measured cheapest within the target: EMO keeps it.
+  bool baseline_kept = false;              ///< No candidate met the target on its evaluation run: EMO keeps the
+                                           ///< baseline (every pack at f_max; its run defines the target, so it
+                                           ///< meets it) and says so. EMO's promise (docs/optimize.md, "The target").
   // Issue 18 (the report): what the baseline and the kept plan's runs spent over the iteration,
   // where the backend measures it (runtime::RunMeasurement; the simulated device). Empty on a
   // real GPU, and for a kept static plan that was not run as a policy (a real GPU).

@@ -193,6 +193,38 @@ std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs
   return best;
 }
 
+std::vector<int> best_per_device_static_choice(const PackChoices& pc, const std::vector<std::int32_t>& device_of_pack,
+                                               std::vector<int> start, TimeNs limit_ns) {
+  if (device_of_pack.size() != pc.packs() || start.size() != pc.packs())
+    throw std::invalid_argument("best_per_device_static_choice: one device and one option per pack needed");
+  std::vector<std::int32_t> devices(device_of_pack.begin(), device_of_pack.end());
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  std::vector<int> best = std::move(start);
+  double best_e = pc.predicted_energy(best, pc.schedule(best).makespan_ns);
+  for (;;) {
+    std::optional<std::vector<int>> step;
+    double step_e = best_e;
+    for (const std::int32_t d : devices) {
+      std::vector<int> c = best;
+      bool moved = false;
+      for (std::size_t p = 0; p < c.size(); ++p) {
+        if (device_of_pack[p] != d || c[p] + 1 >= static_cast<int>(pc.options()[p].size())) continue;
+        ++c[p];
+        moved = true;
+      }
+      if (!moved) continue;
+      const TimeNs m = pc.schedule(c).makespan_ns;
+      if (m > limit_ns) continue;
+      const double e = pc.predicted_energy(c, m);
+      if (e < step_e) step = std::move(c), step_e = e;
+    }
+    if (!step) return best;
+    best = std::move(*step);
+    best_e = step_e;
+  }
+}
+
 std::vector<int> choice_of(const PackProblem& pp, const Solution& s) {
   std::vector<int> choice(pp.work_node.size());
   for (std::size_t p = 0; p < choice.size(); ++p) choice[p] = s.choice[pp.work_node[p]];

@@ -103,6 +103,16 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
 /// within `limit_ns`, the one of least predicted energy; nullopt when none fits. O(K · (V + E)).
 std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns);
 
+/// The per-device static plans' best (each device its own clock for all its packs; issue 26):
+/// greedy descent from `start` (a per-device static choice, e.g. best_static_choice's) — each step
+/// moves the one device whose next lower clock (option index + 1) saves the most predicted energy
+/// with the exact makespan within `limit_ns`, until no such move is left. `device_of_pack` (size
+/// packs) names each pack's device. Every device at one clock is a per-device static plan, so
+/// started from the best static plan the result is never predicted costlier. O(D² K · (V + E)) at
+/// worst for D devices and K clocks. Throws std::invalid_argument when the sizes differ.
+std::vector<int> best_per_device_static_choice(const PackChoices& pc, const std::vector<std::int32_t>& device_of_pack,
+                                               std::vector<int> start, TimeNs limit_ns);
+
 /// Per pack, the option of `s` (a solution of the pack problem `pp`).
 std::vector<int> choice_of(const PackProblem& pp, const Solution& s);
 

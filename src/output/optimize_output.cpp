@@ -16,6 +16,14 @@ namespace {
 using driver::Evaluated;
 using driver::OptimizeResult;
 
+/// The row label of the plan EMO keeps: its policy, a static clock, or the baseline.
+std::string kept_label(const driver::Evaluation& ev) {
+  if (ev.baseline_kept) return "EMO (baseline kept)";
+  if (ev.static_kept) return fmt::format("EMO (static {:.0f} MHz)", ev.static_candidate_mhz);
+  if (ev.per_gpu_static_kept) return "EMO (static per GPU)";
+  return "EMO policy";
+}
+
 double savings_of(const Evaluated& e, const Evaluated& baseline) {
   return baseline.energy_j > 0 ? 1 - e.energy_j / baseline.energy_j : 0;
 }
@@ -135,6 +143,15 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"static_wins", ev.search.static_wins},
       {"static_candidate_mhz", ev.static_candidate_mhz},
       {"static_kept", ev.static_kept},
+      {"baseline_kept", ev.baseline_kept},
+      {"per_gpu_static_kept", ev.per_gpu_static_kept},
+      {"per_gpu_static",
+       ev.per_gpu_static_mhz.empty()
+           ? nlohmann::json(nullptr)
+           : nlohmann::json{{"time_ns", ev.per_gpu_static.time_ns},
+                            {"energy_j", ev.per_gpu_static.energy_j},
+                            {"clocks_mhz", ev.per_gpu_static_mhz},
+                            {"savings", savings_of(ev.per_gpu_static, ev.baseline)}}},
       {"own_plan", {{"time_ns", ev.own_plan.time_ns}, {"energy_j", ev.own_plan.energy_j}}},
       {"static_candidate_runs", ev.static_candidate_runs},
       {"calibrated_target_ns", ev.calibrated_target_ns},
@@ -179,7 +196,13 @@ std::string to_text(const OptimizeResult& r) {
   };
   out += row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline);
   out += row(fmt::format("best static ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best);
-  out += row(ev.static_kept ? fmt::format("EMO (static {:.0f} MHz)", ev.static_candidate_mhz) : "EMO policy", ev.emo);
+  if (!ev.per_gpu_static_mhz.empty())
+    out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.per_gpu_static_mhz, ",")), ev.per_gpu_static);
+  out += row(kept_label(ev), ev.emo);
+  if (ev.baseline_kept)
+    out += fmt::format("  no plan met the latency target on its evaluation run ({} policy runs; EMO's own plan {}, "
+                       "{:+.2f} %): the baseline (max clock) is kept\n",
+                       ev.validation_runs, format_duration(ev.own_plan.time_ns), 100 * slowdown_of(ev.own_plan, ev.baseline));
   out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
                      "predicted {} and {:.3f} J; {} clock switches per window ({})\n",
                      100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1),
@@ -320,7 +343,7 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
   };
   h.rows = {row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline),
             row(fmt::format("best static clock ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best),
-            row(ev.static_kept ? fmt::format("EMO (static {:.0f} MHz)", ev.static_candidate_mhz) : "EMO policy", ev.emo)};
+            row(kept_label(ev), ev.emo)};
   h.notes = {fmt::format("Table: evaluated on the {} device. Energy–latency plot: EMO's frontier predicted by the pack "
                          "models; the static curve, the markers and the target {}.",
                          r.simulated ? "simulated" : "real", r.simulated ? "from simulated runs" : "measured"),

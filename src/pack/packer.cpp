@@ -5,6 +5,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,9 @@ struct Island {
   bool critical = false;
   bool collective = false;
   bool feeds_host = false;  ///< An op of it has an edge to a host timepoint (or another device).
+  bool waits_on_rank = false;  ///< An op of it is bound by a linked collective that waited for another rank.
+  bool has_work = false;    ///< It holds an op that is not a linked collective (a linked job's islands).
+  TimeNs min_slack_ns = INT64_MAX;  ///< Least slack of its work (its ops that are not linked collectives).
   TimeNs busy_ns = 0;       ///< Σ its ops' recorded durations.
   double sensitivity = 0;   ///< Busy-time-weighted mean of its ops' clock sensitivity.
 };
@@ -40,6 +45,7 @@ class Packer {
   Packing run() {
     out_.min_pack_ns = min_pack_;
     out_.pack_of.assign(g_.nodes(), kNoPack);
+    mark_linked_collectives();
     build_islands();
     compute_roots();
     compute_tight_sources();
@@ -81,27 +87,57 @@ class Packer {
     island_of_.assign(g_.nodes(), UINT32_MAX);
     for (std::uint32_t i = 0; i < sorted_.size(); ++i) {
       const std::uint32_t n = sorted_[i];
+      // A linked collective (a linked job) joins the island it starts in: its kernel spans its wait
+      // for the other ranks, and overlapping the work around it would make one island of a whole
+      // pipeline stage. Its clock barely matters (a transfer); the work's does.
+      const bool transparent = linked_[n] != 0;
       const bool fresh = islands_.empty() || islands_.back().device != device(n) ||
-                         g_.rec_start[n] >= islands_.back().end_ns;
-      if (fresh) islands_.push_back({device(n), i, i, g_.rec_start[n], g_.rec_end[n]});
+                         (!transparent && islands_.back().has_work && g_.rec_start[n] >= islands_.back().end_ns);
+      if (fresh) islands_.push_back({device(n), i, i, g_.rec_start[n], transparent ? g_.rec_start[n] : g_.rec_end[n]});
       Island& is = islands_.back();
       is.end = i + 1;
-      is.end_ns = std::max(is.end_ns, g_.rec_end[n]);
-      is.critical = is.critical || slack_[n] == 0;
+      island_of_[n] = static_cast<std::uint32_t>(islands_.size() - 1);
       is.collective = is.collective || t_.is_collective(g_.op[n]);
       is.feeds_host = is.feeds_host || feeds_host_[n] != 0;
+      if (transparent) {
+        if (!is.has_work) is.critical = is.critical || slack_[n] == 0;
+        continue;
+      }
+      if (!is.has_work && is.begin != i) is.critical = false;  // the work's criticality, not the transfers'
+      is.has_work = true;
+      is.end_ns = std::max(is.end_ns, g_.rec_end[n]);
+      is.critical = is.critical || slack_[n] == 0;
+      is.min_slack_ns = std::min(is.min_slack_ns, slack_[n]);
       const TimeNs d = std::max<TimeNs>(0, g_.rec_end[n] - g_.rec_start[n]);
       const double sens = op_sensitivity_.empty() ? 0.0 : op_sensitivity_[g_.op[n]];
       is.sensitivity = is.busy_ns + d > 0 ? (is.sensitivity * static_cast<double>(is.busy_ns) + sens * static_cast<double>(d)) /
                                                 static_cast<double>(is.busy_ns + d)
                                           : sens;
       is.busy_ns += d;
-      island_of_[n] = static_cast<std::uint32_t>(islands_.size() - 1);
     }
     out_.stats.islands = static_cast<std::int64_t>(islands_.size());
   }
 
   std::int32_t device(std::uint32_t node) const { return t_.ops.device[g_.op[node]]; }
+
+  /// linked_[n]: node n is a collective linked across ranks (trace::link_job); waited_[n]: its
+  /// recorded end is later than its start + transfer, i.e. it waited for another rank.
+  void mark_linked_collectives() {
+    linked_.assign(g_.nodes(), 0);
+    waited_.assign(g_.nodes(), 0);
+    const trace::CollectiveTable& ct = t_.collectives;
+    if (ct.match.empty()) return;
+    std::vector<std::uint32_t> node_of(t_.ops.size(), UINT32_MAX);
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) node_of[g_.op[n]] = n;
+    for (std::size_t c = 0; c < ct.size(); ++c) {
+      if (ct.match[c] == trace::kNone || ct.op[c] >= node_of.size()) continue;
+      const std::uint32_t n = node_of[ct.op[c]];
+      if (n == UINT32_MAX || !g_.gpu[n]) continue;
+      linked_[n] = 1;
+      linked_job_ = true;
+      waited_[n] = s_.time[DepGraph::end_tp(n)] - s_.time[DepGraph::start_tp(n)] > g_.dur[n];
+    }
+  }
 
   // ---- roots: what a host timepoint's recorded time derives from ---------------------------
 
@@ -155,6 +191,9 @@ class Packer {
           island = island_of_[fn];
           max_src_island_[i] = std::max(max_src_island_[i], island);
         }
+        // Work that starts when a linked collective that waited for another rank ends: the GPU
+        // waited for another rank here.
+        if (waited_[fn] && DepGraph::is_end(from) && !linked_[n]) islands_[island_of_[n]].waits_on_rank = true;
         src_root_.push_back(root_[from]);
       }
       if (g_.release[n] != INT64_MIN && g_.release[n] == at) {
@@ -186,35 +225,50 @@ class Packer {
   /// Why a pack could start at island k (k > the current pack's first island `cur`, whose
   /// anchor root is `anchor`), in order of preference; nullopt when nothing changes there.
   std::optional<Cut> boundary(std::size_t k, std::size_t cur, std::uint32_t anchor) const {
+    if (const std::optional<Cut> hard = hard_boundary(k)) return hard;
     if (islands_[k - 1].feeds_host) return Cut::kHostSync;
     for (std::uint32_t i = islands_[k].begin; i < islands_[k].end; ++i) {
       if (!carried(i, static_cast<std::int64_t>(cur), anchor)) return Cut::kEntry;
     }
-    if (islands_[k].collective != islands_[k - 1].collective) return Cut::kCollective;
+    if (!linked_job_ && islands_[k].collective != islands_[k - 1].collective) return Cut::kCollective;
     if (islands_[k].critical != islands_[k - 1].critical) return Cut::kCriticality;
     if (phase_start_[k]) return Cut::kPhase;
     return std::nullopt;
   }
 
+  /// A linked job's boundaries that every packing keeps, whatever min_pack: where the GPU waited
+  /// for another rank (a linked collective's end binds work here) and where the work's
+  /// criticality changes (slack from the job's what-if at the max clock). The job's slack
+  /// changes at both, so a pack across either would give critical work the clock of work with
+  /// slack, or the reverse (issue 26). Runs of islands between them are packed to min_pack as
+  /// usual, so short passes with slack merge with each other, never with critical ones.
+  std::optional<Cut> hard_boundary(std::size_t k) const {
+    if (!linked_job_ || !islands_[k].has_work) return std::nullopt;
+    if (islands_[k].waits_on_rank) return Cut::kCollective;
+    std::size_t prev = k - 1;  // the previous island holding work, on this device
+    while (prev > 0 && !islands_[prev].has_work && islands_[prev - 1].device == islands_[k].device) --prev;
+    if (islands_[prev].has_work && near_critical(islands_[prev]) != near_critical(islands_[k])) return Cut::kCriticality;
+    return std::nullopt;
+  }
+
+  /// A linked job's island whose work has less slack than kNearCriticalFraction × min_pack: slack a
+  /// clock that holds for min_pack cannot spend. Jitter between ranks leaves such slivers of slack
+  /// on work that is in effect critical; a hard boundary at each would cut packs far shorter than
+  /// the clock-switch latency.
+  bool near_critical(const Island& is) const {
+    return is.min_slack_ns <= static_cast<TimeNs>(kNearCriticalFraction * static_cast<double>(min_pack_));
+  }
+
   /// Islands [b, e) are one device's. A pack ends at the first boundary where it is at least
   /// min_pack long and what is left of the device's timeline is too.
   void pack_device(std::size_t b, std::size_t e) {
-    const TimeNs device_end = islands_[e - 1].end_ns;  // islands are disjoint and in order
     mark_phases(b, e);
-    std::size_t cur = b;
-    Cut why = Cut::kFirst;
-    std::uint32_t anchor = anchor_of(b);
-    for (std::size_t k = b + 1; k < e; ++k) {
-      const std::optional<Cut> cut = boundary(k, cur, anchor);
-      if (!cut) continue;
-      if (islands_[k].start_ns - islands_[cur].start_ns < min_pack_) continue;
-      if (device_end - islands_[k].start_ns < min_pack_) break;
-      emit_pack(cur, k, why);
-      cur = k;
-      why = *cut;
-      anchor = anchor_of(k);
+    // Segments between hard boundaries (a linked job's), each packed to min_pack on its own.
+    const std::vector<std::pair<std::size_t, Cut>> cuts = hard_cuts(b, e);
+    for (std::size_t i = 0; i < cuts.size(); ++i) {
+      const std::size_t end = i + 1 < cuts.size() ? cuts[i + 1].first : e;
+      pack_segment(cuts[i].first, end, cuts[i].second, end < e ? islands_[end].start_ns : islands_[e - 1].end_ns);
     }
-    emit_pack(cur, e, why);
     // Spans: to the next pack's start on the device.
     std::size_t first_pack = out_.packs.size();
     while (first_pack > 0 && out_.packs[first_pack - 1].device == islands_[b].device) --first_pack;
@@ -224,6 +278,58 @@ class Packer {
       pk.forced_short = pk.span_ns < min_pack_;
       if (pk.forced_short) ++out_.stats.forced_short;
     }
+  }
+
+  /// The segments of islands [b, e) (one device): (first island, why it starts), the first (b,
+  /// kFirst). Every hard boundary starts one, except where a segment would be shorter than
+  /// min_pack / 2 (start to the next segment's start): such a segment merges with a neighbour —
+  /// one of its own criticality if there is one, else the shorter — shortest first. A pass far
+  /// shorter than a clock switch cannot hold a clock of its own.
+  std::vector<std::pair<std::size_t, Cut>> hard_cuts(std::size_t b, std::size_t e) const {
+    std::vector<std::pair<std::size_t, Cut>> cuts{{b, Cut::kFirst}};
+    for (std::size_t k = b + 1; k < e; ++k) {
+      if (const std::optional<Cut> hard = hard_boundary(k)) cuts.push_back({k, *hard});
+    }
+    auto start = [&](std::size_t i) { return i < cuts.size() ? islands_[cuts[i].first].start_ns : islands_[e - 1].end_ns; };
+    auto critical = [&](std::size_t i) {
+      std::size_t k = cuts[i].first;
+      const std::size_t end = i + 1 < cuts.size() ? cuts[i + 1].first : e;
+      while (k + 1 < end && !islands_[k].has_work) ++k;
+      return near_critical(islands_[k]);
+    };
+    const auto half = min_pack_ / 2;
+    while (cuts.size() > 1) {
+      std::size_t i = 0;
+      for (std::size_t j = 1; j < cuts.size(); ++j) {
+        if (start(j + 1) - start(j) < start(i + 1) - start(i)) i = j;
+      }
+      if (start(i + 1) - start(i) >= half) break;
+      const bool has_left = i > 0, has_right = i + 1 < cuts.size();
+      bool left = has_left && (!has_right || start(i) - start(i - 1) <= start(i + 2) - start(i + 1));
+      if (has_left && has_right && critical(i - 1) != critical(i + 1)) left = critical(i - 1) == critical(i);
+      // Merging with the left removes segment i's own cut; with the right, the right one's.
+      cuts.erase(cuts.begin() + static_cast<std::ptrdiff_t>(left ? i : i + 1));
+    }
+    return cuts;
+  }
+
+  /// Islands [b, e) of one device, the first pack starting for `why`, `end_ns` where the segment's
+  /// clock ends (the next segment's start, or the device's last end): a pack ends at the first
+  /// boundary where it is at least min_pack long and what is left of the segment is too.
+  void pack_segment(std::size_t b, std::size_t e, Cut why, TimeNs end_ns) {
+    std::size_t cur = b;
+    std::uint32_t anchor = anchor_of(b);
+    for (std::size_t k = b + 1; k < e; ++k) {
+      const std::optional<Cut> cut = boundary(k, cur, anchor);
+      if (!cut) continue;
+      if (islands_[k].start_ns - islands_[cur].start_ns < min_pack_) continue;
+      if (end_ns - islands_[k].start_ns < min_pack_) break;
+      emit_pack(cur, k, why);
+      cur = k;
+      why = *cut;
+      anchor = anchor_of(k);
+    }
+    emit_pack(cur, e, why);
   }
 
   /// phase_start_[k] for the islands [b, e) of one device (phase_starts()).
@@ -283,6 +389,9 @@ class Packer {
   std::vector<std::uint32_t> island_of_;   // per graph node
   std::vector<Island> islands_;
   std::vector<std::uint8_t> feeds_host_;   // per graph node
+  std::vector<std::uint8_t> linked_;       // per graph node: a linked collective
+  bool linked_job_ = false;                // the graph holds linked collectives
+  std::vector<std::uint8_t> waited_;       // per graph node: a linked collective that waited
   std::vector<std::uint32_t> root_;        // per timepoint
   std::vector<std::uint32_t> src_begin_;   // per sorted index, CSR into src_root_
   std::vector<std::uint32_t> src_root_;

@@ -106,6 +106,11 @@ struct PackOptions {
 inline constexpr double kPhaseBlockFraction = 0.5;
 inline constexpr double kPhaseMinContrast = 0.02;
 
+/// A linked job's work with less slack than this × min_pack counts as critical for the packs'
+/// criticality boundaries (docs/packing.md, "A linked job"): a clock that holds for min_pack cannot
+/// spend a sliver of slack, and jitter between ranks leaves such slivers on critical work.
+inline constexpr double kNearCriticalFraction = 0.05;
+
 /// The phase starts of one device's timeline: `busy_ns[i]`, `sensitivity[i]` (busy-time-weighted
 /// mean) and `start_ns[i]` of its islands in time order, `end_ns` the device's last end. Returns
 /// the island indices (> 0, ascending) where a phase starts. O(n log n).

@@ -1,5 +1,7 @@
 #include "runtime/policy_runtime.h"
 
+#include "runtime/switch_timing.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -187,6 +189,10 @@ SwitchPlanner::SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double
       requested_mhz_(current_clock_mhz),
       min_interval_ns_(std::max<std::int64_t>(0, min_interval_ns)) {}
 
+std::int64_t SwitchPlanner::lead_for(double from_mhz, double to_mhz) const noexcept {
+  return switch_lead_ns(from_mhz, to_mhz, lead_ns_);
+}
+
 std::optional<Switch> SwitchPlanner::issue_or_hold(Switch s, std::int64_t now_ns) {
   const std::int64_t earliest = last_issued_ns_ ? *last_issued_ns_ + min_interval_ns_ : now_ns;
   if (min_interval_ns_ > 0 && now_ns < earliest) {
@@ -221,24 +227,24 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
 
   plan_.clear();
   for (std::size_t j = k + 1; j < packs.size(); ++j) {
-    plan_.push_back({anchor + packs[j].start_offset_ns - lead_ns_, gpu_.device, packs[j].index, p.iteration,
-                     packs[j].clock_mhz, SwitchReason::kEarly});
-  }
-  std::optional<Switch> next_first;
-  const auto prev = iteration_anchor_ns_.find(p.iteration - 1);
-  if (prev != iteration_anchor_ns_.end() && anchor > prev->second) {
-    const std::int64_t period = anchor - prev->second;
-    next_first = Switch{anchor + period + packs.front().start_offset_ns - lead_ns_, gpu_.device,
-                        packs.front().index, p.iteration + 1, packs.front().clock_mhz, SwitchReason::kEarly};
-    plan_.push_back(*next_first);
+    plan_.push_back({anchor + packs[j].start_offset_ns - lead_for(packs[j - 1].clock_mhz, packs[j].clock_mhz),
+                     gpu_.device, packs[j].index, p.iteration, packs[j].clock_mhz, SwitchReason::kEarly});
   }
   if (gpu_.default_clock_mhz > 0) {
     const auto& last = packs.back();
-    const Switch def{anchor + last.start_offset_ns + last.duration_ns - lead_ns_, gpu_.device, -1, p.iteration,
-                     gpu_.default_clock_mhz, SwitchReason::kDefault};
-    // Never let the default clock land after the next iteration's first switch.
-    if (!next_first || def.t_ns < next_first->t_ns) plan_.push_back(def);
+    plan_.push_back({anchor + last.start_offset_ns + last.duration_ns - lead_for(last.clock_mhz, gpu_.default_clock_mhz),
+                     gpu_.device, -1, p.iteration, gpu_.default_clock_mhz, SwitchReason::kDefault});
   }
+  const auto prev = iteration_anchor_ns_.find(p.iteration - 1);
+  if (prev != iteration_anchor_ns_.end() && anchor > prev->second) {
+    const std::int64_t period = anchor - prev->second;
+    const double before_first = gpu_.default_clock_mhz > 0 ? gpu_.default_clock_mhz : packs.back().clock_mhz;
+    plan_.push_back({anchor + period + packs.front().start_offset_ns - lead_for(before_first, packs.front().clock_mhz),
+                     gpu_.device, packs.front().index, p.iteration + 1, packs.front().clock_mhz, SwitchReason::kEarly});
+  }
+  // In pack order: a switch asked for no earlier than a later one is overtaken (switch_timing.h);
+  // so is the default clock when it would land after the next iteration's first switch.
+  drop_overtaken(plan_, [](const Switch& s) { return s.t_ns; });
   std::stable_sort(plan_.begin(), plan_.end(), [](const Switch& a, const Switch& b) { return a.t_ns < b.t_ns; });
 
   if (std::abs(requested_mhz_ - packs[k].clock_mhz) > 0.5) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -9,6 +10,7 @@
 
 #include "core/units.h"
 #include "runtime/profiler.h"
+#include "runtime/switch_timing.h"
 
 namespace emo::runtime {
 
@@ -47,14 +49,63 @@ std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs l
   initial_clock_mhz.clear();
   for (const auto& gp : policy.gpus) {
     if (gp.packs.empty()) continue;
+    std::vector<ClockRequest> section;
     double prev = gp.packs.back().clock_mhz;
     initial_clock_mhz[gp.device] = prev;
     for (const auto& k : gp.packs) {
-      if (k.clock_mhz != prev) requests.push_back({gp.device, k.start_offset_ns - latency_ns, k.clock_mhz});
+      // Up one switch latency early, down at the pack's start (switch_timing.h).
+      if (k.clock_mhz != prev)
+        section.push_back({gp.device, k.start_offset_ns - switch_lead_ns(prev, k.clock_mhz, latency_ns), k.clock_mhz});
       prev = k.clock_mhz;
+    }
+    drop_overtaken(section, [](const ClockRequest& r) { return r.request_ns; });
+    double current = initial_clock_mhz[gp.device];  // a request left redundant by a dropped one goes too
+    for (const ClockRequest& r : section) {
+      if (r.clock_mhz != current) requests.push_back(r), current = r.clock_mhz;
     }
   }
   return requests;
+}
+
+std::vector<ClockRequest> hold_to_interval(std::vector<ClockRequest> requests, TimeNs min_interval_ns,
+                                           const std::map<std::int32_t, double>& initial_clock_mhz) {
+  if (min_interval_ns <= 0) return requests;
+  std::stable_sort(requests.begin(), requests.end(), [](const ClockRequest& a, const ClockRequest& b) {
+    return a.device != b.device ? a.device < b.device : a.request_ns < b.request_ns;
+  });
+  std::vector<ClockRequest> out;
+  std::size_t i = 0;
+  while (i < requests.size()) {
+    const std::int32_t device = requests[i].device;
+    const auto init = initial_clock_mhz.find(device);
+    double requested = init != initial_clock_mhz.end() ? init->second : 0.0;
+    std::optional<TimeNs> last;          // when the last switch was issued
+    std::optional<ClockRequest> held;    // held back by the interval
+    auto issue = [&](ClockRequest r) {
+      if (std::abs(r.clock_mhz - requested) <= 0.5) return;  // redundant
+      requested = r.clock_mhz;
+      last = r.request_ns;
+      out.push_back(r);
+    };
+    auto release_by = [&](TimeNs t) {  // a held request is issued once the interval has passed
+      if (held && last && t >= *last + min_interval_ns) {
+        ClockRequest h = *held;
+        held.reset();
+        h.request_ns = *last + min_interval_ns;
+        issue(h);
+      }
+    };
+    for (; i < requests.size() && requests[i].device == device; ++i) {
+      release_by(requests[i].request_ns);
+      if (last && requests[i].request_ns < *last + min_interval_ns) {
+        held = requests[i];  // replaces a held one: only the newest clock matters
+        continue;
+      }
+      issue(requests[i]);
+    }
+    release_by(INT64_MAX);
+  }
+  return out;
 }
 
 namespace {
@@ -155,7 +206,10 @@ RunMeasurement SimBackend::run_policy(const trace::Trace& trace, const pack::Pac
                                       const policy::Policy& policy, const std::vector<double>& pack_clock_mhz) {
   const graph::DepGraph& g = packs.analysis.graph;
   const TimeNs latency_ns = ms_to_ns(device_.switch_latency_ms());
-  const std::vector<ClockRequest> requests = switch_requests(policy, latency_ns, run_opts_.initial_clock_mhz);
+  // As `emo run` issues them: early by the switch latency, held to the policy's minimum interval.
+  const std::vector<ClockRequest> requests =
+      hold_to_interval(switch_requests(policy, latency_ns, run_opts_.initial_clock_mhz),
+                       ms_to_ns(policy.min_switch_interval_ms), run_opts_.initial_clock_mhz);
   SimRunResult run =
       run_on_sim(trace, g, device_, node_clocks(g, packs.packing, pack_clock_mhz), requests, run_opts_);
   RunMeasurement m;

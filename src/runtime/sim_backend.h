@@ -22,11 +22,21 @@ Work pack_work(const trace::Trace& t, const graph::DepGraph& g, const pack::Pack
 std::vector<double> node_clocks(const graph::DepGraph& g, const pack::Packing& packing,
                                 const std::vector<double>& pack_clock_mhz);
 
-/// The clock requests of one iteration of `policy`: a switch `latency_ns` before each pack whose
-/// clock differs from the previous one's; the iteration starts at its last pack's clock (steady
+/// The clock requests of one iteration of `policy`: for each pack whose clock differs from the
+/// previous one's, a switch `latency_ns` before it when its clock is higher, at its start when
+/// lower (as `emo run` plans them: SwitchPlanner::lead_for); the iteration starts at its last pack's clock (steady
 /// state), returned per device in `initial_clock_mhz`.
 std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs latency_ns,
                                           std::map<std::int32_t, double>& initial_clock_mhz);
+
+/// `requests` (one iteration, any devices) as `emo run` issues them under a minimum switch
+/// interval (SwitchPlanner's rule, runtime/policy_runtime.h): per device, a request due less than
+/// `min_interval_ns` after the last one issued is held until that interval has passed, a newer
+/// request replaces a held one, and a request for the clock already requested is dropped.
+/// `initial_clock_mhz` is each device's clock before the first request. Returned in time order per
+/// device (devices ascending). min_interval_ns ≤ 0: `requests` unchanged.
+std::vector<ClockRequest> hold_to_interval(std::vector<ClockRequest> requests, TimeNs min_interval_ns,
+                                           const std::map<std::int32_t, double>& initial_clock_mhz);
 
 /// The simulated device's ground truth of every pack of `packs` at each of `clocks_mhz`: per
 /// pack, one (clock MHz, time s, energy J) point per clock, in the order of `clocks_mhz`. A pack

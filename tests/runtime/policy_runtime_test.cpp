@@ -65,22 +65,24 @@ std::vector<Issued> simulate(SwitchPlanner& planner, const std::vector<PackStart
   return out;
 }
 
-TEST(SwitchPlanner, IssuesEachSwitchOneLatencyBeforeThePredictedStart) {
+TEST(SwitchPlanner, IssuesAnUpSwitchOneLatencyEarlyAndADownSwitchAtItsPack) {
   SwitchPlanner planner(three_packs(), 2 * kMs, 1410);
-  // Pack 0 of iteration 0 seen at 100 ms: pack 1 predicted at 110 ms -> switch at 108 ms; pack 2
-  // at 120 ms -> 118 ms; the default (1410) equals pack 2's clock and is skipped.
+  // Pack 0 of iteration 0 seen at 100 ms: pack 1 (1200, down) predicted at 110 ms -> switch at
+  // 110 ms; pack 2 (1410, up) at 120 ms -> 118 ms; the default (1410) equals pack 2's clock and is
+  // skipped.
   const auto got = simulate(planner, {{0, 0, 0, 100 * kMs}}, 200 * kMs);
-  EXPECT_EQ(got, (std::vector<Issued>{{108 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+  EXPECT_EQ(got, (std::vector<Issued>{{110 * kMs, 1, 0, 1200, SwitchReason::kEarly},
                                       {118 * kMs, 2, 0, 1410, SwitchReason::kEarly}}));
   EXPECT_EQ(planner.skipped(), 1);
 }
 
 TEST(SwitchPlanner, ReanchorsOnEachObservedPack) {
   SwitchPlanner planner(three_packs({1410, 1200, 990}), 2 * kMs, 1410);
-  // Pack 1 starts 5 ms late (at 115 ms instead of 110): pack 2 is re-predicted at 125 ms.
+  // Pack 1 (down) switched at its predicted 110 ms; it starts 5 ms late (at 115 ms): pack 2 (down)
+  // is re-predicted at 125 ms and switched then; the default (1410, up) at 115 + 20 − 2 = 133 ms.
   const auto got = simulate(planner, {{0, 0, 0, 100 * kMs}, {0, 1, 0, 115 * kMs}}, 200 * kMs);
-  EXPECT_EQ(got, (std::vector<Issued>{{108 * kMs, 1, 0, 1200, SwitchReason::kEarly},
-                                      {123 * kMs, 2, 0, 990, SwitchReason::kEarly},
+  EXPECT_EQ(got, (std::vector<Issued>{{110 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+                                      {125 * kMs, 2, 0, 990, SwitchReason::kEarly},
                                       {133 * kMs, -1, 0, 1410, SwitchReason::kDefault}}));
 }
 
@@ -95,17 +97,18 @@ TEST(SwitchPlanner, LateSwitchWhenAPackStartsAtAnotherClock) {
 }
 
 TEST(SwitchPlanner, PredictsTheNextIterationFromTheObservedPeriod) {
-  SwitchPlanner planner(three_packs({1200, 1410, 1410}), 2 * kMs, 1410);
-  // Iterations every 40 ms: after two, pack 0 of the third is switched 2 ms before 180 ms, so
-  // its observation at 180 ms needs no late switch.
+  SwitchPlanner planner(three_packs({1410, 1200, 1200}, 1200), 2 * kMs, 1410);
+  // Iterations every 40 ms. Iteration 0: pack 0 at the clock in force; pack 1 (down) at 110 ms.
+  // Iteration 1 seen at 140 ms with 1200 requested: late switch to 1410; pack 1 at 150 ms. From
+  // two anchors the period is 40 ms: pack 0 of iteration 2 (up from the default 1200) is switched
+  // 2 ms before 180 ms, so its observation at 180 ms needs no late switch.
   const std::vector<PackStarted> progress = {{0, 0, 0, 100 * kMs}, {0, 0, 1, 140 * kMs}, {0, 0, 2, 180 * kMs}};
   const auto got = simulate(planner, progress, 200 * kMs);
-  EXPECT_EQ(got, (std::vector<Issued>{{100 * kMs, 0, 0, 1200, SwitchReason::kLate},
-                                      {108 * kMs, 1, 0, 1410, SwitchReason::kEarly},
-                                      {140 * kMs, 0, 1, 1200, SwitchReason::kLate},
-                                      {148 * kMs, 1, 1, 1410, SwitchReason::kEarly},
-                                      {178 * kMs, 0, 2, 1200, SwitchReason::kEarly},
-                                      {188 * kMs, 1, 2, 1410, SwitchReason::kEarly}}));
+  EXPECT_EQ(got, (std::vector<Issued>{{110 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+                                      {140 * kMs, 0, 1, 1410, SwitchReason::kLate},
+                                      {150 * kMs, 1, 1, 1200, SwitchReason::kEarly},
+                                      {178 * kMs, 0, 2, 1410, SwitchReason::kEarly},
+                                      {190 * kMs, 1, 2, 1200, SwitchReason::kEarly}}));
 }
 
 TEST(SwitchPlanner, IgnoresUnknownPacksAndReportsWhenNextDue) {
@@ -114,9 +117,9 @@ TEST(SwitchPlanner, IgnoresUnknownPacksAndReportsWhenNextDue) {
   EXPECT_FALSE(planner.observe({0, 9, 0, 10 * kMs}));
   EXPECT_FALSE(planner.next_due_ns());
   planner.observe({0, 0, 0, 10 * kMs});
-  EXPECT_EQ(planner.next_due_ns(), 18 * kMs);
-  EXPECT_TRUE(planner.due(17 * kMs).empty());
-  EXPECT_EQ(planner.due(18 * kMs).size(), 1u);
+  EXPECT_EQ(planner.next_due_ns(), 20 * kMs);  // pack 1 (down) at its predicted start
+  EXPECT_TRUE(planner.due(19 * kMs).empty());
+  EXPECT_EQ(planner.due(20 * kMs).size(), 1u);
   EXPECT_DOUBLE_EQ(planner.requested_clock_mhz(), 1200);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/hand_trace.h"
+#include "runtime/sim_backend.h"
 
 namespace emo::runtime {
 namespace {
@@ -98,6 +99,41 @@ TEST(SimRun, ClockTakesEffectOnlyAfterTheSwitchLatency) {
   EXPECT_GT(early.makespan_ns, planned.makespan_ns);
   EXPECT_GE(early.ops_at_other_clock, 1);
   EXPECT_THROW(run_on_sim(t, g, dev, std::vector<double>(1, 1410.0)), std::invalid_argument);
+}
+
+
+// hold_to_interval: the simulated device issues a policy's switches as `emo run`'s SwitchPlanner
+// does under a minimum interval. Requests (ms) −2: 1200, 8: 990, 18: 1410, 28: 1100 on device 0,
+// which starts at 1100 (four 10 ms packs, switch latency 2 ms). Worked by hand:
+//   interval 15: 1200 at −2; 990 due 8 < 13: held, issued at 13; 1410 due 18 < 28: held; at 28 the
+//   held 1410 is released (28 ≥ 13 + 15) at 28, then 1100 due 28 < 43: held, issued at 43.
+//   interval 25: 1200 at −2; 990 held (8 < 23); 1410 due 18 replaces it (dropped); released at 23;
+//   1100 due 28 < 48: held, issued at 48.
+//   interval 0: unchanged.
+std::vector<std::pair<TimeNs, double>> held(TimeNs interval_ms, std::vector<ClockRequest> extra = {}) {
+  constexpr TimeNs kMs = 1'000'000;
+  std::vector<ClockRequest> r{{0, -2 * kMs, 1200}, {0, 8 * kMs, 990}, {0, 18 * kMs, 1410}, {0, 28 * kMs, 1100}};
+  r.insert(r.end(), extra.begin(), extra.end());
+  std::vector<std::pair<TimeNs, double>> out;
+  for (const ClockRequest& q : hold_to_interval(r, interval_ms * kMs, {{0, 1100.0}, {1, 1410.0}}))
+    out.push_back({q.request_ns / kMs * (q.device == 0 ? 1 : 1000), q.clock_mhz});
+  return out;
+}
+
+TEST(HoldToInterval, DefersAndReplacesAsTheSwitchPlannerDoes) {
+  using V = std::vector<std::pair<TimeNs, double>>;
+  EXPECT_EQ(held(15), (V{{-2, 1200}, {13, 990}, {28, 1410}, {43, 1100}}));
+  EXPECT_EQ(held(25), (V{{-2, 1200}, {23, 1410}, {48, 1100}}));
+  EXPECT_EQ(held(0), (V{{-2, 1200}, {8, 990}, {18, 1410}, {28, 1100}}));
+}
+
+TEST(HoldToInterval, ARedundantRequestIsDroppedAndDevicesAreIndependent) {
+  using V = std::vector<std::pair<TimeNs, double>>;
+  constexpr TimeNs kMs = 1'000'000;
+  // Device 1 (starts at 1410; its times ×1000 in `held`'s output): 1410 at 0 is redundant
+  // (dropped), 990 at 5 is issued, 1410 at 6 is held until 5 + 15 = 20.
+  EXPECT_EQ(held(15, {{1, 0, 1410}, {1, 5 * kMs, 990}, {1, 6 * kMs, 1410}}),
+            (V{{-2, 1200}, {13, 990}, {28, 1410}, {43, 1100}, {5000, 990}, {20000, 1410}}));
 }
 
 }  // namespace

@@ -1,0 +1,44 @@
+// When `emo run` asks for a clock change, relative to the pack it is for (issue 26: the target
+// holds). One rule, used by the runtime's SwitchPlanner (policy_runtime.h) and by the simulated
+// device's evaluation of a policy (sim_backend.h), so that what EMO measures is what it applies.
+//
+// A change takes effect one switch latency after it is asked for (DESIGN.md §3; the latency is the
+// GPU catalog's switch_latency_ms). A switch *up* is asked for one latency before its pack: it
+// takes effect by the pack's start, and the pack before ends at the higher clock — never later. A
+// switch *down* is asked for at its pack's start: it takes effect one latency into the pack, whose
+// head runs at the higher clock — never slower. So a switch that takes effect late never delays
+// work; it costs some energy instead.
+//
+// A switch down followed within one latency by a switch up would be asked for after it and take
+// effect after it, holding the low clock through the next pack: such a switch down is overtaken,
+// and dropped (the short pack it was for runs at the higher clock).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace emo::runtime {
+
+/// How early (ns) a switch from `from_mhz` to `to_mhz` is asked for before its pack starts:
+/// `latency_ns` up, 0 down (file comment).
+inline std::int64_t switch_lead_ns(double from_mhz, double to_mhz, std::int64_t latency_ns) noexcept {
+  return to_mhz > from_mhz ? latency_ns : 0;
+}
+
+/// Removes from `switches` (in pack order; `time_of(s)` the time it is asked for) every switch that
+/// a later one is asked for no later than (file comment). What is left is strictly increasing in
+/// time. O(n).
+template <typename T, typename TimeOf>
+void drop_overtaken(std::vector<T>& switches, TimeOf time_of) {
+  std::vector<T> kept;
+  std::int64_t next = std::numeric_limits<std::int64_t>::max();
+  for (auto it = switches.rbegin(); it != switches.rend(); ++it) {
+    if (time_of(*it) >= next) continue;
+    next = time_of(*it);
+    kept.push_back(std::move(*it));
+  }
+  switches.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+}
+
+}  // namespace emo::runtime
