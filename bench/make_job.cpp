@@ -54,7 +54,7 @@ using emo::testing::PipelineSpec;
 /// libdeflate level: 3 writes ~2x faster than 6 for ~10 % more bytes (writing is most of the time).
 constexpr int kGzipLevel = 3;
 
-enum class Mode { kDp, kPipeline, kInterleaved };
+enum class Mode { kDp, kPipeline, kInterleaved, kTp, kMoe };
 
 struct Args {
   std::string source, out_dir;
@@ -112,7 +112,8 @@ constexpr const char* kUsage =
     "                    [--stage-scale 1,1,1,1.5 | --last-stage-scale 1.5] [--layers 2] [--layer-kernels 6]\n"
     "                    [--p2p-us 100] [--allreduce-ms 5] [--slow-replica R --replica-slowdown 0.06]\n"
     "                    [--straggler R] [--slowdown 0.10] [--jitter 0.01] [--max-offset-us 0] [--seed S]\n"
-    "                    [--gpu-name NAME] [--threads 2]\n"
+    "                    [--tp T] [--moe] [--gpu-name NAME] [--threads 2]\n"
+    "       emo_make_job SOURCE_TRACE OUT_DIR --mode tp|moe [pipeline options]\n"
     "Writes a SYNTHETIC job as OUT_DIR/rank00000.json.gz ... (Kineto JSON, gzip), one per rank; not a recording\n"
     "of a real job (docs/synthetic-jobs.md).\n"
     "  --mode dp (default): N data-parallel copies of the real rank SOURCE_TRACE, coupled at its collectives.\n"
@@ -124,6 +125,12 @@ constexpr const char* kUsage =
     "    (--allreduce-ms) at the end of each iteration; --slow-replica makes one replica's kernels slower.\n"
     "  --mode pipeline-interleaved: Megatron's interleaved 1F1B, --virtual-stages chunks per rank (default 2;\n"
     "    micro-batches a multiple of the stages).\n"
+    "  --tp T [--tp-allreduce-us 200]: T tensor-parallel ranks per stage, an all-reduce over them after each layer\n"
+    "    (rank = (stage x dp + replica) x T + t). --mode tp: the same with --stages 1 --tp 4 unless given.\n"
+    "  --moe [--expert-share 0.5] [--expert-imbalance 0.5] [--all-to-all-us 300]: each layer also dispatches\n"
+    "    (all-to-all) to experts over the stage's data-parallel group and combines back; one rank of the group,\n"
+    "    turning with layer and micro-batch, has (1 + imbalance) x the expert time. --mode moe: the same with\n"
+    "    --stages 1 --dp 4 unless given.\n"
     "Exit codes: 0 done; 2 bad arguments; 1 a trace that cannot be read or an output that cannot be written.\n";
 
 /// Options that only --mode dp takes; false when `arg` is not one of them.
@@ -158,6 +165,12 @@ bool parse_pipeline_option(Args& a, std::string_view arg, const std::function<st
   else if (arg == "--slow-replica") p.slow_replica = parse_number<int>(arg, value());
   else if (arg == "--replica-slowdown") p.replica_slowdown = parse_double(arg, value());
   else if (arg == "--gpu-name") a.gpu_name = value();
+  else if (arg == "--tp") p.tp = parse_number<int>(arg, value());
+  else if (arg == "--tp-allreduce-us") p.tp_allreduce_ns = std::llround(parse_double(arg, value()) * 1e3);
+  else if (arg == "--moe") p.moe = true;
+  else if (arg == "--expert-share") p.expert_share = parse_double(arg, value());
+  else if (arg == "--expert-imbalance") p.expert_imbalance = parse_double(arg, value());
+  else if (arg == "--all-to-all-us") p.all_to_all_ns = std::llround(parse_double(arg, value()) * 1e3);
   else return false;
   a.pipeline_only.emplace_back(arg);
   return true;
@@ -183,7 +196,9 @@ bool parse_common_option(Args& a, std::string_view arg, const std::function<std:
     if (m == "dp") a.mode = Mode::kDp;
     else if (m == "pipeline") a.mode = Mode::kPipeline;
     else if (m == "pipeline-interleaved") a.mode = Mode::kInterleaved;
-    else throw BadArgs(fmt::format("--mode takes dp, pipeline or pipeline-interleaved, not '{}'", m));
+    else if (m == "tp") a.mode = Mode::kTp;
+    else if (m == "moe") a.mode = Mode::kMoe;
+    else throw BadArgs(fmt::format("--mode takes dp, pipeline, pipeline-interleaved, tp or moe, not '{}'", m));
   } else {
     return false;
   }
@@ -194,15 +209,22 @@ bool parse_common_option(Args& a, std::string_view arg, const std::function<std:
 /// --last-stage-scale; the interleaved default of 2 chunks.
 void check_mode(Args& a) {
   if (a.mode == Mode::kDp) {
-    if (!a.pipeline_only.empty()) throw BadArgs(fmt::format("{} needs --mode pipeline (or pipeline-interleaved)", a.pipeline_only[0]));
+    if (!a.pipeline_only.empty())
+      throw BadArgs(fmt::format("{} needs --mode pipeline, pipeline-interleaved, tp or moe", a.pipeline_only[0]));
     if (std::find(a.dp_only.begin(), a.dp_only.end(), "--ranks") == a.dp_only.end()) throw BadArgs("--ranks N is required");
     return;
   }
   if (!a.dp_only.empty()) throw BadArgs(fmt::format("{} is for --mode dp (a pipeline job has stages x dp ranks)", a.dp_only[0]));
   PipelineSpec& p = a.pipe;
-  const bool interleaved_given = std::find(a.pipeline_only.begin(), a.pipeline_only.end(), "--virtual-stages") != a.pipeline_only.end();
-  if (a.mode == Mode::kInterleaved && !interleaved_given) p.virtual_stages = 2;
-  if (a.mode == Mode::kPipeline && p.virtual_stages != 1) throw BadArgs("--virtual-stages needs --mode pipeline-interleaved");
+  auto given = [&](std::string_view flag) {
+    return std::find(a.pipeline_only.begin(), a.pipeline_only.end(), flag) != a.pipeline_only.end();
+  };
+  if (a.mode == Mode::kInterleaved && !given("--virtual-stages")) p.virtual_stages = 2;
+  if ((a.mode == Mode::kTp || a.mode == Mode::kMoe) && !given("--stages")) p.stages = 1;
+  if (a.mode == Mode::kTp && !given("--tp")) p.tp = 4;
+  if (a.mode == Mode::kMoe && !given("--dp")) p.dp = 4;
+  if (a.mode == Mode::kMoe) p.moe = true;
+  if (a.mode != Mode::kInterleaved && p.virtual_stages != 1) throw BadArgs("--virtual-stages needs --mode pipeline-interleaved");
   if (a.mode == Mode::kInterleaved && p.virtual_stages < 2) throw BadArgs("--mode pipeline-interleaved needs --virtual-stages >= 2");
   if (p.stages < 1) throw BadArgs("--stages must be >= 1");
   if (p.stage_scale.size() == 1 && p.stage_scale[0] < 0) {  // --last-stage-scale F
@@ -253,6 +275,17 @@ std::string label(const Args& a, const emo::testing::JobGenerator& gen, int rank
       s.max_offset_ns, s.group_size, gen.offset_ns(rank));
 }
 
+std::string_view mode_name(Mode m) {
+  switch (m) {
+    case Mode::kDp: return "dp";
+    case Mode::kPipeline: return "pipeline";
+    case Mode::kInterleaved: return "pipeline-interleaved";
+    case Mode::kTp: return "tp";
+    case Mode::kMoe: return "moe";
+  }
+  return "?";
+}
+
 /// The "emo_synthetic" member that labels every output of the pipeline modes.
 std::string pipeline_label(const Args& a, const emo::testing::PipelineJob& job, int rank) {
   const PipelineSpec& s = job.spec();
@@ -263,7 +296,7 @@ std::string pipeline_label(const Args& a, const emo::testing::PipelineJob& job, 
       "\"rank\": {}, \"stage\": {}, \"replica\": {}, \"offset_ns\": {}}},\n",
       emo::json_quote("SYNTHETIC: a pipeline-parallel job made up by emo_make_job; kernel names, their relative "
                       "durations and the host's launch timing taken from one real rank trace; not a recording"),
-      emo::json_quote(s.virtual_stages > 1 ? "pipeline-interleaved" : "pipeline"), emo::json_quote(a.source),
+      emo::json_quote(mode_name(a.mode)), emo::json_quote(a.source),
       emo::json_quote(emo::testing::describe(s)), layer, rank, job.stage_of(rank), job.replica_of(rank),
       job.offset_ns(rank));
 }
@@ -344,11 +377,11 @@ void print_summary(const Args& a, const emo::testing::JobGenerator& gen, std::ui
 
 void print_pipeline_summary(const Args& a, const emo::testing::PipelineJob& job, std::uintmax_t bytes, const Timings& t) {
   const PipelineSpec& s = job.spec();
-  fmt::print("SYNTHETIC job: {} ranks, a made-up {} pipeline ({} stages x {} micro-batches{}, {} replica(s)) on the "
-             "kernels of {} ({}); not a recording of a real job\n",
+  fmt::print("SYNTHETIC job: {} ranks, a made-up {} pipeline ({} stages x {} micro-batches{}, {} replica(s), "
+             "tensor-parallel {}{}) on the kernels of {} ({}); not a recording of a real job\n",
              job.ranks(), s.virtual_stages > 1 ? "interleaved 1F1B" : "1F1B", s.stages, s.microbatches,
-             s.virtual_stages > 1 ? fmt::format(", {} chunks per rank", s.virtual_stages) : "", s.dp, a.source,
-             emo::testing::describe(s));
+             s.virtual_stages > 1 ? fmt::format(", {} chunks per rank", s.virtual_stages) : "", s.dp, s.tp,
+             s.moe ? ", MoE" : "", a.source, emo::testing::describe(s));
   fmt::print("GPU {}; host: launch call {} ns, CPU gap {} ns; {} point-to-point transfers, {} collectives\n",
              job.source().gpu.name, job.source().host.launch_ns, job.source().host.gap_ns, job.transfers(),
              job.collectives());

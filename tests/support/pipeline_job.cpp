@@ -45,8 +45,11 @@ void PipelineJob::check(const PipelineSpec& s, const JobSource& src) {
   auto bad = [&](const std::string& what) {
     throw std::invalid_argument(fmt::format("pipeline spec: {} ({})", what, describe(s)));
   };
-  if (s.stages < 1 || s.microbatches < 1 || s.dp < 1 || s.iterations < 1 || s.layers < 1 || s.virtual_stages < 1)
-    bad("stages, microbatches, virtual stages, dp, iterations and layers must be >= 1");
+  if (s.stages < 1 || s.microbatches < 1 || s.dp < 1 || s.tp < 1 || s.iterations < 1 || s.layers < 1 || s.virtual_stages < 1)
+    bad("stages, microbatches, virtual stages, dp, tp, iterations and layers must be >= 1");
+  if (s.moe && (s.dp < 2 || !(s.expert_share > 0 && s.expert_share < 1) || !(s.expert_imbalance >= 0)))
+    bad("MoE needs dp >= 2 (the expert-parallel group), an expert share in (0, 1) and an imbalance >= 0");
+  if (s.tp_allreduce_ns <= 0 || s.all_to_all_ns <= 0) bad("transfer times must be > 0");
   if (s.virtual_stages > 1 && (s.stages < 2 || s.microbatches % s.stages != 0))
     bad("interleaved 1F1B needs >= 2 stages and micro-batches a multiple of the stages");
   if (s.forward_ns <= 0 || !(s.backward_ratio > 0) || s.p2p_ns <= 0 || s.allreduce_ns <= 0)
@@ -57,7 +60,7 @@ void PipelineJob::check(const PipelineSpec& s, const JobSource& src) {
     if (!(f > 0)) bad("stage scales must be > 0");
   }
   if (s.slow_replica < -1 || s.slow_replica >= s.dp) bad("the slow replica must be a replica of the job, or -1");
-  if (s.straggler < -1 || s.straggler >= s.stages * s.dp) bad("the straggler must be a rank of the job, or -1");
+  if (s.straggler < -1 || s.straggler >= s.stages * s.dp * s.tp) bad("the straggler must be a rank of the job, or -1");
   if (!(s.replica_slowdown >= 0) || !(s.straggler_slowdown >= 0) || !(s.jitter >= 0) || s.max_offset_ns < 0)
     bad("slowdowns, jitter and offsets must be >= 0");
   if (src.layer.empty()) bad("the source gives no kernel for a layer");
@@ -71,10 +74,12 @@ std::string describe(const PipelineSpec& s) {
   for (std::size_t i = 0; i < s.stage_scale.size(); ++i) scales += fmt::format("{}{}", i ? "," : "", s.stage_scale[i]);
   return fmt::format(
       "stages={} microbatches={} virtual_stages={} dp={} iterations={} layers={} forward_ns={} backward_ratio={} "
-      "stage_scale={} p2p_ns={} allreduce_ns={} slow_replica={} replica_slowdown={} straggler={} "
-      "straggler_slowdown={} jitter={} max_offset_ns={} seed={}",
+      "stage_scale={} p2p_ns={} allreduce_ns={} tp={} tp_allreduce_ns={} moe={} expert_share={} expert_imbalance={} "
+      "all_to_all_ns={} slow_replica={} replica_slowdown={} straggler={} straggler_slowdown={} jitter={} "
+      "max_offset_ns={} seed={}",
       s.stages, s.microbatches, s.virtual_stages, s.dp, s.iterations, s.layers, s.forward_ns, s.backward_ratio,
-      scales.empty() ? "1" : scales, s.p2p_ns, s.allreduce_ns, s.slow_replica, s.replica_slowdown, s.straggler,
+      scales.empty() ? "1" : scales, s.p2p_ns, s.allreduce_ns, s.tp, s.tp_allreduce_ns, s.moe, s.expert_share,
+      s.expert_imbalance, s.all_to_all_ns, s.slow_replica, s.replica_slowdown, s.straggler,
       s.straggler_slowdown, s.jitter, s.max_offset_ns, s.seed);
 }
 
@@ -163,11 +168,13 @@ class PipelineBuilder {
     std::int64_t next_correlation = 1;
     std::uint64_t draws = 0;
     std::uint32_t step_first = kNoOp;  ///< The iteration's first call.
+    std::map<std::string, std::int64_t> seq;  ///< Next sequence number per process group.
   };
   using Key = std::pair<int, int>;  // (sender, receiver)
   using Message = std::pair<std::uint32_t, std::int64_t>;  // (op, message id)
 
-  int rank_of(int stage, int replica) const { return stage * s_.dp + replica; }
+  /// Megatron's order: tensor-parallel index innermost, then the replica, then the stage.
+  int rank_of(int stage, int replica, int tp_index) const { return (stage * s_.dp + replica) * s_.tp + tp_index; }
 
   /// The passes of `stage` in its order: 1F1B (Narayanan et al., PipeDream-Flush, SC'21): S − s − 1
   /// warm-up forwards, then one forward and one backward, then the remaining backwards; with V > 1
@@ -199,7 +206,7 @@ class PipelineBuilder {
     const int stage = job_.stage_of(st_.rank);
     st_.step_first = kNoOp;
     for (const Pass& p : schedule(stage)) pass(p, it);
-    if (s_.dp > 1) gradient_allreduce(stage, it);
+    if (s_.dp > 1) gradient_allreduce();
     const std::uint32_t sync = device_sync();
     job_.steps_.push_back({st_.rank, it, st_.step_first, sync});
   }
@@ -207,37 +214,83 @@ class PipelineBuilder {
   /// Pass p of this rank's stage: receive its input, its kernels, send its output.
   void pass(const Pass& p, int it) {
     const int S = s_.stages, stage = job_.stage_of(st_.rank), replica = job_.replica_of(st_.rank);
+    const int t = job_.tp_of(st_.rank);
     const int vs = p.chunk * S + stage, last_vs = S * s_.virtual_stages - 1;
     // Message ids: (iteration, kind, receiving virtual stage, micro-batch).
     auto message = [&](int kind, int to_vs) {
       return ((static_cast<std::int64_t>(it) * 2 + kind) * (last_vs + 1) + to_vs) * s_.microbatches + p.microbatch;
     };
-    const int prev = rank_of((vs + S - 1) % S, replica), next = rank_of((vs + 1) % S, replica);
+    const int prev = rank_of((vs + S - 1) % S, replica, t), next = rank_of((vs + 1) % S, replica, t);
     if (p.forward && vs > 0) recv(prev, message(0, vs));
     if (!p.forward && vs < last_vs) recv(next, message(1, vs));
-    compute(p.forward);
+    compute(p, it);
     if (p.forward && vs < last_vs) send(next, message(0, vs + 1));
     if (!p.forward && vs > 0) send(prev, message(1, vs - 1));
   }
 
-  /// The kernels of one pass (one chunk): layers × the source's layer, backward in reverse order.
-  void compute(bool forward) {
+  /// The kernels of one pass (one chunk): layers × (the source's layer; the tensor-parallel
+  /// all-reduce; the MoE dispatch, experts and combine); backward: layers and kernels in reverse
+  /// order, the MoE block first, the all-reduce still after the dense kernels.
+  void compute(const Pass& p, int it) {
     const std::vector<PassKernel>& layer = job_.source_.layer;
     double weights = 0;
     for (const PassKernel& k : layer) weights += k.weight;
     const int stage = job_.stage_of(st_.rank);
     const double scale = s_.stage_scale.empty() ? 1.0 : s_.stage_scale[static_cast<std::size_t>(stage)];
-    double factor = st_.rank == s_.straggler ? 1.0 + s_.straggler_slowdown : 1.0;
-    if (job_.replica_of(st_.rank) == s_.slow_replica) factor *= 1.0 + s_.replica_slowdown;
-    const double pass_ns = static_cast<double>(s_.forward_ns) * scale / s_.virtual_stages * (forward ? 1.0 : s_.backward_ratio);
+    const double layer_ns = static_cast<double>(s_.forward_ns) * scale / s_.virtual_stages / s_.layers *
+                            (p.forward ? 1.0 : s_.backward_ratio);
+    const double dense_ns = s_.moe ? layer_ns * (1.0 - s_.expert_share) : layer_ns;
     const auto n = static_cast<int>(layer.size());
-    for (int i = 0; i < s_.layers * n; ++i) {
-      const PassKernel& k = layer[static_cast<std::size_t>(forward ? i % n : n - 1 - i % n)];
-      double f = factor;
-      if (s_.jitter > 0) f *= std::max(0.0, 1.0 + s_.jitter * normal(s_.seed, static_cast<std::uint64_t>(st_.rank), st_.draws++, kJitterSalt));
-      const double ns = pass_ns * k.weight / (weights * s_.layers) * f;
-      kernel(PipelineJob::kComputeStream, name(k.name), std::max<TimeNs>(1, std::llround(ns)), true);
+    for (int l = 0; l < s_.layers; ++l) {
+      if (s_.moe && !p.forward) moe_block(layer_ns, it, p, s_.layers - 1 - l);
+      for (int i = 0; i < n; ++i) {
+        const PassKernel& k = layer[static_cast<std::size_t>(p.forward ? i : n - 1 - i)];
+        compute_kernel(k.name, dense_ns * k.weight / weights);
+      }
+      // Megatron: the row-parallel GEMM's output (forward) and the column-parallel GEMM's input
+      // gradient (backward) are all-reduced after the layer's dense kernels, both ways.
+      if (s_.tp > 1) tp_allreduce();
+      if (s_.moe && p.forward) moe_block(layer_ns, it, p, l);
     }
+  }
+
+  /// One compute kernel of `ns` on a stage of scale 1, slowed for the straggler and the slow
+  /// replica and jittered.
+  void compute_kernel(const std::string& kernel_name, double ns) {
+    double f = st_.rank == s_.straggler ? 1.0 + s_.straggler_slowdown : 1.0;
+    if (job_.replica_of(st_.rank) == s_.slow_replica) f *= 1.0 + s_.replica_slowdown;
+    if (s_.jitter > 0)
+      f *= std::max(0.0, 1.0 + s_.jitter * normal(s_.seed, static_cast<std::uint64_t>(st_.rank), st_.draws++, kJitterSalt));
+    kernel(PipelineJob::kComputeStream, name(kernel_name), std::max<TimeNs>(1, std::llround(ns * f)), true);
+  }
+
+  /// Layer `layer`'s MoE part: dispatch all-to-all over the stage's expert-parallel group (its
+  /// data-parallel group), the rank's experts (the source layer's heaviest kernel, expert_share
+  /// of the layer; the hot rank of the group, (iteration + micro-batch + layer) mod E, takes
+  /// (1 + expert_imbalance) × as long), combine all-to-all.
+  void moe_block(double layer_ns, int it, const Pass& p, int layer) {
+    const std::vector<PassKernel>& k = job_.source_.layer;
+    const auto heaviest = std::max_element(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.weight < b.weight; });
+    const bool hot = (it + p.microbatch + layer) % s_.dp == job_.replica_of(st_.rank);
+    group_collective(expert_group(), "all_to_all", s_.all_to_all_ns, s_.all_to_all_elems);
+    compute_kernel(heaviest->name, layer_ns * s_.expert_share * (hot ? 1.0 + s_.expert_imbalance : 1.0));
+    group_collective(expert_group(), "all_to_all", s_.all_to_all_ns, s_.all_to_all_elems);
+  }
+
+  void tp_allreduce() {
+    std::vector<int> members;
+    const int stage = job_.stage_of(st_.rank), replica = job_.replica_of(st_.rank);
+    for (int t = 0; t < s_.tp; ++t) members.push_back(rank_of(stage, replica, t));
+    group_collective({fmt::format("tp_stage{}_replica{}", stage, replica), members}, "allreduce", s_.tp_allreduce_ns,
+                     s_.tp_allreduce_elems);
+  }
+
+  /// The data-parallel (and expert-parallel) group of this rank: same stage and TP index.
+  std::pair<std::string, std::vector<int>> expert_group() const {
+    std::vector<int> members;
+    const int stage = job_.stage_of(st_.rank), t = job_.tp_of(st_.rank);
+    for (int r = 0; r < s_.dp; ++r) members.push_back(rank_of(stage, r, t));
+    return {fmt::format("dp_stage{}_tp{}", stage, t), members};
   }
 
   void recv(int peer, std::int64_t message) {
@@ -254,14 +307,20 @@ class PipelineBuilder {
   }
 
   /// The stage's gradient all-reduce over its data-parallel group, on the compute stream.
-  void gradient_allreduce(int stage, int it) {
-    std::vector<int> members;
-    for (int r = 0; r < s_.dp; ++r) members.push_back(rank_of(stage, r));
-    const std::string group = fmt::format("dp_stage{}", stage);
-    const std::uint32_t op =
-        kernel(PipelineJob::kComputeStream, name(job_.source_.allreduce_kernel), s_.allreduce_ns, false);
-    job_.ops_[op].coll = collective({"allreduce", group, rank_list(members), s_.dp, s_.allreduce_elems, it, -1, -1});
-    groups_[{group, it}].push_back(op);
+  void gradient_allreduce() { group_collective(expert_group(), "allreduce", s_.allreduce_ns, s_.allreduce_elems); }
+
+  /// A collective of this rank's `group` (name, ranks) on the compute stream; its sequence number
+  /// is its index among the group's collectives (the same on every member: they run one program).
+  void group_collective(const std::pair<std::string, std::vector<int>>& group, const char* coll, TimeNs transfer_ns,
+                        std::int64_t elems) {
+    const std::string_view kernel_name = std::string_view(coll) == "all_to_all" ? job_.source_.p2p_kernel
+                                                                                : job_.source_.allreduce_kernel;
+    const std::uint32_t op = kernel(PipelineJob::kComputeStream, name(kernel_name), transfer_ns, false);
+    const std::int64_t seq = st_.seq[group.first]++;
+    const auto size = static_cast<std::int32_t>(group.second.size());
+    job_.ops_[op].coll = collective({coll, group.first, rank_list(group.second), size, elems, seq, -1, -1});
+    groups_[{group.first, seq}].push_back(op);
+    group_size_[group.first] = size;
   }
 
   std::int32_t collective(PipelineJob::Coll c) {
@@ -375,7 +434,8 @@ class PipelineBuilder {
 
   void link_collectives() {
     for (const auto& [key, participants] : groups_) {
-      if (static_cast<int>(participants.size()) != s_.dp) throw std::logic_error("pipeline job: a collective misses participants");
+      if (static_cast<std::int32_t>(participants.size()) != group_size_.at(key.first))
+        throw std::logic_error(fmt::format("pipeline job: collective {} seq {} misses participants", key.first, key.second));
       couple(participants);
       ++job_.collectives_;
     }
@@ -387,6 +447,7 @@ class PipelineBuilder {
   std::unordered_map<std::string, std::uint32_t> name_ids_;
   std::map<Key, std::vector<Message>> sends_, recvs_;
   std::map<std::pair<std::string, std::int64_t>, std::vector<std::uint32_t>> groups_;
+  std::map<std::string, std::int32_t> group_size_;
 };
 
 PipelineJob::PipelineJob(JobSource source, PipelineSpec spec) : source_(std::move(source)), spec_(std::move(spec)) {

@@ -86,6 +86,16 @@ struct PipelineSpec {
   std::int64_t p2p_elems = 4'194'304;       ///< Its message size (label only).
   TimeNs allreduce_ns = 5'000'000;          ///< Transfer time of a stage's gradient all-reduce (dp > 1).
   std::int64_t allreduce_elems = 167'772'160;  ///< Its message size (label only).
+  int tp = 1;                     ///< Tensor-parallel ranks per stage (and replica), ≥ 1; > 1: an
+                                  ///< all-reduce over them after each layer of each pass.
+  TimeNs tp_allreduce_ns = 200'000;           ///< Its transfer time, > 0.
+  std::int64_t tp_allreduce_elems = 8'388'608;  ///< Its message size (label only).
+  bool moe = false;               ///< Each layer also has an MoE block over the stage's
+                                  ///< data-parallel group (dp ≥ 2): all-to-all, experts, all-to-all.
+  double expert_share = 0.5;      ///< The experts' share of a layer's time (of a balanced rank), in (0, 1).
+  double expert_imbalance = 0.5;  ///< The hot rank's experts take (1 + this) × as long, ≥ 0.
+  TimeNs all_to_all_ns = 300'000;             ///< Transfer time of an all-to-all, > 0.
+  std::int64_t all_to_all_elems = 4'194'304;  ///< Its message size (label only).
   int slow_replica = -1;          ///< Replica whose compute kernels are slower, or -1.
   double replica_slowdown = 0.06; ///< Its kernels take (1 + this) × longer, ≥ 0.
   int straggler = -1;             ///< Rank whose compute kernels are slower, or -1.
@@ -113,9 +123,11 @@ class PipelineJob {
   /// saying what is out of range ("pipeline spec: ... (stages=...)").
   static void check(const PipelineSpec& spec, const JobSource& source);
 
-  int ranks() const noexcept { return spec_.stages * spec_.dp; }
-  int stage_of(int rank) const noexcept { return rank / spec_.dp; }
-  int replica_of(int rank) const noexcept { return rank % spec_.dp; }
+  /// Stage s, replica r, tensor-parallel index t is rank (s × dp + r) × tp + t (Megatron's order).
+  int ranks() const noexcept { return spec_.stages * spec_.dp * spec_.tp; }
+  int stage_of(int rank) const noexcept { return rank / (spec_.dp * spec_.tp); }
+  int replica_of(int rank) const noexcept { return rank / spec_.tp % spec_.dp; }
+  int tp_of(int rank) const noexcept { return rank % spec_.tp; }
   /// Rank r's host clock offset, ns, added to all its timestamps: uniform in ±max_offset_ns.
   TimeNs offset_ns(int rank) const;
   /// Latest end − earliest start of any op of the job, without offsets, ns.

@@ -26,6 +26,9 @@ using trace::OpKind;
 using trace::Trace;
 
 constexpr TimeNs kUs = 1'000, kMs = 1'000'000;
+/// The first kernel's start in the hand-worked jobs: its launch call, the first call, [0, 10 µs].
+constexpr TimeNs kT0 = 10 * kUs;
+using Interval = std::pair<TimeNs, TimeNs>;
 
 /// Round host times for hand work: every call 10 µs, no CPU gap, a sync returns 1 ms after the
 /// device's last op; one kernel per pass.
@@ -93,19 +96,17 @@ TEST(PipelineJob, TwoStagesTwoMicrobatchesWorkedByHand) {
   EXPECT_EQ(job.compute_ns(0), 60 * kMs);
   EXPECT_EQ(job.compute_ns(1), 60 * kMs);
   const std::vector<Trace> t = traces(job);
-  const TimeNs u = 10 * kUs;  // the first kernel's start
-  using P = std::pair<TimeNs, TimeNs>;
-  EXPECT_EQ(nth_compute(t[0], 0), P(u, u + 10 * kMs));
-  EXPECT_EQ(nth_compute(t[0], 2), P(u + 42 * kMs, u + 62 * kMs));
-  EXPECT_EQ(nth_compute(t[0], 3), P(u + 73 * kMs, u + 93 * kMs));
-  EXPECT_EQ(nth_compute(t[1], 3), P(u + 52 * kMs, u + 72 * kMs));
-  EXPECT_EQ(nth_collective(t[0], "send", 1), P(u + 20 * kMs, u + 42 * kMs));
-  EXPECT_EQ(nth_collective(t[0], "recv", 0), P(u + 20 * kMs, u + 42 * kMs)) << "posted early: wait + transfer";
-  EXPECT_EQ(nth_collective(t[0], "recv", 1), P(u + 62 * kMs, u + 73 * kMs));
-  EXPECT_EQ(nth_collective(t[1], "recv", 0), P(u, u + 11 * kMs));
-  EXPECT_EQ(nth_collective(t[1], "recv", 1), P(u + 41 * kMs, u + 42 * kMs));
-  EXPECT_EQ(nth_collective(t[1], "send", 1), P(u + 72 * kMs, u + 73 * kMs));
-  EXPECT_EQ(job.span_ns(), 94 * kMs + u);
+  EXPECT_EQ(nth_compute(t[0], 0), Interval(kT0, kT0 + 10 * kMs));
+  EXPECT_EQ(nth_compute(t[0], 2), Interval(kT0 + 42 * kMs, kT0 + 62 * kMs));
+  EXPECT_EQ(nth_compute(t[0], 3), Interval(kT0 + 73 * kMs, kT0 + 93 * kMs));
+  EXPECT_EQ(nth_compute(t[1], 3), Interval(kT0 + 52 * kMs, kT0 + 72 * kMs));
+  EXPECT_EQ(nth_collective(t[0], "send", 1), Interval(kT0 + 20 * kMs, kT0 + 42 * kMs));
+  EXPECT_EQ(nth_collective(t[0], "recv", 0), Interval(kT0 + 20 * kMs, kT0 + 42 * kMs)) << "posted early: wait + transfer";
+  EXPECT_EQ(nth_collective(t[0], "recv", 1), Interval(kT0 + 62 * kMs, kT0 + 73 * kMs));
+  EXPECT_EQ(nth_collective(t[1], "recv", 0), Interval(kT0, kT0 + 11 * kMs));
+  EXPECT_EQ(nth_collective(t[1], "recv", 1), Interval(kT0 + 41 * kMs, kT0 + 42 * kMs));
+  EXPECT_EQ(nth_collective(t[1], "send", 1), Interval(kT0 + 72 * kMs, kT0 + 73 * kMs));
+  EXPECT_EQ(job.span_ns(), 94 * kMs + kT0);
 
   const Trace linked = trace::link_job(traces(job));
   const trace::JobInfo& info = linked.meta.job;
@@ -120,7 +121,7 @@ TEST(PipelineJob, TwoStagesTwoMicrobatchesWorkedByHand) {
   EXPECT_EQ(info.ranks[1].wait_ns, 10 * kMs);
 
   const timing::Analysis a = timing::analyze(linked, graph::Window{}, {});
-  EXPECT_EQ(a.schedule.makespan_ns, 94 * kMs + u);
+  EXPECT_EQ(a.schedule.makespan_ns, 94 * kMs + kT0);
   EXPECT_LE(a.replay_error, 1e-12);
   ASSERT_EQ(a.gpus.size(), 2u);
   EXPECT_EQ(a.gpus[0].busy_ns, 93 * kMs);
@@ -147,20 +148,18 @@ TEST(PipelineJob, InterleavedTwoRanksTwoChunksWorkedByHand) {
                                                     .forward_ns = 20 * kMs, .backward_ratio = 2.0, .p2p_ns = 1 * kMs});
   EXPECT_EQ(job.transfers(), 12);
   const std::vector<Trace> t = traces(job);
-  const TimeNs u = 10 * kUs;
-  using P = std::pair<TimeNs, TimeNs>;
-  EXPECT_EQ(nth_compute(t[0], 2), P(u + 22 * kMs, u + 32 * kMs));
-  EXPECT_EQ(nth_compute(t[0], 7), P(u + 138 * kMs, u + 158 * kMs));
-  EXPECT_EQ(nth_compute(t[1], 4), P(u + 54 * kMs, u + 74 * kMs));
-  EXPECT_EQ(nth_compute(t[1], 7), P(u + 117 * kMs, u + 137 * kMs));
-  EXPECT_EQ(nth_collective(t[0], "recv", 2), P(u + 43 * kMs, u + 75 * kMs));
-  EXPECT_EQ(nth_collective(t[1], "recv", 4), P(u + 94 * kMs, u + 96 * kMs));
-  EXPECT_EQ(job.span_ns(), 159 * kMs + u);
+  EXPECT_EQ(nth_compute(t[0], 2), Interval(kT0 + 22 * kMs, kT0 + 32 * kMs));
+  EXPECT_EQ(nth_compute(t[0], 7), Interval(kT0 + 138 * kMs, kT0 + 158 * kMs));
+  EXPECT_EQ(nth_compute(t[1], 4), Interval(kT0 + 54 * kMs, kT0 + 74 * kMs));
+  EXPECT_EQ(nth_compute(t[1], 7), Interval(kT0 + 117 * kMs, kT0 + 137 * kMs));
+  EXPECT_EQ(nth_collective(t[0], "recv", 2), Interval(kT0 + 43 * kMs, kT0 + 75 * kMs));
+  EXPECT_EQ(nth_collective(t[1], "recv", 4), Interval(kT0 + 94 * kMs, kT0 + 96 * kMs));
+  EXPECT_EQ(job.span_ns(), 159 * kMs + kT0);
   const Trace linked = trace::link_job(traces(job));
   EXPECT_EQ(linked.meta.job.collectives_linked, 12);
   EXPECT_TRUE(linked.meta.job.warnings.empty()) << linked.meta.job.warnings.front();
   const timing::Analysis a = timing::analyze(linked, graph::Window{}, {});
-  EXPECT_EQ(a.schedule.makespan_ns, 159 * kMs + u);
+  EXPECT_EQ(a.schedule.makespan_ns, 159 * kMs + kT0);
   EXPECT_LE(a.replay_error, 1e-12);
 }
 
@@ -184,31 +183,90 @@ TEST(PipelineJob, DataParallelReplicasWorkedByHand) {
   EXPECT_EQ(job.transfers(), 4);
   EXPECT_EQ(job.collectives(), 2);
   const std::vector<Trace> t = traces(job);
-  const TimeNs u = 10 * kUs;
-  using P = std::pair<TimeNs, TimeNs>;
-  EXPECT_EQ(nth_compute(t[1], 1), P(u + 46 * kMs, u + 68 * kMs));
-  EXPECT_EQ(nth_collective(t[0], "allreduce", 0), P(u + 62 * kMs, u + 70 * kMs));
-  EXPECT_EQ(nth_collective(t[1], "allreduce", 0), P(u + 68 * kMs, u + 70 * kMs));
-  EXPECT_EQ(nth_collective(t[2], "allreduce", 0), P(u + 41 * kMs, u + 47 * kMs));
-  EXPECT_EQ(nth_collective(t[3], "recv", 0), P(u, u + 12 * kMs));
+  EXPECT_EQ(nth_compute(t[1], 1), Interval(kT0 + 46 * kMs, kT0 + 68 * kMs));
+  EXPECT_EQ(nth_collective(t[0], "allreduce", 0), Interval(kT0 + 62 * kMs, kT0 + 70 * kMs));
+  EXPECT_EQ(nth_collective(t[1], "allreduce", 0), Interval(kT0 + 68 * kMs, kT0 + 70 * kMs));
+  EXPECT_EQ(nth_collective(t[2], "allreduce", 0), Interval(kT0 + 41 * kMs, kT0 + 47 * kMs));
+  EXPECT_EQ(nth_collective(t[3], "recv", 0), Interval(kT0, kT0 + 12 * kMs));
   EXPECT_EQ(t[2].strings.view(t[2].collectives.group_ranks[t[2].collectives.size() - 1]), "[2, 3]");
-  EXPECT_EQ(job.span_ns(), 71 * kMs + u);
+  EXPECT_EQ(job.span_ns(), 71 * kMs + kT0);
   const Trace linked = trace::link_job(traces(job));
   EXPECT_EQ(linked.meta.job.collectives_linked, 6);
   EXPECT_EQ(linked.meta.job.match_method, "peer and order, process group + sequence");
   EXPECT_TRUE(linked.meta.job.warnings.empty()) << linked.meta.job.warnings.front();
   const timing::Analysis a = timing::analyze(linked, graph::Window{}, {});
-  EXPECT_EQ(a.schedule.makespan_ns, 71 * kMs + u);
+  EXPECT_EQ(a.schedule.makespan_ns, 71 * kMs + kT0);
 }
 
-// A larger job through Kineto JSON and back (what `emo analyze rank*.json.gz` reads): every
-// transfer and all-reduce linked, the clock offsets recovered, the linked graph's replay exact.
-TEST(PipelineJob, EveryTransferLinksAfterAKinetoRoundTrip) {
-  JobSource src = hand_source();
-  src.layer = {{"gemm_a", 3.0}, {"softmax", 1.0}, {"gemm_b", 2.0}};
-  const PipelineSpec spec{.stages = 4, .microbatches = 8, .dp = 2, .iterations = 2, .stage_scale = {1, 1, 1, 1.5},
-                          .slow_replica = 1, .jitter = 0.02, .max_offset_ns = 200 * kUs, .seed = 5};
+// Tensor parallel and a straggler: one stage of 2 tensor-parallel ranks, 1 micro-batch, 2 layers
+// (a layer's forward 5 ms, backward 10 ms), a 1 ms all-reduce after each layer of each pass; rank 1
+// a 20 % straggler (6 and 12 ms). Times in ms after the first kernel's start (0.01 ms):
+//   forward layer 0: [0, 5] and [0, 6]; all-reduce → both end at 7 (rank 0 records [5, 7]);
+//   layer 1: [7, 12] / [7, 13] → 14; backward layer 1: [14, 24] / [14, 26] → 27; layer 0:
+//   [27, 37] / [27, 39] → 40; the syncs return at 41. Makespan 41.01 ms.
+// Rank 0 waits 1 + 1 + 2 + 2 = 6 ms in the all-reduces. EMO's slack: every kernel of rank 1 and
+// every all-reduce is critical (each all-reduce ends when rank 1 arrives + 1 ms, and the next
+// layer starts then); rank 0's kernels are not: its GPU slack is 40 ms busy − the all-reduces'
+// 2 + 2 + 3 + 3 ms = 30 ms; rank 1's is 0.
+TEST(PipelineJob, TensorParallelWithAStragglerWorkedByHand) {
+  const PipelineJob job(hand_source(), PipelineSpec{.stages = 1, .microbatches = 1, .layers = 2, .forward_ns = 10 * kMs,
+                                                    .backward_ratio = 2.0, .tp = 2, .tp_allreduce_ns = 1 * kMs,
+                                                    .straggler = 1, .straggler_slowdown = 0.2});
+  ASSERT_EQ(job.ranks(), 2);
+  EXPECT_EQ(job.tp_of(1), 1);
+  EXPECT_EQ(job.collectives(), 4);
+  const std::vector<Trace> t = traces(job);
+  EXPECT_EQ(nth_collective(t[0], "allreduce", 0), Interval(kT0 + 5 * kMs, kT0 + 7 * kMs));
+  EXPECT_EQ(nth_collective(t[0], "allreduce", 3), Interval(kT0 + 37 * kMs, kT0 + 40 * kMs));
+  EXPECT_EQ(nth_compute(t[1], 2), Interval(kT0 + 14 * kMs, kT0 + 26 * kMs));
+  EXPECT_EQ(t[0].strings.view(t[0].collectives.group[0]), "tp_stage0_replica0");
+  const Trace linked = trace::link_job(traces(job));
+  EXPECT_EQ(linked.meta.job.collectives_linked, 4);
+  EXPECT_TRUE(linked.meta.job.warnings.empty()) << linked.meta.job.warnings.front();
+  EXPECT_EQ(linked.meta.job.ranks[0].wait_ns, 6 * kMs);
+  EXPECT_EQ(linked.meta.job.ranks[1].wait_ns, 0);
+  const timing::Analysis a = timing::analyze(linked, graph::Window{}, {});
+  EXPECT_EQ(a.schedule.makespan_ns, 41 * kMs + kT0);
+  ASSERT_EQ(a.gpus.size(), 2u);
+  EXPECT_EQ(a.gpus[0].slack_ns, 30 * kMs);
+  EXPECT_EQ(a.gpus[1].slack_ns, 0);
+}
+
+// MoE: one stage, 2 data-parallel ranks = the expert-parallel group, 1 micro-batch, 1 layer: dense
+// part 5 ms forward (10 backward), experts 5 ms (10), rank 0 the hot one ((0 + 0 + 0) mod 2 = 0)
+// with imbalance 1 (2×: 10 and 20 ms); all-to-alls 1 ms, the gradient all-reduce 2 ms. Times in
+// ms after the first kernel's start (0.01 ms):
+//   dense [0, 5] both; dispatch → 6; experts [6, 16] (rank 0), [6, 11] (rank 1); combine → 17
+//   (rank 1 records [11, 17]); backward: combine's gradient → 18; experts [18, 38] / [18, 28];
+//   dispatch's gradient → 39 (rank 1 records [28, 39]); dense [39, 49]; all-reduce → 51; syncs
+//   return at 52. Makespan 52.01 ms.
+TEST(PipelineJob, MoeWithAHotExpertWorkedByHand) {
+  const PipelineJob job(hand_source(), PipelineSpec{.stages = 1, .microbatches = 1, .dp = 2, .layers = 1,
+                                                    .forward_ns = 10 * kMs, .backward_ratio = 2.0,
+                                                    .allreduce_ns = 2 * kMs, .moe = true, .expert_share = 0.5,
+                                                    .expert_imbalance = 1.0, .all_to_all_ns = 1 * kMs});
+  ASSERT_EQ(job.ranks(), 2);
+  EXPECT_EQ(job.collectives(), 5);
+  const std::vector<Trace> t = traces(job);
+  EXPECT_EQ(nth_compute(t[0], 1), Interval(kT0 + 6 * kMs, kT0 + 16 * kMs));
+  EXPECT_EQ(nth_compute(t[1], 2), Interval(kT0 + 18 * kMs, kT0 + 28 * kMs));
+  EXPECT_EQ(nth_collective(t[1], "all_to_all", 1), Interval(kT0 + 11 * kMs, kT0 + 17 * kMs));
+  EXPECT_EQ(nth_collective(t[1], "all_to_all", 3), Interval(kT0 + 28 * kMs, kT0 + 39 * kMs));
+  EXPECT_EQ(nth_collective(t[0], "allreduce", 0), Interval(kT0 + 49 * kMs, kT0 + 51 * kMs));
+  const Trace linked = trace::link_job(traces(job));
+  EXPECT_EQ(linked.meta.job.collectives_linked, 5);
+  EXPECT_TRUE(linked.meta.job.warnings.empty()) << linked.meta.job.warnings.front();
+  const timing::Analysis a = timing::analyze(linked, graph::Window{}, {});
+  EXPECT_EQ(a.schedule.makespan_ns, 52 * kMs + kT0);
+}
+
+/// `spec` through Kineto JSON and back (what `emo analyze rank*.json.gz` reads): the transfers and
+/// collectives counted by hand, every one linked, the clock offsets recovered, the linked graph's
+/// replay exact and its makespan the generator's span.
+void check_roundtrip(const JobSource& src, const PipelineSpec& spec, std::int64_t transfers, std::int64_t collectives) {
   const PipelineJob job(src, spec);
+  EXPECT_EQ(job.transfers(), transfers);
+  EXPECT_EQ(job.collectives(), collectives);
   const auto dir = scratch_dir("pipeline-roundtrip");
   std::vector<Trace> read;
   for (int r = 0; r < job.ranks(); ++r) {
@@ -216,12 +274,9 @@ TEST(PipelineJob, EveryTransferLinksAfterAKinetoRoundTrip) {
     std::ofstream(path) << trace::to_kineto_json(job.rank_trace(r));
     read.push_back(trace::load_trace(path));
   }
-  // 3 stage boundaries × 8 micro-batches × 2 directions × 2 replicas × 2 iterations.
-  EXPECT_EQ(job.transfers(), 3 * 8 * 2 * 2 * 2);
-  EXPECT_EQ(job.collectives(), 4 * 2);
   const Trace linked = trace::link_job(std::move(read));
   const trace::JobInfo& info = linked.meta.job;
-  EXPECT_EQ(info.collectives_linked, job.transfers() + job.collectives());
+  EXPECT_EQ(info.collectives_linked, transfers + collectives);
   EXPECT_TRUE(info.warnings.empty()) << info.warnings.front();
   EXPECT_LE(info.residual_max_ns, 1);
   for (const trace::JobRank& jr : info.ranks) {
@@ -233,12 +288,32 @@ TEST(PipelineJob, EveryTransferLinksAfterAKinetoRoundTrip) {
   EXPECT_EQ(a.schedule.makespan_ns, job.span_ns());
 }
 
+TEST(PipelineJob, EveryTransferLinksAfterAKinetoRoundTrip) {
+  JobSource src = hand_source();
+  src.layer = {{"gemm_a", 3.0}, {"softmax", 1.0}, {"gemm_b", 2.0}};
+  // 3 stage boundaries × 8 micro-batches × 2 directions × 2 replicas × 2 iterations; 4 stage
+  // groups × 2 iterations of gradient all-reduces.
+  check_roundtrip(src,
+                  PipelineSpec{.stages = 4, .microbatches = 8, .dp = 2, .iterations = 2, .stage_scale = {1, 1, 1, 1.5},
+                               .slow_replica = 1, .jitter = 0.02, .max_offset_ns = 200 * kUs, .seed = 5},
+                  3 * 8 * 2 * 2 * 2, 4 * 2);
+  // 2 tensor-parallel ranks and MoE layers: 1 boundary × 4 micro-batches × 2 directions × 2
+  // replicas × 2 TP ranks; per (stage, replica) 16 TP all-reduces (8 passes × 2 layers); per
+  // (stage, TP rank) 32 all-to-alls (8 passes × 2 layers × 2) and the gradient all-reduce.
+  check_roundtrip(src,
+                  PipelineSpec{.stages = 2, .microbatches = 4, .dp = 2, .layers = 2, .tp = 2, .moe = true,
+                               .jitter = 0.02, .max_offset_ns = 200 * kUs, .seed = 6},
+                  1 * 4 * 2 * 2 * 2, 2 * 2 * 16 + 2 * 2 * (32 + 1));
+}
+
 TEST(PipelineJob, RejectsBadSpecs) {
   for (const PipelineSpec& bad : {PipelineSpec{.stages = 0}, PipelineSpec{.microbatches = 0},
                                   PipelineSpec{.stages = 4, .microbatches = 6, .virtual_stages = 2},
                                   PipelineSpec{.stages = 2, .stage_scale = {1, 1, 1}},
                                   PipelineSpec{.stages = 2, .stage_scale = {1, 0}}, PipelineSpec{.dp = 2, .slow_replica = 2},
-                                  PipelineSpec{.p2p_ns = 0}, PipelineSpec{.jitter = -0.1}}) {
+                                  PipelineSpec{.p2p_ns = 0}, PipelineSpec{.jitter = -0.1}, PipelineSpec{.tp = 0},
+                                  PipelineSpec{.dp = 1, .moe = true}, PipelineSpec{.dp = 2, .moe = true, .expert_share = 1},
+                                  PipelineSpec{.straggler = 4}}) {
     EXPECT_THROW((PipelineJob{hand_source(), bad}), std::invalid_argument) << describe(bad);
   }
   JobSource empty = hand_source();
