@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "support/draw.h"
+
 namespace emo::testing {
 namespace {
 
@@ -22,25 +24,9 @@ using trace::Trace;
 constexpr std::uint8_t kOther = 0, kCompute = 1, kCollective = 2;
 constexpr std::uint64_t kJitterSalt = 0x6a697474ULL, kOffsetSalt = 0x6f666673ULL;
 
-/// splitmix64 finaliser: a well-mixed 64-bit value of x.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-/// A uniform double in (0, 1) drawn from (seed, a, b, salt): the same arguments, the same value.
-double uniform(std::uint64_t seed, std::uint64_t a, std::uint64_t b, std::uint64_t salt) {
-  const std::uint64_t h = mix(mix(mix(mix(seed) ^ a) ^ b) ^ salt);
-  return (static_cast<double>(h >> 11) + 0.5) / 9007199254740992.0;  // 2^53
-}
-
-/// A standard normal value drawn from (seed, rank, op row) (Box–Muller).
+/// A standard normal value drawn from (seed, rank, op row).
 double normal(std::uint64_t seed, std::uint64_t rank, std::uint64_t row) {
-  const double u1 = uniform(seed, rank, row, kJitterSalt);
-  const double u2 = uniform(seed, rank, row, kJitterSalt + 1);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  return testing::normal(seed, rank, row, kJitterSalt);
 }
 
 void check_spec(const JobSpec& s) {

@@ -20,6 +20,7 @@
 
 #include "core/file_io.h"
 #include "graph/dep_graph.h"
+#include "support/cli_expect.h"
 #include "support/job_generator.h"
 #include "test_data.h"
 #include "timing/analysis.h"
@@ -310,17 +311,10 @@ TEST(MakeJob, WritesLabelledRankFilesThatLoadBack) {
 }
 
 TEST(MakeJob, BadArgumentsExitTwoWithOneLine) {
-  const auto dir = scratch_dir("make-job-bad");
-  for (const char* args : {"", "a b", "a b --ranks 0", "a b --ranks 2 --straggler 5", "a b --ranks x",
-                           "a b --ranks 2 --bogus 1", "a b --ranks 2 --jitter", "--bogus", "-x a b --ranks 2"}) {
-    const std::string err = (dir / "err").string();
-    const std::string cmd = std::string(EMO_MAKE_JOB) + " " + args + " 2> " + err;
-    const int rc = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(rc)) << cmd;
-    EXPECT_EQ(WEXITSTATUS(rc), 2) << cmd;
-    const std::string text(read_file(err).view());
-    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << cmd << ": " << text;
-  }
+  expect_exit_two_with_one_line(EMO_MAKE_JOB,
+                                {"", "a b", "a b --ranks 0", "a b --ranks 2 --straggler 5", "a b --ranks x",
+                                 "a b --ranks 2 --bogus 1", "a b --ranks 2 --jitter", "--bogus", "-x a b --ranks 2"},
+                                scratch_dir("make-job-bad"));
 }
 
 TEST(MakeJob, HelpPrintsUsageOnStdoutAndExitsZero) {
