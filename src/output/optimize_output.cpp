@@ -28,6 +28,15 @@ double savings_of(const Evaluated& e, const Evaluated& baseline) {
   return baseline.energy_j > 0 ? 1 - e.energy_j / baseline.energy_j : 0;
 }
 
+/// The measured per-GPU static plan (each GPU its own clock), or null when none was run.
+nlohmann::json per_gpu_static_json(const driver::Evaluation& ev) {
+  if (ev.per_gpu_static_mhz.empty()) return nullptr;
+  return {{"time_ns", ev.per_gpu_static.time_ns},
+          {"energy_j", ev.per_gpu_static.energy_j},
+          {"clocks_mhz", ev.per_gpu_static_mhz},
+          {"savings", savings_of(ev.per_gpu_static, ev.baseline)}};
+}
+
 double slowdown_of(const Evaluated& e, const Evaluated& baseline) {
   return baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / baseline.time_ns - 1 : 0;
 }
@@ -145,13 +154,7 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"static_kept", ev.static_kept},
       {"baseline_kept", ev.baseline_kept},
       {"per_gpu_static_kept", ev.per_gpu_static_kept},
-      {"per_gpu_static",
-       ev.per_gpu_static_mhz.empty()
-           ? nlohmann::json(nullptr)
-           : nlohmann::json{{"time_ns", ev.per_gpu_static.time_ns},
-                            {"energy_j", ev.per_gpu_static.energy_j},
-                            {"clocks_mhz", ev.per_gpu_static_mhz},
-                            {"savings", savings_of(ev.per_gpu_static, ev.baseline)}}},
+      {"per_gpu_static", per_gpu_static_json(ev)},
       {"own_plan", {{"time_ns", ev.own_plan.time_ns}, {"energy_j", ev.own_plan.energy_j}}},
       {"static_candidate_runs", ev.static_candidate_runs},
       {"calibrated_target_ns", ev.calibrated_target_ns},
