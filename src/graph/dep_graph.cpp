@@ -363,11 +363,65 @@ class Builder {
     if (op != kNoNode) edge(DepGraph::end_tp(op), DepGraph::end_tp(call), 0, EdgeType::kHostSync, inferred);
   }
 
-  void sync_on_device(std::int32_t device, std::uint32_t call, bool inferred) {
+  /// sync_on_stream for every stream of `device` (kNone: the call's rank's GPU in linked traces,
+  /// else every device), with the ops launched before `t` (default: the call's start).
+  void sync_on_device(std::int32_t device, std::uint32_t call, bool inferred, TimeNs t = INT64_MIN) {
     if (device == kNone) device = scope_of(call);
+    if (t == INT64_MIN) t = g_.rec_start[call];
     for (const StreamOps& s : streams_) {
-      if (device == kNone || s.device == device) sync_on_stream(s, call, g_.rec_start[call], inferred);
+      if (device == kNone || s.device == device) sync_on_stream(s, call, t, inferred);
     }
+  }
+
+  /// E(last op launched before `t` on every stream of dst's device but dst) -> S(first), the
+  /// first op of dst launched after the wait call: a stream wait whose event stream is unknown.
+  void wait_on_other_streams(const StreamOps& dst, std::uint32_t first, TimeNs t) {
+    for (const StreamOps& s : streams_) {
+      if (&s == &dst || s.device != dst.device) continue;
+      const std::uint32_t a = last_launched_before(s, t);
+      if (a != kNoNode) edge(DepGraph::end_tp(a), DepGraph::start_tp(first), 0, EdgeType::kEventWait, true);
+    }
+  }
+
+  /// Start of the cudaEventRecord named by sync record `i`, or, without that call in the graph,
+  /// of the wait call itself: the ops launched before it are the ones the event can stand for.
+  TimeNs event_recorded_at(std::size_t i, std::uint32_t call) const {
+    const std::uint32_t record = node_of_call(t_.syncs.event_record_correlation[i]);
+    return g_.rec_start[record != kNoNode ? record : call];
+  }
+
+  /// An event-sync record: E(last op of the event's stream launched before the record) -> E(call).
+  /// An event stream that was not recorded may be any stream: every stream of the device, flagged
+  /// inferred and counted. A recorded stream that runs nothing: no edge.
+  void event_sync_record(std::size_t i, std::uint32_t call, std::int32_t device) {
+    const TimeNs at = event_recorded_at(i, call);
+    if (t_.syncs.event_stream[i] == kNone) {
+      ++g_.stats.unknown_event_streams;
+      sync_on_device(device, call, true, at);
+      return;
+    }
+    const StreamOps* s = find_stream(device, t_.syncs.event_stream[i]);
+    if (s != nullptr) sync_on_stream(*s, call, at, false);
+  }
+
+  /// A stream-wait record: E(last op of the event's stream launched before the record) ->
+  /// S(first op of the waiting stream launched at or after the call). An event stream that was
+  /// not recorded: every other stream of the waiting stream's device, flagged inferred and
+  /// counted. A waiting or event stream that runs nothing: no edge.
+  void stream_wait_record(std::size_t i, std::uint32_t call, std::int32_t device) {
+    const StreamOps* dst = find_stream(device, t_.syncs.stream[i]);
+    if (dst == nullptr) return;
+    const std::uint32_t b = first_launched_after(*dst, g_.rec_start[call]);
+    const TimeNs at = event_recorded_at(i, call);
+    if (t_.syncs.event_stream[i] == kNone) {
+      ++g_.stats.unknown_event_streams;
+      if (b != kNoNode) wait_on_other_streams(*dst, b, at);
+      return;
+    }
+    const StreamOps* src = find_stream(device, t_.syncs.event_stream[i]);
+    if (src == nullptr) return;
+    const std::uint32_t a = last_launched_before(*src, at);
+    if (a != kNoNode && b != kNoNode) edge(DepGraph::end_tp(a), DepGraph::start_tp(b), 0, EdgeType::kEventWait);
   }
 
   void sync_record_edges() {
@@ -396,28 +450,12 @@ class Builder {
         case SyncKind::kContextSync:
           sync_on_device(device, call, false);
           break;
-        case SyncKind::kEventSync: {
-          // The event was recorded on event_stream, by the call of event_record_correlation;
-          // without that call, the last op of the event's stream launched before the wait.
-          const StreamOps* s = find_stream(device, sy.event_stream[i]);
-          if (s == nullptr) break;  // unknown stream, or one with no ops: nothing to wait for
-          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
-          sync_on_stream(*s, call, g_.rec_start[record != kNoNode ? record : call], false);
+        case SyncKind::kEventSync:
+          event_sync_record(i, call, device);
           break;
-        }
-        case SyncKind::kStreamWaitEvent: {
-          const StreamOps* src = find_stream(device, sy.event_stream[i]);
-          const StreamOps* dst = find_stream(device, sy.stream[i]);
-          if (src == nullptr || dst == nullptr) break;  // a stream with no ops: no edge needed
-          const std::uint32_t record = node_of_call(sy.event_record_correlation[i]);
-          const std::uint32_t a =
-              last_launched_before(*src, g_.rec_start[record != kNoNode ? record : call]);
-          const std::uint32_t b = first_launched_after(*dst, g_.rec_start[call]);
-          if (a != kNoNode && b != kNoNode) {
-            edge(DepGraph::end_tp(a), DepGraph::start_tp(b), 0, EdgeType::kEventWait);
-          }
+        case SyncKind::kStreamWaitEvent:
+          stream_wait_record(i, call, device);
           break;
-        }
         case SyncKind::kUnknown:
           sync_on_device(device, call, true);
           break;
@@ -496,14 +534,7 @@ class Builder {
         dst = &s;
       }
     }
-    if (dst == nullptr) return;
-    for (const StreamOps& s : streams_) {
-      if (&s == dst || s.device != dst->device) continue;
-      const std::uint32_t a = last_launched_before(s, g_.rec_start[record_call]);
-      if (a != kNoNode) {
-        edge(DepGraph::end_tp(a), DepGraph::start_tp(first), 0, EdgeType::kEventWait, true);
-      }
-    }
+    if (dst != nullptr) wait_on_other_streams(*dst, first, g_.rec_start[record_call]);
   }
 
   // ---- lags, CSR, order ------------------------------------------------------------------------

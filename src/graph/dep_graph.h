@@ -50,6 +50,9 @@ struct GraphStats {
   std::int64_t dropped_inferred_edges = 0;  ///< Inferred waits the times contradict: dropped.
   std::int64_t cycle_edges = 0;      ///< Dropped to break cycles (equal-time ties).
   std::int64_t unresolved_syncs = 0; ///< Sync records whose call or ops were not found.
+  std::int64_t unknown_event_streams = 0;  ///< Event-sync and stream-wait records that name no
+                                           ///< event stream: resolved as waiting for every
+                                           ///< stream of the device (edges flagged inferred).
   std::int64_t sources = 0;          ///< Start timepoints with no incoming edge (pinned).
   TimeNs unexplained_gpu_gap_ns = 0; ///< GPU waits the graph cannot explain (kept as delays).
 };
@@ -109,7 +112,11 @@ struct DepGraph {
 /// Start timepoints without incoming edges are pinned to their recorded start (`release`).
 ///
 /// Sync edges come from the trace's sync records where they exist (records of query calls,
-/// cudaEventQuery, are ignored: a query does not wait); sync calls without a record are resolved
+/// cudaEventQuery, are ignored: a query does not wait); an event-sync or stream-wait record that
+/// names no event stream (not recorded: Kineto's `wait_on_stream` absent or -1, an nsys row whose
+/// cudaEventRecord was not found) waits, flagged inferred, for the last op launched before the
+/// cudaEventRecord (before the wait call when that is unknown too) on every stream of the device
+/// (`stats.unknown_event_streams` counts them); sync calls without a record are resolved
 /// from their names (sync_kind_of_api_call), conservatively: a stream or event sync whose stream
 /// is unknown waits for every stream of every device. Synchronous device-to-host copies wait for
 /// their copy. Name-based edges are flagged inferred; an inferred edge the recorded times

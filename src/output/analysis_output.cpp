@@ -291,6 +291,7 @@ nlohmann::json to_json(const trace::Trace& t, const Analysis& a) {
                      {"dropped_inferred_edges", st.dropped_inferred_edges},
                      {"cycle_edges", st.cycle_edges},
                      {"unresolved_syncs", st.unresolved_syncs},
+                     {"unknown_event_streams", st.unknown_event_streams},
                      {"sources", st.sources},
                      {"unexplained_gpu_gap_ns", st.unexplained_gpu_gap_ns}}}};
 }
@@ -303,10 +304,14 @@ std::string to_text(const trace::Trace& t, const Analysis& a) {
   line(fmt::format("  window        {}", g.window.label));
   std::int64_t inferred = 0;
   for (auto v : g.stats.inferred_edges) inferred += v;
-  line(fmt::format("  graph         {} nodes, {} edges ({} inferred from call names, {} of them "
-                   "dropped as contradicted by the recorded times); {} recorded edge(s) clamped",
+  line(fmt::format("  graph         {} nodes, {} edges ({} inferred from call names or unknown streams, "
+                   "{} of them dropped as contradicted by the recorded times); {} recorded edge(s) clamped",
                    g.nodes(), g.edges(), inferred, g.stats.dropped_inferred_edges,
                    g.stats.violated_edges));
+  if (g.stats.unknown_event_streams > 0) {
+    line(fmt::format("  graph         {} sync records name no event stream: waited for every stream",
+                     g.stats.unknown_event_streams));
+  }
   line(fmt::format("  makespan      {} (replay error {:.4f} %)", format_duration(a.schedule.makespan_ns),
                    100.0 * a.replay_error));
   {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `emo analyze`: the --json keys, the --overlay file, and bad input (exit 2, one line on stderr).
+# `emo analyze`: the --json keys, the --overlay file, a sync record naming no event stream (issue
+# 31), and bad input (exit 2, one line on stderr).
 # Usage: analyze_cli_test.sh PATH/TO/emo
 set -u
 EMO=${1:?usage: analyze_cli_test.sh EMO_BINARY}
@@ -82,6 +83,41 @@ print("json and overlay checks passed")
 PY
 then ok "json keys and overlay"; else bad "json keys and overlay"; fi
 grep -q "critical path" "$out/b.txt" && ok "text summary printed alongside --json FILE" || bad "no text summary"
+
+# --- issue 31: an Event Sync record without wait_on_stream waits for every stream --------------
+# The issue's trace (µs): a 1 ms GEMM on stream 7 launched at 0, cudaEventRecord at 6, and a
+# cudaEventSynchronize [9, 1012) whose record names the record's correlation but no event stream
+# (then the same with "wait_on_stream": 7). Either way the sync waits for the GEMM: GPU-bound
+# (gpu_compute 1000 of 1012 µs), no slack; only the first says so in one line and counts it.
+issue31() {  # issue31 FILE EXTRA_SYNC_ARGS
+  cat > "$1" <<EOF
+{"traceEvents": [
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1, "ts": 0, "dur": 5, "args": {"correlation": 1}},
+ {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_tn", "pid": 0, "tid": 7, "ts": 10, "dur": 1000, "args": {"device": 0, "stream": 7, "correlation": 1}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "pid": 100, "tid": 1, "ts": 6, "dur": 2, "args": {"correlation": 2}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventSynchronize", "pid": 100, "tid": 1, "ts": 9, "dur": 1003, "args": {"correlation": 3}},
+ {"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "pid": 0, "tid": -1, "ts": 9, "dur": 1003, "args": {"cuda_sync_kind": "Event Sync", $2"wait_on_cuda_event_record_corr_id": 2, "stream": -1, "correlation": 3, "device": 0}}]}
+EOF
+}
+issue31 "$out/i31.json" ""
+issue31 "$out/i31_stream.json" '"wait_on_stream": 7, '
+line="1 sync records name no event stream: waited for every stream"
+for f in i31 i31_stream; do
+  "$EMO" analyze "$out/$f.json" --json "$out/$f.out.json" > "$out/$f.txt" 2> "$out/$f.err" || bad "$f: $(cat "$out/$f.err")"
+done
+grep -q "$line" "$out/i31.txt" && ! grep -q "name no event stream" "$out/i31_stream.txt" &&
+  ok "unknown event stream: one line in the text" || bad "unknown event stream line: $(cat "$out/i31.txt")"
+if python3 - "$out/i31.out.json" "$out/i31_stream.out.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for j, unknown in ((a, 1), (b, 0)):
+    assert j["graph"]["unknown_event_streams"] == unknown, j["graph"]
+    assert j["edges"]["host_sync"] == 1 and j["edges"]["inferred"]["host_sync"] == unknown, j["edges"]
+    assert j["makespan_ns"] == 1012000, j["makespan_ns"]
+    assert abs(j["bound_by"]["gpu_compute"] - 1000 / 1012) < 1e-9, j["bound_by"]
+    assert [g["slack_ns"] for g in j["gpus"]] == [0], j["gpus"]
+PY
+then ok "unknown event stream: GPU-bound, no slack, counted"; else bad "unknown event stream json"; fi
 
 # --- bad input: exit 2, one line on stderr ------------------------------------------------------
 check() { local name=$1 want=$2; shift 2; expect_error "$name" "$want" "$EMO" analyze "$@"; }

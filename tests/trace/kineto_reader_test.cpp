@@ -194,6 +194,8 @@ TEST(KinetoReader, CudaSyncRecordsWithWaitOnArgs) {
   EXPECT_EQ(t.syncs.kind[1], SyncKind::kEventSync);
   EXPECT_EQ(t.syncs.stream[1], kNone);
   EXPECT_EQ(t.syncs.event_record_correlation[1], kNone);
+  EXPECT_EQ(t.syncs.event_stream[1], kNone);  // "wait_on_stream": -1 (issue 31: unknown)
+  EXPECT_EQ(t.syncs.event_stream[3], kNone);  // no wait_on_stream at all
   EXPECT_EQ(t.syncs.kind[2], SyncKind::kContextSync);  // from the name: no cuda_sync_kind
   EXPECT_EQ(t.syncs.stream[2], kNone);                 // 4294967295 is uint32 -1
   EXPECT_EQ(t.syncs.kind[3], SyncKind::kStreamSync);
