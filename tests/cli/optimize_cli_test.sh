@@ -114,7 +114,7 @@ expect_error unwritable_json "does not exist" "$EMO" optimize "$a" --gpu A100-SX
 expect_error negative_seed "--seed" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed -1
 expect_error huge_slowdown "fraction is expected" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 50
 expect_error missing_slowdown "max-slowdown" "$EMO" optimize "$a" --gpu A100-SXM4-80GB
-expect_error missing_trace "no trace given" "$EMO" optimize --max-slowdown 0.05
+expect_error no_trace "no trace given" "$EMO" optimize --max-slowdown 0.05
 expect_error example_with_trace "--example: takes no trace" "$EMO" optimize --example "$a"
 expect_error nvml_device "--device nvml" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device nvml
 expect_error bad_device "device" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device tpu
