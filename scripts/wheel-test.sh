@@ -7,6 +7,8 @@
 #      (emo/bin, emo.libs) or to a system library of the manylinux policy (glibc, libstdc++, libz, ...);
 #   3. one version: the wheel's name, `emo --version`, emo.__version__ and the policy's emo_version;
 #   4. the main job from the wheel alone: `emo optimize --example`, its trace read from the venv;
+#      again with the Debian libraries build/emo links, /usr/include and the CUDA toolkit hidden
+#      (where a private mount namespace can be made: unshare -m);
 #   5. the Python tests (tests/python) against the installed package and its `emo` command
 #      (EMO_TEST_INSTALLED=1: tests/python/test_install.py checks that they are the venv's).
 #   scripts/wheel-test.sh [WHEEL]      (default: the one dist/emo-*.whl)
@@ -73,6 +75,34 @@ grep -q "^$site/emo/data/traces/kineto_resnet50_2021.json.gz" "$out/text" || fai
 policy_version=$("$venv/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["emo_version"])' "$out/policy.json")
 echo "  policy.json emo_version: $policy_version"
 [[ "$policy_version" == "$wheel_version" ]] || fail "the policy's emo_version is $policy_version"
+
+echo "=== the main job with EMO's build dependencies hidden"
+# In a private mount namespace (root, or unprivileged user namespaces), /dev/null is mounted over
+# every library build/emo takes from outside the manylinux policy (the Debian ones EMO links: fmt,
+# simdjson, SQLite, libdeflate, CBC, LAPACK, ...), and an empty folder over /usr/include and the
+# CUDA toolkit: build/emo then cannot start (the control), the wheel's emo must.
+if [[ -x "$root/build/emo" ]] && unshare -m -r true 2>/dev/null || { [[ -x "$root/build/emo" ]] && unshare -m true 2>/dev/null; }; then
+  hide=$(ldd "$root/build/emo" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r lib path; do
+           [[ " $policy_libs " == *" $lib "* ]] || realpath "$path"; done | sort -u | tr '\n' ' ')
+  userns=(); [[ $(id -u) -eq 0 ]] || userns=(-r)
+  HIDE="$hide" VENV="$venv" EMO_BUILD="$root/build/emo" unshare -m "${userns[@]}" bash -c '
+    set -eu
+    for f in $HIDE; do mount --bind /dev/null "$f"; done
+    for d in /usr/include /usr/local/cuda; do [[ -d $d ]] && mount -t tmpfs none "$(realpath "$d")"; done
+    echo "  hidden: $(wc -w <<<"$HIDE") libraries ($(for f in $HIDE; do basename "$f"; done | tr "\n" " ")), /usr/include, /usr/local/cuda"
+    if "$EMO_BUILD" --version >/dev/null 2>&1; then echo "  control: build/emo still starts: nothing was hidden" >&2; exit 1; fi
+    echo "  control: build/emo: $("$EMO_BUILD" --version 2>&1 | head -1)"
+    v=$("$VENV/bin/emo" --version) || exit 1
+    pv=$(cd /tmp && "$VENV/bin/python" -c "import emo; print(emo.__version__)") || exit 1
+    echo "  wheel: $v; import emo: $pv"
+    text=$("$VENV/bin/emo" optimize --example --quiet) || exit 1
+    grep "EMO policy" <<<"$text" | sed "s/^ */  wheel: emo optimize --example: /"
+  ' || fail "the wheel needs what was hidden (or the control started)"
+else
+  why="no build/emo to take the libraries from, or no private mount namespace (unshare -m) here"
+  [[ "${CI:-}" == "true" ]] && fail "CI=true and $why"
+  echo "  SKIPPED (not a pass): $why"
+fi
 
 echo "=== tests/python against the installed package"
 fake_nvml=${EMO_FAKE_NVML:-$root/build/tests/libemo_fake_nvml.so}
