@@ -4,7 +4,7 @@
 # Usage: scripts/setup-deps.sh        (needs root, or sudo on PATH)
 set -euo pipefail
 PKGS=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libsimdjson-dev libdeflate-dev zlib1g-dev libsqlite3-dev sqlite3
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

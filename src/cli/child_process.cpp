@@ -126,9 +126,7 @@ std::string tracer_library_path() {
   if (env != nullptr && *env != '\0') {
     path = env;
   } else {
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    path = (ec ? std::filesystem::path(".") : exe.parent_path()) / "libemo_tracer.so";
+    path = executable_dir() / "libemo_tracer.so";
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -142,8 +140,17 @@ std::string tracer_library_path() {
   return std::filesystem::absolute(path).string();
 }
 
+std::filesystem::path executable_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path(".") : exe.parent_path();
+}
+
 std::string cupti_library_path() {
 #ifdef EMO_CUPTI_LIBRARY
+  std::error_code ec;
+  const std::filesystem::path bundled = executable_dir() / EMO_CUPTI_SONAME;
+  if (std::filesystem::is_regular_file(bundled, ec)) return bundled.string();
   return EMO_CUPTI_LIBRARY;
 #else
   return "";

@@ -3,6 +3,7 @@
 // runtime/policy_runtime.cpp, because it also follows the command's progress.)
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,12 @@ void require_command(const std::vector<std::string>& argv, const std::string& ve
 /// emo::InputError when it does not exist (built without CUPTI, or moved).
 std::string tracer_library_path();
 
-/// libcupti.so as found at build time, for NVTX_INJECTION64_PATH ("" when unknown).
+/// The directory of the running emo executable (/proc/self/exe), or "." when it cannot be read.
+std::filesystem::path executable_dir();
+
+/// The CUPTI library for NVTX_INJECTION64_PATH: the copy installed beside the emo executable under
+/// its soname (the wheel's emo/bin/libcupti.so.N, the one libemo_tracer.so loads there through
+/// RPATH $ORIGIN), else libcupti.so as found at build time; "" when built without CUPTI.
 std::string cupti_library_path();
 
 }  // namespace emo::cli

@@ -1,4 +1,4 @@
-// `emo optimize TRACE... --max-slowdown FRAC [--gpu NAME] [--device sim|nvml] [--profile-clocks K]
+// `emo optimize TRACE...|--example --max-slowdown FRAC [--gpu NAME] [--device sim|nvml] [--profile-clocks K]
 // [--min-pack-ms X] [--window ...] [--seed N] [--policy FILE] [--json FILE|-] [--overlay FILE]
 // [--report FILE.html] [--true-optimum] [--gpu-index I] [--no-tracer] [--run-log PREFIX] [--quiet] [-- CMD ARGS...]`:
 // the main job, a trace in, a clock policy and its savings out. With --device nvml, CMD (the traced
@@ -60,6 +60,7 @@ struct OptimizeCliOptions {
   bool quiet = false;            ///< No progress bar.
   bool compare_independent = false;  ///< A linked job: also each rank optimised alone, run together.
   bool mpi = false;              ///< Load the traces across MPI processes (driver/load_job.h).
+  bool example = false;          ///< --example: the bundled example trace (apply_example).
   int load_threads = 0;          ///< Loading threads per process (0 = one per core).
   std::string solve = "auto";    ///< A job: joint, decomposed, or auto (driver/job_solve.h).
   int solve_threads = 0;         ///< Ranks solved at once by the decomposed solve (0 = one per core).
@@ -77,7 +78,51 @@ void split_command(OptimizeCliOptions& o) {
     throw InputError("emo optimize", "cannot tell the traces from the command after -- (see emo --help)");
   }
   o.traces.resize(o.traces.size() - n);
-  if (o.traces.empty()) throw InputError("emo optimize", "no trace given before -- (see emo --help)");
+  if (o.traces.empty() && !o.example) throw InputError("emo optimize", "no trace given before -- (see emo --help)");
+}
+
+/// The example trace of --example, relative to a data directory (data/traces/SOURCE.md).
+constexpr const char* kExampleTrace = "traces/kineto_resnet50_2021.json.gz";
+/// The GPU --example optimises for unless --gpu is given (as scripts/main-job.sh).
+constexpr const char* kExampleGpu = "A100-SXM4-80GB";
+
+/// Path of the bundled example trace: beside the executable's folder (the wheel's emo/bin/emo →
+/// emo/data/traces/; build/emo → the repository's data/traces/), else in the source tree emo was
+/// built from. Throws InputError naming both places when neither has it.
+std::string example_trace_path() {
+  const std::filesystem::path beside = (executable_dir() / ".." / "data" / kExampleTrace).lexically_normal();
+  const std::filesystem::path source = std::filesystem::path(EMO_SOURCE_DATA_DIR) / kExampleTrace;
+  std::error_code ec;
+  for (const std::filesystem::path& p : {beside, source}) {
+    if (std::filesystem::is_regular_file(p, ec)) return p.string();
+  }
+  throw InputError(beside.string(), fmt::format("the example trace of --example is missing (nor is it at {}); "
+                                                "reinstall emo", source.string()));
+}
+
+/// --example: optimises the bundled example trace — a ResNet-50 training trace recorded on a V100
+/// (data/traces/SOURCE.md) — for an A100 at most 5 % slower unless --gpu / --max-slowdown say
+/// otherwise: the main job (scripts/main-job.sh) from an installed wheel alone. Without it, a
+/// trace and --max-slowdown are required. Throws InputError for a missing one, or a trace given
+/// with --example.
+void apply_example(OptimizeCliOptions& o) {
+  if (!o.example) {
+    if (o.traces.empty()) {
+      throw InputError("emo optimize", "no trace given: give TRACE..., or --example for the bundled example trace "
+                                       "(see emo --help)");
+    }
+    if (o.max_slowdown.empty()) {
+      throw InputError("emo optimize", "--max-slowdown is required: a fraction such as 0.05, or a percentage such as 5%");
+    }
+    return;
+  }
+  if (!o.traces.empty()) {
+    throw InputError("--example", fmt::format("takes no trace ('{}' given): drop the trace or --example",
+                                              o.traces.front()));
+  }
+  o.traces.push_back(example_trace_path());
+  if (o.gpu.empty()) o.gpu = kExampleGpu;
+  if (o.max_slowdown.empty()) o.max_slowdown = "0.05";
 }
 
 /// The trace's GPU: the device of its GPU ops. Throws InputError when they run on several.
@@ -399,6 +444,7 @@ driver::WorkloadOptions nvml_workload(const OptimizeCliOptions& o, std::shared_p
 
 int run_optimize(OptimizeCliOptions o) {
   split_command(o);
+  apply_example(o);
   const bool nvml = o.device == "nvml";
   check_options(o, nvml);
   driver::OptimizeOptions opts;
@@ -482,12 +528,16 @@ Action add_optimize_command(CLI::App& app) {
                   "energy within the latency target and evaluates the policy (on the simulated device by default)");
   cmd->add_option("trace", o->traces,
                   "Trace file(s): Kineto JSON (plain or .gz) or nsys SQLite. The ranks of one job are linked through "
-                  "their collectives and optimised jointly (docs/multi-rank.md); other traces each alone")
-      ->required();
+                  "their collectives and optimised jointly (docs/multi-rank.md); other traces each alone. "
+                  "Required unless --example");
   add_job_options(cmd, o->job, true);
   cmd->add_option("--max-slowdown", o->max_slowdown,
-                  "Latency target over every GPU at its max clock: a fraction (0.05) or a percentage (5%)")
-      ->required();
+                  "Latency target over every GPU at its max clock: a fraction (0.05) or a percentage (5%). "
+                  "Required unless --example (then 0.05)");
+  cmd->add_flag("--example", o->example,
+                "Optimise the example trace bundled with emo (data/traces/kineto_resnet50_2021.json.gz: ResNet-50 "
+                "training, recorded on a V100) for an A100-SXM4-80GB (unless --gpu), at most 5 % slower (unless "
+                "--max-slowdown): the main job with nothing but emo installed");
   cmd->add_option("--gpu", o->gpu, "GPU model (catalog id or NVML name; default: the trace's own GPU)")
       ->check(CLI::Validator(
           [](std::string& v) { return v.empty() ? std::string("an empty name; give a catalog id such as A100-SXM4-80GB") : std::string(); },
@@ -510,8 +560,10 @@ Action add_optimize_command(CLI::App& app) {
                 "--device nvml: do not inject the CUPTI tracer; the command reports pack starts itself on "
                 "$EMO_PROGRESS_FD (as emo run --no-tracer)");
   // CLI11 hands what follows `--` back to the parent app unless a positional still wants it:
-  // this one does, though the trace list takes it first (split_command separates them).
-  cmd->add_option("command", o->command, "--device nvml: the workload to run, after --");
+  // this one does, though the trace list takes it first (split_command separates them). Bounded
+  // (2^16 words), because CLI11 refuses two unbounded positionals of which neither is required,
+  // and the trace list is not required (--example).
+  cmd->add_option("command", o->command, "--device nvml: the workload to run, after --")->expected(0, 1 << 16);
   cmd->add_option("--run-log", o->run_log, "--device nvml: write each workload run's runtime log to PREFIX.N.jsonl");
   cmd->add_flag("--true-optimum", o->true_optimum,
                 "Simulated device: also solve the same packs exactly with the device's true costs (CBC, up to 200 "

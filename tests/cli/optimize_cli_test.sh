@@ -114,6 +114,8 @@ expect_error unwritable_json "does not exist" "$EMO" optimize "$a" --gpu A100-SX
 expect_error negative_seed "--seed" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --seed -1
 expect_error huge_slowdown "fraction is expected" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 50
 expect_error missing_slowdown "max-slowdown" "$EMO" optimize "$a" --gpu A100-SXM4-80GB
+expect_error no_trace "no trace given" "$EMO" optimize --max-slowdown 0.05
+expect_error example_with_trace "--example: takes no trace" "$EMO" optimize --example "$a"
 expect_error nvml_device "--device nvml" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device nvml
 expect_error bad_device "device" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device tpu
 expect_error one_clock "profile-clocks" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --profile-clocks 1
@@ -135,6 +137,24 @@ if "$EMO" optimize "$a" --max-slowdown 3% --gpu "Tesla V100-SXM2-16GB" > "$out/v
 else
   bad "optimize --max-slowdown 3% failed: $(cat "$out/v.err")"
 fi
+
+# --example (docs/optimize.md): the main job's command line (scripts/main-job.sh: the repository's
+# example trace, A100-SXM4-80GB, 0.05) without a trace; the same JSON. A copy of the executable
+# reads the example from ../data/traces beside its own folder, before the source tree's.
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+example=$repo/data/traces/kineto_resnet50_2021.json.gz
+"$EMO" optimize --example --json "$out/ex.json" > "$out/ex.txt" 2> "$out/ex.err" || bad "--example failed: $(cat "$out/ex.err")"
+"$EMO" optimize "$example" --gpu A100-SXM4-80GB --max-slowdown 0.05 --json "$out/main.json" > /dev/null 2>&1
+cmp -s "$out/ex.json" "$out/main.json" && ok "--example = the main job's command line" \
+  || bad "--example differs from the main job: $(diff "$out/ex.json" "$out/main.json" | head -5)"
+head -1 "$out/ex.txt" | grep -q "^$example" && ok "--example names the repository's trace" || bad "--example text: $(head -1 "$out/ex.txt")"
+mkdir -p "$out/inst/bin" "$out/inst/data/traces"
+cp "$EMO" "$out/inst/bin/emo"
+cp "$example" "$out/inst/data/traces/"
+"$out/inst/bin/emo" optimize --example --max-slowdown 0.1 > "$out/inst.txt" 2> "$out/inst.err" || bad "copied emo --example: $(cat "$out/inst.err")"
+head -1 "$out/inst.txt" | grep -q "^$out/inst/data/traces/kineto_resnet50_2021.json.gz" \
+  && ok "--example reads the trace beside the executable's folder first" || bad "copied emo --example: $(head -1 "$out/inst.txt")"
+grep -q "target: +10.0 %" "$out/inst.txt" && ok "--example takes --max-slowdown" || bad "--example target: $(grep target "$out/inst.txt")"
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

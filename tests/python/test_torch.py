@@ -5,6 +5,7 @@ trace, on_trace_ready and emo.torch.step()."""
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ import warnings
 import pytest
 
 import emo
-from conftest import HAND_TRACE
+from conftest import HAND_TRACE, REPO
 
 FAKE_TORCH = {
     "torch/__init__.py": "from . import _C, cuda, profiler\n__version__ = '0.0-stand-in'\n",
@@ -41,6 +42,15 @@ FAKE_TORCH = {
         class profile:
             def __init__(self, **kwargs):
                 self.kwargs = kwargs
+                self.steps = 0
+            def __enter__(self):
+                return self
+            def __exit__(self, *exc):
+                ready = self.kwargs.get("on_trace_ready")
+                if callable(ready) and self.steps > 0:
+                    ready(self)
+            def step(self):
+                self.steps += 1
             def export_chrome_trace(self, path):
                 with open(path, "w") as f:
                     json.dump(TRACE, f)
@@ -269,3 +279,19 @@ def test_real_torch_step(monkeypatch):
     lines = os.read(r, 4096).decode().splitlines()
     os.close(r)
     assert [line.split()[:4] for line in lines] == [["P", "0", "0", "0"], ["P", "0", "0", "1"]]
+
+
+def test_readme_python_lines_run(fake_torch, tmp_path, monkeypatch, capsys):
+    """The README's first Python lines (profile a loop with emo.torch, print the savings), with the
+    stand-in torch recording the 3-kernel trace: the loop runs every step and one optimize result
+    is printed, marked simulated."""
+    code = re.search(r"^```python\n(.*?)^```", (REPO / "README.md").read_text(), flags=re.S | re.M).group(1)
+    assert "emo.torch.profiler" in code and "emo.optimize" in code
+    fake_torch.profiler.TRACE = HAND_TRACE
+    monkeypatch.chdir(tmp_path)
+    steps = []
+    exec(compile(code, "README.md", "exec"), {"__name__": "__readme__", "loader": range(5), "train_step": steps.append})
+    out = capsys.readouterr().out.strip().splitlines()
+    assert steps == [0, 1, 2, 3, 4]
+    assert len(out) == 1 and out[0].startswith("<emo.OptimizeResult savings ") and out[0].endswith("[SIMULATED]>"), out
+    assert len(list((tmp_path / "traces").iterdir())) == 1
