@@ -162,19 +162,44 @@ std::vector<int> probe_choice(const ProblemStage& problem, const ProfileStage& p
   return probe;
 }
 
+/// The plan of `problem` at its predicted baseline, searched on options made conservative: each
+/// option's slowdown (factor − 1) grown by (1 + margin); predicted on `problem` itself.
+PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& problem, double margin,
+                            opt::SearchStats& stats) {
+  FitStage fit;
+  fit.options = problem.choices.options();
+  for (auto& options : fit.options) {
+    for (opt::PackOption& o : options) o.factor = 1 + (o.factor - 1) * (1 + margin);
+  }
+  const ProblemStage cautious = build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0);
+  opt::FastSolver solver(cautious.problem.problem);
+  return plan_of(problem, opt::solve_within(cautious.choices, cautious.problem, solver, cautious.target_ns, stats));
+}
+
 /// Runs `first`; while a run misses the measured target (the pack models are approximate),
 /// tightens the model's target by the miss — or by the model's relative error on this plan when
 /// that is larger — and re-plans, up to backend.max_validation_runs() runs; then, when a run is
 /// left and the exact pack graph keeps it within the model's target, the lowest-clock probe, kept
 /// only if measured cheaper within the target. `run` measures a plan (counting validation_runs).
-template <typename RunFn>
+/// At the floor — the model's target is the predicted baseline (+0 %, or tightened down to it) —
+/// no tighter target is left, and a run that misses there re-plans with `conservative(margin)`:
+/// each option's slowdown (factor − 1) grown by (1 + margin), so that the plan leaves that margin
+/// on the slack it uses. The first margin; each next one ×4.
+constexpr double kFloorMargin = 0.25;
+
+template <typename RunFn, typename ConservativeFn>
 Candidate validate(const ProblemStage& problem, opt::FastSolver& solver, const ProfileStage& profile, PlanStage first,
-                   runtime::OptimizeBackend& backend, RunFn&& run, Evaluation& ev) {
+                   runtime::OptimizeBackend& backend, RunFn&& run, ConservativeFn&& conservative, Evaluation& ev) {
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   TimeNs model_target_ns = problem.target_ns;
   const int limit = ev.validation_runs + backend.max_validation_runs();
   Candidate kept = run(std::move(first));
-  while (kept.run.time_ns > ev.target_ns && model_target_ns > base_ns && ev.validation_runs < limit) {
+  while (kept.run.time_ns > ev.target_ns && ev.validation_runs < limit) {
+    if (model_target_ns <= base_ns) {
+      ev.floor_margin = ev.floor_margin == 0 ? kFloorMargin : 4 * ev.floor_margin;
+      kept = run(conservative(ev.floor_margin));
+      continue;
+    }
     const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(kept.plan.predicted.time_ns) *
                                                          static_cast<double>(ev.target_ns) /
                                                          static_cast<double>(kept.run.time_ns)));
@@ -501,7 +526,8 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
       uniform->run = {ev.static_best.time_ns, ev.static_best.energy_j, 0, 0, 0, {}, {}};  // not measured per pack
     }
   }
-  Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, ev);
+  auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
+  Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, conservative, ev);
   ev.own_plan = {kept.run.time_ns, kept.run.energy_j, 0};
   // The static plan at the calibrated target too (the simulated device), when it differs.
   if (ev.calibrated_target_ns > 0 && backend.static_oracle()) {
