@@ -775,8 +775,8 @@ class PolicyRun {
     }
   }
 
-  /// Pack starts seen per iteration against expected, per section: into the report and the log,
-  /// with a warning line for a section with iterations that saw none (issue 32).
+  /// Pack starts seen per iteration against expected, per section: into the report and the log
+  /// (issue 32; `emo run` prints them, runtime/start_tally.h seen_summary and seen_warning).
   void report_starts(std::int64_t now) {
     for (std::int32_t d : tally_.sections()) {
       const auto seen = tally_.seen(d);
@@ -785,7 +785,6 @@ class PolicyRun {
       std::string list;
       for (std::size_t i = 0; i < seen.size(); ++i) list += fmt::format("{}{}", i ? "," : "", seen[i]);
       log_.event("pack_starts", fmt::format("\"gpu\":{},\"expected\":{},\"seen\":[{}]", d, tally_.expected(d), list), now);
-      if (const std::string w = tally_.warning(d); !w.empty()) std::fprintf(stderr, "emo run: warning: %s\n", w.c_str());
     }
   }
 

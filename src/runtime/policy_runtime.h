@@ -258,9 +258,9 @@ struct RunReport {
 /// GpuRouter::gpu_of(section) (without hellos: the section's own index). In a job policy
 /// (sections with ranks) a section needs no device of its own index (its process claims one). Returns when the
 /// command has exited; clocks of every device in `devices` are reset before returning or
-/// throwing (not in a dry run). At the end it writes, per section, the pack starts seen per
-/// iteration against those expected to stderr (and the log, event "pack_starts"), with a warning
-/// for iterations that saw none. Throws emo::InputError when the command cannot be started, a
+/// throwing (not in a dry run). At the end it records, per section, the pack starts seen per
+/// iteration against those expected (RunReport::starts_seen, and the log's "pack_starts"
+/// event). Throws emo::InputError when the command cannot be started, a
 /// policy GPU has no device, or a pack start cannot be observed (observed_by "none": one line
 /// saying how many and why, before anything runs).
 RunReport run_policy(const RunOptions& options, const std::map<std::int32_t, Device*>& devices);

@@ -64,8 +64,7 @@ std::string seen_summary(const std::vector<std::int64_t>& s, std::int64_t expect
   return out;
 }
 
-std::string StartTally::warning(std::int32_t device) const {
-  const auto s = seen(device);
+std::string seen_warning(std::int32_t device, const std::vector<std::int64_t>& s) {
   if (s.empty()) {
     return fmt::format("policy section {}: no pack start was seen in any iteration: the policy switched no clock "
                        "at the packs of this GPU (does the command run the traced workload?)", device);
@@ -78,8 +77,8 @@ std::string StartTally::warning(std::int32_t device) const {
   std::string list;
   for (std::size_t i = 0; i < none.size() && i < 10; ++i) list += fmt::format("{}{}", i ? ", " : "", none[i]);
   if (none.size() > 10) list += ", ...";
-  return fmt::format("policy section {}: no pack start was seen in {} of {} iterations ({}): their switches came "
-                     "only from the previous iterations' period", device, none.size(), s.size(), list);
+  return fmt::format("policy section {}: no pack start was seen in {} of {} iterations ({}): their packs were switched "
+                     "only by prediction from earlier iterations, if at all", device, none.size(), s.size(), list);
 }
 
 }  // namespace emo::runtime

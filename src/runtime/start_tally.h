@@ -17,6 +17,11 @@ namespace emo::runtime {
 /// StartTally::seen) out of `expected`; "none seen of 3 per iteration" when `seen` is empty.
 std::string seen_summary(const std::vector<std::int64_t>& seen, std::int64_t expected);
 
+/// Warning text (without "emo run: warning: ") for policy section `section` whose iterations saw
+/// `seen` pack starts (StartTally::seen): when some iteration saw none, or none was seen at all
+/// (`seen` empty); "" otherwise. seen_warning(0, {3, 0, 2}) names 1 of 3 iterations: (1).
+std::string seen_warning(std::int32_t section, const std::vector<std::int64_t>& seen);
+
 /// Counts the pack starts seen per section and iteration. One observation covers every pack of
 /// its section observed by the same op (same observed_by, stream, ordinal and name or graph
 /// identity: the packs of one graph launch, or a start moved onto another pack's op), since the
@@ -38,9 +43,6 @@ class StartTally {
   /// Sections in policy order.
   const std::vector<std::int32_t>& sections() const noexcept { return order_; }
 
-  /// Warning text (without "emo run: warning: ") for section `device` when some iteration saw
-  /// no pack start, or none was seen at all; "" otherwise.
-  std::string warning(std::int32_t device) const;
 
  private:
   std::vector<std::int32_t> order_;
