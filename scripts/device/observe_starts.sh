@@ -19,6 +19,14 @@ timeout 90 "$EMO" trace -o "$OUT/copy_graph.jsonl" -- "${WL[@]}" || echo "--- em
 timeout 120 "$EMO" optimize "$OUT/copy_graph.jsonl" --max-slowdown 3% --window 'emo_step#5' \
   --policy "$OUT/policy.json" >"$OUT/optimize.txt" 2>&1 || echo "--- emo optimize: exit $?"
 tail -5 "$OUT/optimize.txt"
+# The policy's iteration_marker is the window's label, "emo_step#5": one step only. Every step
+# is delimited by "emo_step#*" (noted in the issue-32 report: the builder keeps the literal label).
+"$PY" - "$OUT/policy.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["iteration_marker"] = "emo_step#*"
+json.dump(p, open(sys.argv[1], "w"), indent=2)
+PY
 "$PY" scripts/policy-observations.py "copy_graph=$OUT/policy.json" | tee "$OUT/observations.md"
 timeout 90 "$EMO" run --dry-run --policy "$OUT/policy.json" --log "$OUT/run.log" -- "${WL[@]}" \
   >"$OUT/run.txt" 2>&1 || echo "--- emo run: exit $?"

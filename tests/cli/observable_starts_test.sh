@@ -44,8 +44,17 @@ open(sys.argv[2], "w").write(json.dumps(doc))
 PY
 
 # --- a copy and a graph launch ------------------------------------------------------------------
-# The copy at t0, the graph launch 24 ms later (pack 2's line stands for packs 2 and 3).
-WORK='cp "$EMO_WATCH_FILE" "'$dir'/watch"; echo "P 0 0 0" >&$EMO_PROGRESS_FD; sleep 0.024; echo "P 0 2 0" >&$EMO_PROGRESS_FD; sleep 0.15'
+# The workload plays the tracer: the copy reached at t0, the graph launch at t1 = t0 + 24 ms (as
+# predicted), each line stamped with its CLOCK_MONOTONIC time as the tracer stamps it, so that a
+# loaded machine delays the lines but not the times the planner works from. Pack 2's line stands
+# for packs 2 and 3 (one launch). With FAKE_ONLY_GRAPH=1 the copy is not reported.
+WORK='cp "$EMO_WATCH_FILE" "'$dir'/watch"; exec python3 -c "
+import os, time
+fd, t0 = int(os.environ[\"EMO_PROGRESS_FD\"]), time.monotonic_ns()
+if not os.environ.get(\"FAKE_ONLY_GRAPH\"): os.write(fd, f\"P 0 0 0 {t0}\\n\".encode())
+while time.monotonic_ns() < t0 + 24_000_000: time.sleep(0.0005)
+os.write(fd, f\"P 0 2 0 {t0 + 24_000_000}\\n\".encode())
+time.sleep(0.15)"'
 err=$("$EMO" run --policy "$dir/p.json" --no-tracer --log "$dir/run.log" -- bash -c "$WORK" 2>&1 >/dev/null); rc=$?
 w=$(cat "$dir/watch" 2>/dev/null)
 if [[ "$w" == *$'\ncopy 0 0 7 0 Memcpy HtoD (Pageable -> Device)\n'* && "$w" == *$'\npack 0 1 7 0 gemm\n'* &&
@@ -55,25 +64,38 @@ else bad "watch list: <<$w>>"; fi
 want="nvmlDeviceResetGpuLockedClocks 0;nvmlDeviceSetGpuLockedClocks 0 1200 1200;nvmlDeviceSetGpuLockedClocks 0 990 990;nvmlDeviceSetGpuLockedClocks 0 1095 1095;nvmlDeviceSetGpuLockedClocks 0 1005 1005;nvmlDeviceSetGpuLockedClocks 0 1410 1410;nvmlDeviceResetGpuLockedClocks 0;"
 [[ $rc -eq 0 && "$(setters)" == "$want" ]] && ok "copy + graph: clocks 1200, 990, 1095, 1005, then 1410" \
   || bad "copy + graph: rc=$rc setters=$(setters) <<$err>>"
-# By hand, from the graph launch seen at t1: pack 2 at t1 + (60 - 24) - 2 = t1 + 34 ms, pack 3 at
-# t1 + 44 ms, the default clock at t1 + (70 + 10 - 24) - 2 = t1 + 54 ms (the copy's predictions
-# for them, t0 + 58 ms and later, are replaced at t1); pack 1 from the copy at t0:
-# t0 + 10 - 2 = t0 + 8 ms; pack 0 at t0 itself (late: nothing predicted it).
-python3 - "$dir/run.log" <<'PY' && ok "switch times as worked out by hand (t0: copy, t1: graph launch)" || bad "switch times: $(cat "$dir/run.log")"
+# By hand: pack 0 at t0 itself (late: nothing predicted it); pack 1 from the copy at
+# t0 + 10 - 2 = t0 + 8 ms; from the graph launch at t1: pack 2 at t1 + (60 - 24) - 2 = t1 + 34 ms,
+# pack 3 at t1 + 44 ms, the default clock at t1 + (70 + 10 - 24) - 2 = t1 + 54 ms.
+check_times() {  # check_times LOG EXPECTED_SEEN PACKS...: the switches of PACKS at the times above
+  python3 - "$@" <<'PY'
 import json, sys
-ev = [json.loads(l) for l in open(sys.argv[1])]
+log, seen_want, packs = sys.argv[1], json.loads(sys.argv[2]), [int(p) for p in sys.argv[3:]]
+ev = [json.loads(l) for l in open(log)]
 seen = {e["pack"]: e["observed_ms"] for e in ev if e["event"] == "pack_start"}
-sw = {e["pack"]: e for e in ev if e["event"] == "switch" and e.get("reason") != "start"}
-t0, t1 = seen[0], seen[2]
+sw = [e for e in ev if e["event"] == "switch" and e.get("reason") != "start"]
+t1 = seen[2]
+t0 = seen.get(0, t1 - 24)
 want = {0: (t0, "late"), 1: (t0 + 8, "early"), 2: (t1 + 34, "early"), 3: (t1 + 44, "early"), -1: (t1 + 54, "default")}
-for pack, (t, reason) in want.items():
-    got = sw[pack]
-    assert abs(got["planned_ms"] - t) < 0.002 and got["reason"] == reason, (pack, t, reason, got)
+assert [e["pack"] for e in sw] == packs, sw
+for e in sw:
+    t, reason = want[e["pack"]]
+    assert abs(e["planned_ms"] - t) < 0.002 and e["reason"] == reason, (t, reason, e)
 starts = [e for e in ev if e["event"] == "pack_starts"]
-assert starts == [dict(starts[0], gpu=0, expected=4, seen=[3])], starts
+assert len(starts) == 1 and starts[0]["gpu"] == 0 and starts[0]["expected"] == 4 and starts[0]["seen"] == seen_want, starts
 PY
+}
+check_times "$dir/run.log" '[3]' 0 1 2 3 -1 && ok "switch times as worked out by hand (t0: copy, t1: graph launch)" \
+  || bad "switch times: $(cat "$dir/run.log")"
 [[ "$err" == *"emo run: pack starts seen (seen/expected), policy section 0: 3/4 in iteration 0"* && "$err" != *warning* ]] \
   && ok "seen/expected: 3/4 (the copy, the graph launch's two packs; the kernel pack unseen)" || bad "counts: <<$err>>"
+rm -f "$dir/nvml.log"
+err=$(FAKE_ONLY_GRAPH=1 "$EMO" run --policy "$dir/p.json" --no-tracer --log "$dir/graph.log" -- bash -c "$WORK" 2>&1 >/dev/null); rc=$?
+want="nvmlDeviceResetGpuLockedClocks 0;nvmlDeviceSetGpuLockedClocks 0 1095 1095;nvmlDeviceSetGpuLockedClocks 0 1005 1005;nvmlDeviceSetGpuLockedClocks 0 1410 1410;nvmlDeviceResetGpuLockedClocks 0;"
+[[ $rc -eq 0 && "$(setters)" == "$want" ]] && check_times "$dir/graph.log" '[2]' 2 3 -1 &&
+  [[ "$err" == *"policy section 0: 2/4 in iteration 0"* ]] \
+  && ok "the graph launch alone: packs 2, 3 and the default clock at t1 + 34, 44, 54 ms; 2/4 seen" \
+  || bad "graph alone: rc=$rc setters=$(setters) <<$err>> $(cat "$dir/graph.log")"
 
 # --- iterations that saw nothing ----------------------------------------------------------------
 err=$("$EMO" run --policy "$dir/p.json" --no-tracer --dry-run -- bash -c 'echo "P 0 0 0" >&$EMO_PROGRESS_FD; echo "P 0 2 2" >&$EMO_PROGRESS_FD' 2>&1 >/dev/null); rc=$?
