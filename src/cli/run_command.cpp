@@ -22,6 +22,7 @@
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 #include "runtime/policy_runtime.h"
+#include "runtime/start_tally.h"
 #include "core/error.h"
 
 namespace emo::cli {
@@ -148,6 +149,14 @@ int run_run(const RunCliOptions& o) {
              r.progress_lines, r.hellos > 0 ? fmt::format(" of {} process GPU(s)", r.hellos) : "", r.resets,
              r.child_signal ? "killed by signal" : "exited with code", r.child_signal ? r.child_signal : r.exit_code,
              r.timed_out ? fmt::format(" (stopped after --timeout {} s: exit code 124)", o.timeout_s) : "");
+  // Issue 32: a policy that switched nothing must not look like one that worked.
+  for (const auto& [section, seen] : r.starts_seen) {
+    if (const std::string w = runtime::seen_warning(section, seen); !w.empty()) fmt::print(stderr, "emo run: warning: {}\n", w);
+  }
+  for (const auto& [section, seen] : r.starts_seen) {
+    fmt::print(stderr, "emo run: pack starts seen (seen/expected), policy section {}: {}\n", section,
+               runtime::seen_summary(seen, r.starts_expected.at(section)));
+  }
   return r.exit_code;
 }
 

@@ -31,9 +31,14 @@ struct PolicyHeader {
   bool simulated = false;
 };
 
-/// The policy of `plan` (one entry per pack of `packs`, in pack id order) on `gpu`. Each pack is
-/// recognised by its first op's name, stream and ordinal among the window's ops of that name on
-/// its GPU (start order); per GPU the packs are sorted by predicted start. `ids`, when given,
+/// The policy of `plan` (one entry per pack of `packs`, in pack id order) on `gpu`. Each pack
+/// start records how `emo run` will observe it (policy::PackStart, docs/policy.md): by the call
+/// that enqueued its first op — kernel launch, async copy, async memset, or the graph launch it
+/// is inside (then anchored at the launch's predicted start, with its index in the launch) — as
+/// classified by tracer::watch_kind_of_api and numbered as the tracer counts calls; a first op
+/// whose call the tracer does not follow (a synchronous copy, an unknown call) is moved to the
+/// nearest observable op on its GPU (the pack itself is unchanged); with none, observed_by is
+/// "none" (emo run refuses the policy). Per GPU the packs are sorted by predicted start. `ids`, when given,
 /// receives per GPU the pack id of each policy pack (policy index order). Throws
 /// std::invalid_argument when plan.size() != the number of packs.
 policy::Policy make_policy(const trace::Trace& trace, const pack::PackRun& packs, const std::vector<PackPlan>& plan,

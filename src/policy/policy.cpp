@@ -26,7 +26,68 @@ T field(const json& obj, const char* key, const std::string& origin, const std::
   return it->get<T>();
 }
 
+constexpr std::array<std::string_view, 5> kObservedByNames = {"kernel", "copy", "memset", "graph", "none"};
+
+json start_json(const PackStart& s) {
+  json j = {{"op_name", s.op_name}, {"stream", s.stream}, {"ordinal", s.ordinal},
+            {"observed_by", observed_by_name(s.observed_by)}};
+  if (s.anchor_offset_ns) j["anchor_offset_ns"] = *s.anchor_offset_ns;
+  if (s.observed_by == ObservedBy::kGraph) {
+    j["graph"] = {{"kernels", s.graph.kernels}, {"first_kernel", s.graph.first_kernel}, {"index", s.graph.index}};
+  }
+  if (!s.moved_from.empty()) j["moved_from"] = s.moved_from;
+  return j;
+}
+
+/// True for a copy's or memset's name as the readers write it.
+bool copy_or_memset_name(std::string_view n) {
+  return n.starts_with("Memcpy") || n.starts_with("Memset") || n.starts_with("[CUDA memcpy") ||
+         n.starts_with("[CUDA memset");
+}
+
+PackStart parse_start(const json& start, const std::string& origin, const std::string& w) {
+  PackStart s;
+  s.op_name = field<std::string>(start, "op_name", origin, w);
+  s.stream = field<std::int64_t>(start, "stream", origin, w);
+  s.ordinal = field<std::int64_t>(start, "ordinal", origin, w);
+  if (!start.contains("observed_by")) {  // before issue 32
+    s.observed_by = copy_or_memset_name(s.op_name) ? ObservedBy::kNone : ObservedBy::kKernel;
+    return s;
+  }
+  const auto by = field<std::string>(start, "observed_by", origin, w);
+  const auto o = observed_by_of(by);
+  if (!o) throw InputError(origin, fmt::format("{}: observed_by '{}' is not one of kernel, copy, memset, graph, none", w, one_line(by, 40)));
+  s.observed_by = *o;
+  if (start.contains("anchor_offset_ns")) s.anchor_offset_ns = field<std::int64_t>(start, "anchor_offset_ns", origin, w);
+  if (s.observed_by == ObservedBy::kGraph) {
+    auto g = start.find("graph");
+    if (g == start.end() || !g->is_object()) throw InputError(origin, w + ": observed_by graph without object 'graph'");
+    s.graph.kernels = field<std::int64_t>(*g, "kernels", origin, w + ".graph");
+    s.graph.first_kernel = field<std::string>(*g, "first_kernel", origin, w + ".graph");
+    s.graph.index = field<std::int64_t>(*g, "index", origin, w + ".graph");
+  }
+  if (start.contains("moved_from")) s.moved_from = field<std::string>(start, "moved_from", origin, w);
+  return s;
+}
+
 }  // namespace
+
+std::string_view observed_by_name(ObservedBy o) noexcept { return kObservedByNames[static_cast<std::size_t>(o)]; }
+
+std::optional<ObservedBy> observed_by_of(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < kObservedByNames.size(); ++i) {
+    if (kObservedByNames[i] == name) return static_cast<ObservedBy>(i);
+  }
+  return std::nullopt;
+}
+
+std::array<std::int64_t, 5> observation_counts(const Policy& p) noexcept {
+  std::array<std::int64_t, 5> n{};
+  for (const auto& g : p.gpus) {
+    for (const auto& k : g.packs) ++n[static_cast<std::size_t>(k.start.observed_by)];
+  }
+  return n;
+}
 
 std::string to_json(const Policy& p) {
   json gpus = json::array();
@@ -34,7 +95,7 @@ std::string to_json(const Policy& p) {
     json packs = json::array();
     for (const auto& k : g.packs) {
       packs.push_back({{"index", k.index},
-                       {"start", {{"op_name", k.start.op_name}, {"stream", k.start.stream}, {"ordinal", k.start.ordinal}}},
+                       {"start", start_json(k.start)},
                        {"start_offset_ns", k.start_offset_ns},
                        {"duration_ns", k.duration_ns},
                        {"ops", k.ops},
@@ -107,9 +168,7 @@ Policy parse_policy(std::string_view text, const std::string& origin) {
       pc.index = field<std::int32_t>(k, "index", origin, w);
       auto start = k.find("start");
       if (start == k.end() || !start->is_object()) throw InputError(origin, w + ": missing object 'start'");
-      pc.start.op_name = field<std::string>(*start, "op_name", origin, w + ".start");
-      pc.start.stream = field<std::int64_t>(*start, "stream", origin, w + ".start");
-      pc.start.ordinal = field<std::int64_t>(*start, "ordinal", origin, w + ".start");
+      pc.start = parse_start(*start, origin, w + ".start");
       pc.start_offset_ns = field<std::int64_t>(k, "start_offset_ns", origin, w);
       pc.duration_ns = field<std::int64_t>(k, "duration_ns", origin, w);
       pc.ops = field<std::int64_t>(k, "ops", origin, w);

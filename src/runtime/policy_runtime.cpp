@@ -30,6 +30,7 @@
 #include "core/json_text.h"
 #include "runtime/guardian.h"
 #include "runtime/nvml_device.h"
+#include "runtime/start_tally.h"
 
 extern char** environ;
 
@@ -41,7 +42,20 @@ tracer::WatchList watch_list_of(const policy::Policy& p) {
   for (const auto& g : p.gpus) {
     w.sections.push_back({g.device, g.rank});
     for (const auto& k : g.packs) {
-      w.entries.push_back({g.device, k.index, k.start.stream, k.start.ordinal, k.start.op_name});
+      tracer::WatchEntry e{g.device, k.index, k.start.stream, k.start.ordinal, k.start.op_name};
+      switch (k.start.observed_by) {
+        case policy::ObservedBy::kNone: continue;  // refused by run_policy
+        case policy::ObservedBy::kKernel: e.kind = tracer::WatchKind::kKernel; break;
+        case policy::ObservedBy::kCopy: e.kind = tracer::WatchKind::kCopy; break;
+        case policy::ObservedBy::kMemset: e.kind = tracer::WatchKind::kMemset; break;
+        case policy::ObservedBy::kGraph:
+          e.kind = tracer::WatchKind::kGraph;
+          e.name = k.start.graph.first_kernel;
+          e.graph_kernels = k.start.graph.kernels;
+          e.graph_index = k.start.graph.index;
+          break;
+      }
+      w.entries.push_back(std::move(e));
     }
   }
   return w;
@@ -217,18 +231,26 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   const auto& packs = gpu_.packs;
   if (p.pack < 0 || static_cast<std::size_t>(p.pack) >= packs.size()) return std::nullopt;
   const auto k = static_cast<std::size_t>(p.pack);
+  // An observation is of the op the start is observed by (its anchor): the pack's own first op,
+  // or a graph launch / moved start at anchor_offset_ns. Seen at or after the pack's start, the
+  // pack has begun (a late switch if needed); seen before it, the pack's own switch is planned.
+  const std::int64_t anchor_offset = packs[k].anchor_offset_ns();
+  const bool begun = anchor_offset >= packs[k].start_offset_ns;
   if (held_) {  // an observed start supersedes a held switch: the replan below recreates what is still due
     held_.reset();
     ++dropped_;
   }
-  const std::int64_t anchor = p.t_ns - packs[k].start_offset_ns;
+  const std::int64_t anchor = p.t_ns - anchor_offset;
   iteration_anchor_ns_[p.iteration] = anchor;
   while (iteration_anchor_ns_.size() > 2) iteration_anchor_ns_.erase(iteration_anchor_ns_.begin());
 
   plan_.clear();
-  for (std::size_t j = k + 1; j < packs.size(); ++j) {
-    plan_.push_back({anchor + packs[j].start_offset_ns - lead_for(packs[j - 1].clock_mhz, packs[j].clock_mhz),
-                     gpu_.device, packs[j].index, p.iteration, packs[j].clock_mhz, SwitchReason::kEarly});
+  // The clock before pack j: the previous pack's, or for pack 0 the default (else the last pack's).
+  const double before_first = gpu_.default_clock_mhz > 0 ? gpu_.default_clock_mhz : packs.back().clock_mhz;
+  auto before = [&](std::size_t j) { return j > 0 ? packs[j - 1].clock_mhz : before_first; };
+  for (std::size_t j = begun ? k + 1 : k; j < packs.size(); ++j) {
+    plan_.push_back({anchor + packs[j].start_offset_ns - lead_for(before(j), packs[j].clock_mhz), gpu_.device,
+                     packs[j].index, p.iteration, packs[j].clock_mhz, SwitchReason::kEarly});
   }
   if (gpu_.default_clock_mhz > 0) {
     const auto& last = packs.back();
@@ -238,7 +260,6 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   const auto prev = iteration_anchor_ns_.find(p.iteration - 1);
   if (prev != iteration_anchor_ns_.end() && anchor > prev->second) {
     const std::int64_t period = anchor - prev->second;
-    const double before_first = gpu_.default_clock_mhz > 0 ? gpu_.default_clock_mhz : packs.back().clock_mhz;
     plan_.push_back({anchor + period + packs.front().start_offset_ns - lead_for(before_first, packs.front().clock_mhz),
                      gpu_.device, packs.front().index, p.iteration + 1, packs.front().clock_mhz, SwitchReason::kEarly});
   }
@@ -247,7 +268,7 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   drop_overtaken(plan_, [](const Switch& s) { return s.t_ns; });
   std::stable_sort(plan_.begin(), plan_.end(), [](const Switch& a, const Switch& b) { return a.t_ns < b.t_ns; });
 
-  if (std::abs(requested_mhz_ - packs[k].clock_mhz) > 0.5) {
+  if (begun && std::abs(requested_mhz_ - packs[k].clock_mhz) > 0.5) {
     return issue_or_hold(
         Switch{p.t_ns, gpu_.device, packs[k].index, p.iteration, packs[k].clock_mhz, SwitchReason::kLate}, p.t_ns);
   }
@@ -469,7 +490,8 @@ class PolicyRun {
         t0_(now_ns()),
         log_(o.log_path, o.dry_run, t0_),
         guard_(o.dry_run ? std::map<std::int32_t, Device*>{} : devices, o.dry_run, log_, is_job(o.policy)),
-        router_(o.policy, o.gpus) {
+        router_(o.policy, o.gpus),
+        tally_(o.policy) {
     const auto lead_ns = ms_to_ns(o.policy.switch_latency_ms);
     const auto interval_ns = ms_to_ns(o.policy.min_switch_interval_ms);
     for (const auto& g : o.policy.gpus) {
@@ -654,6 +676,7 @@ class PolicyRun {
     const auto it = planner_of_.find(p->device);
     const bool routed = it != planner_of_.end() && router_.accepts(*p);
     if (routed) routed_sections_.insert(p->device);
+    if (routed) tally_.record(*p);
     if (routed && o_.on_routed_pack_start) o_.on_routed_pack_start(*p, router_.gpu_of(p->device));
     if (!routed || stopped_) return;
     if (auto late = planners_[it->second].observe(*p)) apply(*late, now);
@@ -760,6 +783,19 @@ class PolicyRun {
     }
   }
 
+  /// Pack starts seen per iteration against expected, per section: into the report and the log
+  /// (issue 32; `emo run` prints them, runtime/start_tally.h seen_summary and seen_warning).
+  void report_starts(std::int64_t now) {
+    for (std::int32_t d : tally_.sections()) {
+      const auto seen = tally_.seen(d);
+      report_.starts_seen[d] = seen;
+      report_.starts_expected[d] = tally_.expected(d);
+      std::string list;
+      for (std::size_t i = 0; i < seen.size(); ++i) list += fmt::format("{}{}", i ? "," : "", seen[i]);
+      log_.event("pack_starts", fmt::format("\"gpu\":{},\"expected\":{},\"seen\":[{}]", d, tally_.expected(d), list), now);
+    }
+  }
+
   RunReport finish(int status) {
     const std::int64_t end = now_ns();
     if (guardian_) guardian_->job_exited();
@@ -771,6 +807,7 @@ class PolicyRun {
       report_.dropped_switches += pl.dropped();
     }
     warn_unclaimed();
+    report_starts(end);
     if (guardian_) guardian_->done();
     report_.duration_s = ns_to_s(end - t0_);
     if (WIFSIGNALED(status)) {
@@ -823,12 +860,23 @@ class PolicyRun {
   bool own_tty_ = false;                ///< The command was given the terminal.
   std::string partial_;                 ///< Incomplete progress line.
   std::set<std::int32_t> routed_sections_;  ///< Sections with a pack start acted upon (GpuRouter::accepts).
+  StartTally tally_;                    ///< Pack starts seen per section and iteration.
 };
 
 }  // namespace
 
 RunReport run_policy(const RunOptions& o, const std::map<std::int32_t, Device*>& devices) {
   if (o.command.empty()) throw InputError("emo run", "no command given after --");
+  const auto observed = policy::observation_counts(o.policy);
+  if (const auto none = observed[static_cast<std::size_t>(policy::ObservedBy::kNone)]; none > 0) {
+    std::int64_t all = 0;
+    for (auto n : observed) all += n;
+    throw InputError(o.policy_path,
+                     fmt::format("{} of {} pack starts cannot be observed (observed_by \"none\": a copy or memset in a "
+                                 "policy written before observed_by existed, or a GPU with no kernel launch, async copy, "
+                                 "memset or graph launch to see them by); re-run emo optimize to write the policy again",
+                                 none, all));
+  }
   const bool job = std::any_of(o.policy.gpus.begin(), o.policy.gpus.end(), [](const auto& g) { return g.rank >= 0; });
   if (!o.dry_run) {
     for (const auto& g : o.policy.gpus) {

@@ -133,13 +133,18 @@ struct Switch {
 
 /// Decides when to switch one GPU's clock, from observed pack starts. Pure: no clocks, no I/O.
 ///
-/// On observing pack k of iteration i at t: the iteration's anchor is a = t − offset_k; pack j>k
-/// is predicted at a + offset_j and gets a switch at a + offset_j − lead; the default clock
+/// On observing pack k of iteration i at t: the iteration's anchor is a = t − anchor_k, where
+/// anchor_k is the predicted offset of the op the start is observed by (PackClock::
+/// anchor_offset_ns(): offset_k itself, or a graph launch's or moved start's earlier or later
+/// offset); pack j>k (j≥k when anchor_k < offset_k: the pack has not begun, its own switch is
+/// planned) is predicted at a + offset_j and gets a switch at a + offset_j − lead; the default clock
 /// follows at a + offset_last + duration_last − lead; once two iterations have been seen, pack 0
 /// of the next one is predicted one observed iteration period later. Each observation replaces
 /// the plan. Example (lead 2 ms; packs at 0/10/20 ms with clocks 1410/1200/1410; default 1410):
 /// observe(pack 0 at 100 ms) plans {108 ms → 1200 (pack 1), 118 ms → 1410 (pack 2)}; the
-/// default-clock switch equals pack 2's clock and is skipped when due.
+/// default-clock switch equals pack 2's clock and is skipped when due. With pack 1 inside a CUDA
+/// graph whose launch starts at 4 ms (anchor_offset_ns 4 ms): observing pack 1 (its graph launch)
+/// at 105 ms anchors the iteration at 101 ms and plans {109 ms → 1200 (pack 1), 119 ms → 1410}.
 ///
 /// Minimum interval (`min_interval_ns` > 0, the policy's min_switch_interval_ms): a switch that
 /// would come sooner than the interval after the previous one issued on this GPU is *deferred*
@@ -240,6 +245,10 @@ struct RunReport {
   std::int64_t deferred_switches = 0; ///< Issued late by the minimum switch interval.
   std::int64_t dropped_switches = 0;  ///< Held by the interval, then replaced or redundant.
   std::int64_t hellos = 0;            ///< Hello lines accepted (processes × GPUs claimed).
+  /// Per policy section (device): pack starts seen in each iteration 0..last (runtime/start_tally.h),
+  /// and the packs per iteration expected.
+  std::map<std::int32_t, std::vector<std::int64_t>> starts_seen;
+  std::map<std::int32_t, std::int64_t> starts_expected;
   std::int64_t resets = 0;          ///< Clock resets done at the end.
   bool timed_out = false;           ///< Stopped after RunOptions::timeout_s (exit_code 124).
   double duration_s = 0;
@@ -251,8 +260,11 @@ struct RunReport {
 /// GpuRouter::gpu_of(section) (without hellos: the section's own index). In a job policy
 /// (sections with ranks) a section needs no device of its own index (its process claims one). Returns when the
 /// command has exited; clocks of every device in `devices` are reset before returning or
-/// throwing (not in a dry run). Throws emo::InputError when the command cannot be started, or
-/// a policy GPU has no device.
+/// throwing (not in a dry run). At the end it records, per section, the pack starts seen per
+/// iteration against those expected (RunReport::starts_seen, and the log's "pack_starts"
+/// event). Throws emo::InputError when the command cannot be started, a
+/// policy GPU has no device, or a pack start cannot be observed (observed_by "none": one line
+/// saying how many and why, before anything runs).
 RunReport run_policy(const RunOptions& options, const std::map<std::int32_t, Device*>& devices);
 
 }  // namespace emo::runtime

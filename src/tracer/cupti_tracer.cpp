@@ -7,8 +7,11 @@
 //          devices, converted (tracer/record_convert.h) and appended to FILE as emo.trace/1
 //          lines as each buffer completes; flushed, with a trailer, at exit.
 //   follow (EMO_TRACER_MODE=follow, EMO_WATCH_FILE, EMO_PROGRESS_FD): no activity records;
-//          launch and NVTX callbacks feed a PackMatcher; before each launch that starts a pack,
-//          a CUDA event is recorded on the launch's stream; a poller thread queries the pending
+//          callbacks on kernel launches, async copies and memsets, graph launches (every
+//          runtime/driver call tracer::watch_kind_of_api classifies) and NVTX ranges feed a
+//          PackMatcher; graph instantiations (resource callback) give each executable graph
+//          its shape (kernel count and names); before each call that starts (or, for a graph,
+//          anchors) a pack, a CUDA event is recorded on the call's stream; a poller thread queries the pending
 //          events and, when one completes (the GPU has reached the pack), writes
 //          "P SECTION PACK ITERATION T_NS PID\n" (CLOCK_MONOTONIC) to the progress pipe. On the
 //          first launch on a CUDA device the process says which policy section it follows
@@ -235,6 +238,13 @@ struct Driver {  // the few driver functions the poller needs, from the already 
   CUresult (*ctx_set_current)(CUcontext) = nullptr;
   CUresult (*device_get)(CUdevice*, int) = nullptr;          // cuDeviceGet
   CUresult (*device_uuid)(CUuuid*, CUdevice) = nullptr;      // cuDeviceGetUuid_v2 (may be absent: "-")
+  // Graph shapes (absent: graphs are launched unrecognised, their packs unseen).
+  CUresult (*graph_get_nodes)(CUgraph, CUgraphNode*, size_t*) = nullptr;           // cuGraphGetNodes
+  CUresult (*node_get_type)(CUgraphNode, CUgraphNodeType*) = nullptr;              // cuGraphNodeGetType
+  CUresult (*kernel_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;  // cuGraphKernelNodeGetParams_v2
+  CUresult (*child_graph)(CUgraphNode, CUgraph*) = nullptr;                        // cuGraphChildGraphNodeGetGraph
+  CUresult (*func_name)(const char**, CUfunction) = nullptr;                       // cuFuncGetName (CUDA 12.3+)
+  CUresult (*kernel_name)(const char**, CUkernel) = nullptr;                       // cuKernelGetName (CUDA 12.3+)
 };
 
 struct Pending {
@@ -252,12 +262,13 @@ struct FollowState {
   std::int64_t pid = 0;
   ProcessRank rank;
   std::map<std::uint32_t, std::optional<std::int32_t>> section_of;  ///< CUDA device -> section followed
+  std::map<CUgraphExec, GraphShape> graphs;  ///< Executable graph -> its shape (at instantiation)
   std::atomic<bool> running{false};
   std::thread poller;
   CUpti_SubscriberHandle subscriber = nullptr;
 } g_follow;
 
-thread_local bool t_in_runtime_launch = false;
+thread_local bool t_in_runtime_call = false;  // a followed runtime call: its driver calls are not counted again
 thread_local bool t_in_tracer = false;  // our own driver calls must not re-enter
 
 std::int64_t monotonic_ns() {
@@ -296,19 +307,31 @@ std::optional<std::int32_t> section_of_device(std::uint32_t device) {
   return section;
 }
 
-void on_launch(CUcontext ctx, CUstream stream, bool per_thread, const char* symbol) {
-  if (symbol == nullptr || ctx == nullptr) return;
+/// A followed call (kernel launch, copy, memset, graph launch) on `stream` of `ctx`: counted by
+/// the matcher; when it starts (anchors) a pack, an event is recorded on its stream just before.
+/// `known_stream` false: its parameters are not decoded here; it is counted, never matched.
+void on_call(CUcontext ctx, WatchKind kind, CUstream stream, bool known_stream, bool per_thread, const char* symbol,
+             CUgraphExec exec) {
+  if (ctx == nullptr || (kind == WatchKind::kKernel && symbol == nullptr)) return;
   uint32_t device = 0, stream_id = 0;
   if (cuptiGetDeviceId(ctx, &device) != CUPTI_SUCCESS) return;
-  if (cuptiGetStreamIdEx(ctx, stream, per_thread ? 1 : 0, &stream_id) != CUPTI_SUCCESS) return;
-  const std::string name = demangle(symbol);
+  if (known_stream && cuptiGetStreamIdEx(ctx, stream, per_thread ? 1 : 0, &stream_id) != CUPTI_SUCCESS) return;
+  const std::int64_t sid = known_stream ? static_cast<std::int64_t>(stream_id) : -1;
   std::lock_guard<std::mutex> lock(g_follow.mu);
   t_in_tracer = true;
   const auto section = section_of_device(device);
   t_in_tracer = false;
   if (!section) return;
-  const auto hit = g_follow.matcher->on_launch(*section, stream_id, name);
-  if (!hit) return;
+  std::optional<PackHit> hit;
+  if (kind == WatchKind::kKernel) {
+    hit = g_follow.matcher->on_launch(*section, sid, demangle(symbol));
+  } else if (kind == WatchKind::kGraph) {
+    const auto shape = g_follow.graphs.find(exec);
+    hit = g_follow.matcher->on_graph_launch(*section, sid, shape != g_follow.graphs.end() ? shape->second : GraphShape{});
+  } else {
+    hit = g_follow.matcher->on_call(kind, *section, sid);
+  }
+  if (!hit || !known_stream) return;
   t_in_tracer = true;
   CUevent ev = nullptr;
   if (g_follow.cu.event_create(&ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) {
@@ -320,6 +343,139 @@ void on_launch(CUcontext ctx, CUstream stream, bool per_thread, const char* symb
   }
   t_in_tracer = false;
 }
+
+/// Adds the kernel nodes of `graph` (and of its child graphs) to `shape`.
+void add_graph_kernels(CUgraph graph, GraphShape& shape, int depth) {
+  const Driver& cu = g_follow.cu;
+  size_t n = 0;
+  if (depth > 8 || cu.graph_get_nodes(graph, nullptr, &n) != CUDA_SUCCESS) return;
+  std::vector<CUgraphNode> nodes(n);
+  if (n == 0 || cu.graph_get_nodes(graph, nodes.data(), &n) != CUDA_SUCCESS) return;
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType type{};
+    if (cu.node_get_type(node, &type) != CUDA_SUCCESS) continue;
+    if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
+      CUgraph child = nullptr;
+      if (cu.child_graph != nullptr && cu.child_graph(node, &child) == CUDA_SUCCESS) add_graph_kernels(child, shape, depth + 1);
+      continue;
+    }
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    ++shape.kernels;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    const char* name = nullptr;
+    if (cu.kernel_node_params(node, &p) == CUDA_SUCCESS) {
+      if (p.func != nullptr && cu.func_name != nullptr) cu.func_name(&name, p.func);
+      if (name == nullptr && p.kern != nullptr && cu.kernel_name != nullptr) cu.kernel_name(&name, p.kern);
+    }
+    if (name != nullptr) shape.kernel_names.push_back(demangle(name));
+  }
+}
+
+/// An executable graph was instantiated from `graph`: records its shape.
+void on_graph_instantiated(CUgraph graph, CUgraphExec exec) {
+  if (g_follow.cu.graph_get_nodes == nullptr || g_follow.cu.node_get_type == nullptr ||
+      g_follow.cu.kernel_node_params == nullptr) {
+    return;
+  }
+  GraphShape shape;
+  t_in_tracer = true;
+  add_graph_kernels(graph, shape, 0);
+  t_in_tracer = false;
+  std::lock_guard<std::mutex> lock(g_follow.mu);
+  g_follow.graphs[exec] = std::move(shape);
+}
+
+/// A followed call's stream, as decoded from its parameters.
+struct FollowedCall {
+  WatchKind kind;
+  CUstream stream = nullptr;
+  bool known_stream = true;
+  bool per_thread = false;
+  CUgraphExec exec = nullptr;
+};
+
+#define EMO_RT(NAME, PTSZ)            \
+  case CUPTI_RUNTIME_TRACE_CBID_##NAME: \
+    c.stream = reinterpret_cast<CUstream>(static_cast<const NAME##_params*>(params)->stream); c.per_thread = PTSZ; break;
+#define EMO_DRV(NAME, PTSZ)          \
+  case CUPTI_DRIVER_TRACE_CBID_##NAME: \
+    c.stream = static_cast<const NAME##_params*>(params)->hStream; c.per_thread = PTSZ; break;
+
+/// The runtime call `cbid` of kind `kind` (watch_kind_of_api of its name) with its stream.
+FollowedCall runtime_call(WatchKind kind, CUpti_CallbackId cbid, const void* params) {
+  FollowedCall c{kind};
+  switch (cbid) {
+    EMO_RT(cudaLaunchKernel_v7000, false) EMO_RT(cudaLaunchKernel_ptsz_v7000, true)
+    EMO_RT(cudaMemcpyAsync_v3020, false) EMO_RT(cudaMemcpyAsync_ptsz_v7000, true)
+    EMO_RT(cudaMemcpy2DAsync_v3020, false) EMO_RT(cudaMemcpy2DAsync_ptsz_v7000, true)
+    EMO_RT(cudaMemcpy3DAsync_v3020, false) EMO_RT(cudaMemcpy3DAsync_ptsz_v7000, true)
+    EMO_RT(cudaMemcpyToSymbolAsync_v3020, false) EMO_RT(cudaMemcpyToSymbolAsync_ptsz_v7000, true)
+    EMO_RT(cudaMemcpyFromSymbolAsync_v3020, false) EMO_RT(cudaMemcpyFromSymbolAsync_ptsz_v7000, true)
+    EMO_RT(cudaMemcpyPeerAsync_v4000, false)
+    EMO_RT(cudaMemsetAsync_v3020, false) EMO_RT(cudaMemsetAsync_ptsz_v7000, true)
+    EMO_RT(cudaMemset2DAsync_v3020, false) EMO_RT(cudaMemset2DAsync_ptsz_v7000, true)
+    EMO_RT(cudaMemset3DAsync_v3020, false) EMO_RT(cudaMemset3DAsync_ptsz_v7000, true)
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      const auto* p = static_cast<const cudaLaunchKernelExC_v11060_params*>(params);
+      c.stream = p->config != nullptr ? reinterpret_cast<CUstream>(p->config->stream) : nullptr;
+      c.per_thread = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
+      const auto* p = static_cast<const cudaGraphLaunch_v10000_params*>(params);  // same layout as _ptsz
+      c.stream = reinterpret_cast<CUstream>(p->stream);
+      c.exec = reinterpret_cast<CUgraphExec>(p->graphExec);
+      c.per_thread = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+      break;
+    }
+    default:
+      c.known_stream = false;  // counted (the ordinals stay right), never matched
+  }
+  return c;
+}
+
+/// The driver call `cbid` of kind `kind` with its stream.
+FollowedCall driver_call(WatchKind kind, CUpti_CallbackId cbid, const void* params) {
+  FollowedCall c{kind};
+  switch (cbid) {
+    EMO_DRV(cuLaunchKernel, false) EMO_DRV(cuLaunchKernel_ptsz, true)
+    EMO_DRV(cuMemcpyHtoDAsync_v2, false) EMO_DRV(cuMemcpyHtoDAsync_v2_ptsz, true)
+    EMO_DRV(cuMemcpyDtoHAsync_v2, false) EMO_DRV(cuMemcpyDtoHAsync_v2_ptsz, true)
+    EMO_DRV(cuMemcpyDtoDAsync_v2, false) EMO_DRV(cuMemcpyDtoDAsync_v2_ptsz, true)
+    EMO_DRV(cuMemcpyAsync, false) EMO_DRV(cuMemcpyAsync_ptsz, true)
+    EMO_DRV(cuMemcpyPeerAsync, false) EMO_DRV(cuMemcpyPeerAsync_ptsz, true)
+    EMO_DRV(cuMemsetD8Async, false) EMO_DRV(cuMemsetD8Async_ptsz, true)
+    EMO_DRV(cuMemsetD16Async, false) EMO_DRV(cuMemsetD16Async_ptsz, true)
+    EMO_DRV(cuMemsetD32Async, false) EMO_DRV(cuMemsetD32Async_ptsz, true)
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
+      c.stream = p->config != nullptr ? p->config->hStream : nullptr;
+      c.per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+      const auto* p = static_cast<const cuGraphLaunch_params*>(params);  // same layout as _ptsz
+      c.stream = p->hStream;
+      c.exec = p->hGraph;
+      c.per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+      break;
+    }
+    default:
+      c.known_stream = false;
+  }
+  return c;
+}
+#undef EMO_RT
+#undef EMO_DRV
+
+/// Kind of each followed callback id, by domain (filled in start_follow from the callback names);
+/// nullopt: a runtime call followed only so that the driver calls it makes are not counted (a
+/// synchronous cudaMemcpy may enqueue its copy through the driver's asynchronous entry point).
+std::map<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>, std::optional<WatchKind>> g_followed;
 
 void CUPTIAPI follow_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (t_in_tracer) return;
@@ -352,36 +508,32 @@ void CUPTIAPI follow_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     }
     return;
   }
-  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (cb->callbackSite == CUPTI_API_EXIT) {
-      t_in_runtime_launch = false;
-      return;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
+      const auto* r = static_cast<const CUpti_ResourceData*>(data);
+      const auto* gd = static_cast<const CUpti_GraphData*>(r->resourceDescriptor);
+      if (gd != nullptr) on_graph_instantiated(gd->graph, gd->graphExec);
     }
-    t_in_runtime_launch = true;
-    const bool ptsz = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
-                      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
-    CUstream stream = nullptr;
-    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
-        cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000) {
-      stream = reinterpret_cast<CUstream>(static_cast<const cudaLaunchKernel_v7000_params*>(cb->functionParams)->stream);
-    } else {
-      const auto* p = static_cast<const cudaLaunchKernelExC_v11060_params*>(cb->functionParams);
-      stream = p->config != nullptr ? reinterpret_cast<CUstream>(p->config->stream) : nullptr;
-    }
-    on_launch(cb->context, stream, ptsz, cb->symbolName);
     return;
   }
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_ENTER && !t_in_runtime_launch) {
-    const bool ptsz = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
-    CUstream stream = nullptr;
-    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
-      stream = static_cast<const cuLaunchKernel_params*>(cb->functionParams)->hStream;
-    } else {
-      const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-      stream = p->config != nullptr ? p->config->hStream : nullptr;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  const auto followed = g_followed.find({domain, cbid});
+  if (followed == g_followed.end()) return;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      t_in_runtime_call = false;
+      return;
     }
-    on_launch(cb->context, stream, ptsz, cb->symbolName);
+    t_in_runtime_call = true;
+    if (!followed->second) return;
+    const FollowedCall c = runtime_call(*followed->second, cbid, cb->functionParams);
+    on_call(cb->context, c.kind, c.stream, c.known_stream, c.per_thread, cb->symbolName, c.exec);
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_ENTER && !t_in_runtime_call) {
+    if (!followed->second) return;
+    const FollowedCall c = driver_call(*followed->second, cbid, cb->functionParams);
+    on_call(cb->context, c.kind, c.stream, c.known_stream, c.per_thread, cb->symbolName, c.exec);
   }
 }
 
@@ -456,6 +608,12 @@ bool start_follow() {
   cu.ctx_set_current = reinterpret_cast<decltype(cu.ctx_set_current)>(dlsym(cuda, "cuCtxSetCurrent"));
   cu.device_get = reinterpret_cast<decltype(cu.device_get)>(dlsym(cuda, "cuDeviceGet"));
   cu.device_uuid = reinterpret_cast<decltype(cu.device_uuid)>(dlsym(cuda, "cuDeviceGetUuid_v2"));
+  cu.graph_get_nodes = reinterpret_cast<decltype(cu.graph_get_nodes)>(dlsym(cuda, "cuGraphGetNodes"));
+  cu.node_get_type = reinterpret_cast<decltype(cu.node_get_type)>(dlsym(cuda, "cuGraphNodeGetType"));
+  cu.kernel_node_params = reinterpret_cast<decltype(cu.kernel_node_params)>(dlsym(cuda, "cuGraphKernelNodeGetParams_v2"));
+  cu.child_graph = reinterpret_cast<decltype(cu.child_graph)>(dlsym(cuda, "cuGraphChildGraphNodeGetGraph"));
+  cu.func_name = reinterpret_cast<decltype(cu.func_name)>(dlsym(cuda, "cuFuncGetName"));
+  cu.kernel_name = reinterpret_cast<decltype(cu.kernel_name)>(dlsym(cuda, "cuKernelGetName"));
   if (cu.device_uuid == nullptr) {  // drivers before CUDA 11.4 (same answer outside MIG)
     cu.device_uuid = reinterpret_cast<decltype(cu.device_uuid)>(dlsym(cuda, "cuDeviceGetUuid"));
   }
@@ -464,15 +622,27 @@ bool start_follow() {
     return false;
   }
   if (!cupti_ok(cuptiSubscribe(&g_follow.subscriber, follow_callback, nullptr), "cuptiSubscribe")) return false;
-  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060}) {
-    cupti_ok(cuptiEnableCallback(1, g_follow.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id), "cuptiEnableCallback");
+  // Every runtime and driver call whose name watch_kind_of_api classifies: the policy builder
+  // counts a trace's calls by the same rule. The table is complete before any callback is
+  // enabled (callbacks read it without a lock).
+  for (auto [domain, size] : {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE)},
+                              std::pair{CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE)}}) {
+    for (CUpti_CallbackId id = 1; id < size; ++id) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      const auto kind = watch_kind_of_api(name);
+      const std::string_view n(name);
+      const bool guard = domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+                         (n.starts_with("cudaMemcpy") || n.starts_with("cudaMemset") || n.starts_with("cudaLaunch") ||
+                          n.starts_with("cudaGraphLaunch"));
+      if (kind || guard) g_followed[{domain, id}] = kind;
+    }
   }
-  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz}) {
-    cupti_ok(cuptiEnableCallback(1, g_follow.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback");
+  for (const auto& entry : g_followed) {
+    cupti_ok(cuptiEnableCallback(1, g_follow.subscriber, entry.first.first, entry.first.second), "cuptiEnableCallback");
   }
+  cupti_ok(cuptiEnableCallback(1, g_follow.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED),
+           "cuptiEnableCallback");
   for (CUpti_CallbackId id : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
                               CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxDomainRangePushEx}) {
     cuptiEnableCallback(1, g_follow.subscriber, CUPTI_CB_DOMAIN_NVTX, id);  // absent without NVTX injection

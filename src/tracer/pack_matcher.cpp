@@ -1,6 +1,8 @@
 #include "tracer/pack_matcher.h"
 
+#include <algorithm>
 #include <charconv>
+#include <set>
 #include <sstream>
 
 namespace emo::tracer {
@@ -23,14 +25,58 @@ bool to_int(std::string_view s, T& out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty();
 }
 
+/// The counting key of a watch entry: the kernel name (kKernel), "" (copies and memsets count
+/// together), "KERNELS NAME" (kGraph: the graph's identity).
+std::string entry_key(const WatchEntry& e) {
+  switch (e.kind) {
+    case WatchKind::kKernel: return e.name;
+    case WatchKind::kCopy:
+    case WatchKind::kMemset: return "";
+    case WatchKind::kGraph: return std::to_string(e.graph_kernels) + ' ' + e.name;
+  }
+  return e.name;
+}
+
+bool ends_with_async(std::string_view api) {
+  // "Async" ends the name, or precedes a suffix: _v2, _ptsz, _v2_ptsz, _ptds.
+  const std::size_t at = api.find("Async");
+  return at != std::string_view::npos && (at + 5 == api.size() || api[at + 5] == '_');
+}
+
 }  // namespace
+
+std::string_view watch_kind_word(WatchKind k) noexcept {
+  switch (k) {
+    case WatchKind::kKernel: return "pack";
+    case WatchKind::kCopy: return "copy";
+    case WatchKind::kMemset: return "memset";
+    case WatchKind::kGraph: return "graph";
+  }
+  return "pack";
+}
+
+std::optional<WatchKind> watch_kind_of_api(std::string_view api) noexcept {
+  const std::size_t suffix = api.find('_');  // cudaLaunchKernel_v7000, cuMemcpyHtoDAsync_v2, ..._ptsz
+  const std::string_view base = api.substr(0, suffix);
+  if (base == "cudaLaunchKernel" || base == "cudaLaunchKernelExC" || base == "cuLaunchKernel" ||
+      base == "cuLaunchKernelEx") {
+    return WatchKind::kKernel;
+  }
+  if (base == "cudaGraphLaunch" || base == "cuGraphLaunch") return WatchKind::kGraph;
+  if (!ends_with_async(api)) return std::nullopt;
+  if (base.starts_with("cudaMemcpy") || base.starts_with("cuMemcpy")) return WatchKind::kCopy;
+  if (base.starts_with("cudaMemset") || base.starts_with("cuMemsetD")) return WatchKind::kMemset;
+  return std::nullopt;
+}
 
 std::string to_text(const WatchList& w) {
   std::ostringstream out;
   out << kWatchHeader << "\n" << "marker " << w.marker << "\n";
   for (const auto& g : w.sections) out << "gpu " << g.device << ' ' << g.rank << "\n";
   for (const auto& e : w.entries) {
-    out << "pack " << e.device << ' ' << e.pack << ' ' << e.stream << ' ' << e.ordinal << ' ' << e.name << "\n";
+    out << watch_kind_word(e.kind) << ' ' << e.device << ' ' << e.pack << ' ' << e.stream << ' ' << e.ordinal;
+    if (e.kind == WatchKind::kGraph) out << ' ' << e.graph_kernels << ' ' << e.graph_index;
+    out << ' ' << e.name << "\n";
   }
   return out.str();
 }
@@ -62,10 +108,20 @@ std::optional<WatchList> parse_watch_list(std::string_view text) {
       w.sections.push_back(g);
       continue;
     }
-    if (kind != "pack") return std::nullopt;
     WatchEntry e;
+    bool known = false;
+    for (WatchKind k : {WatchKind::kKernel, WatchKind::kCopy, WatchKind::kMemset, WatchKind::kGraph}) {
+      if (kind == watch_kind_word(k)) {
+        e.kind = k;
+        known = true;
+      }
+    }
+    if (!known) return std::nullopt;
     if (!to_int(word(line), e.device) || !to_int(word(line), e.pack) || !to_int(word(line), e.stream) ||
         !to_int(word(line), e.ordinal)) {
+      return std::nullopt;
+    }
+    if (e.kind == WatchKind::kGraph && (!to_int(word(line), e.graph_kernels) || !to_int(word(line), e.graph_index))) {
       return std::nullopt;
     }
     if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
@@ -127,6 +183,36 @@ bool PackMatcher::on_range(std::string_view name) {
 }
 
 std::optional<PackHit> PackMatcher::on_launch(std::int32_t device, std::int64_t stream, std::string_view name) {
+  return on_op(WatchKind::kKernel, device, stream, std::string(name));
+}
+
+std::optional<PackHit> PackMatcher::on_call(WatchKind kind, std::int32_t device, std::int64_t stream) {
+  if (kind != WatchKind::kCopy && kind != WatchKind::kMemset) return std::nullopt;
+  return on_op(kind, device, stream, "");
+}
+
+std::optional<PackHit> PackMatcher::on_graph_launch(std::int32_t device, std::int64_t stream, const GraphShape& graph) {
+  // Each watched identity of this device that the graph has counts this launch once.
+  std::set<std::string> identities;
+  for (const auto& e : watch_.entries) {
+    if (e.device != device || e.kind != WatchKind::kGraph || e.graph_kernels != graph.kernels) continue;
+    if (std::find(graph.kernel_names.begin(), graph.kernel_names.end(), e.name) != graph.kernel_names.end()) {
+      identities.insert(entry_key(e));
+    }
+  }
+  std::optional<PackHit> first;
+  for (const auto& key : identities) {
+    const auto hit = on_op(WatchKind::kGraph, device, stream, key);
+    if (hit && (!first || hit->pack < first->pack)) first = hit;
+  }
+  return first;
+}
+
+std::optional<PackHit> PackMatcher::on_op(WatchKind kind, std::int32_t device, std::int64_t stream,
+                                          const std::string& key) {
+  auto matches = [&](const WatchEntry& e) {
+    return e.device == device && e.kind == kind && e.stream == stream && entry_key(e) == key;
+  };
   if (!marker_seen_) {
     // Repeating pattern: once every pack of this device has been matched, pack 0's op starts
     // the next iteration.
@@ -134,23 +220,24 @@ std::optional<PackHit> PackMatcher::on_launch(std::int32_t device, std::int64_t 
     const auto done = matched_.find(device);
     if (last != last_pack_.end() && done != matched_.end() && done->second >= last->second) {
       for (const auto& e : watch_.entries) {
-        if (e.device == device && e.pack == 0 && e.stream == stream && e.name == name) {
+        if (e.pack == 0 && matches(e)) {
           next_iteration();
           break;
         }
       }
     }
   }
-  auto key = std::make_tuple(device, std::string(name));
-  const std::int64_t ordinal = counts_[key]++;
+  const std::int64_t ordinal = counts_[std::make_tuple(device, kind, key)]++;
+  std::optional<PackHit> hit;
   for (const auto& e : watch_.entries) {
-    if (e.device == device && e.ordinal == ordinal && e.stream == stream && e.name == name) {
-      auto [it, inserted] = matched_.try_emplace(device, e.pack);
-      if (!inserted) it->second = std::max(it->second, e.pack);
-      return PackHit{device, e.pack, iteration_};
-    }
+    if (e.ordinal != ordinal || !matches(e)) continue;
+    // Several packs may share one observed op (a graph launch, a moved start): report the
+    // lowest, remember the highest as matched.
+    auto [it, inserted] = matched_.try_emplace(device, e.pack);
+    if (!inserted) it->second = std::max(it->second, e.pack);
+    if (!hit || e.pack < hit->pack) hit = PackHit{device, e.pack, iteration_};
   }
-  return std::nullopt;
+  return hit;
 }
 
 }  // namespace emo::tracer

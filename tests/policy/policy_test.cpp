@@ -91,6 +91,59 @@ TEST(Policy, MinSwitchIntervalIsOptional) {
   expect_error(negative, "min_switch_interval_ms is negative");
 }
 
+TEST(Policy, ObservationFieldsRoundTrip) {
+  Policy p = sample();
+  auto& s = p.gpus[0].packs[1].start;
+  s = {"gemv", 9, 2, ObservedBy::kGraph, 31, {12, "first_kernel", 4}};
+  p.gpus[0].packs[0].start = {"Memcpy HtoD (Pageable -> Device)", 7, 0, ObservedBy::kCopy};
+  const std::string json = to_json(p);
+  EXPECT_NE(json.find("\"observed_by\": \"graph\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"observed_by\": \"copy\""), std::string::npos) << json;
+  EXPECT_EQ(json.find("moved_from"), std::string::npos) << json;  // only when moved
+  const Policy q = parse_policy(json, "mem");
+  const auto& t = q.gpus[0].packs[1].start;
+  EXPECT_EQ(t.observed_by, ObservedBy::kGraph);
+  EXPECT_EQ(t.anchor_offset_ns, 31);
+  EXPECT_EQ(q.gpus[0].packs[1].anchor_offset_ns(), 31);
+  EXPECT_EQ(q.gpus[0].packs[0].anchor_offset_ns(), 0);  // its own start
+  EXPECT_EQ(t.graph.kernels, 12);
+  EXPECT_EQ(t.graph.first_kernel, "first_kernel");
+  EXPECT_EQ(t.graph.index, 4);
+  EXPECT_EQ(to_json(q), json);
+  const auto n = observation_counts(q);
+  EXPECT_EQ(n[static_cast<std::size_t>(ObservedBy::kCopy)], 1);
+  EXPECT_EQ(n[static_cast<std::size_t>(ObservedBy::kGraph)], 1);
+  EXPECT_EQ(n[static_cast<std::size_t>(ObservedBy::kNone)], 0);
+}
+
+TEST(Policy, StartsWithoutObservedByAreKernelsExceptCopiesAndMemsets) {
+  // A policy written before issue 32: its copy starts were counted among ops of their name.
+  Policy p = sample();
+  p.gpus[0].packs[0].start.op_name = "Memset (Device)";
+  std::string json = to_json(p);
+  const std::string field = "\"observed_by\": \"kernel\",";  // keys are written in sorted order
+  for (std::size_t at; (at = json.find(field)) != std::string::npos;) json.erase(at, field.size());
+  ASSERT_EQ(json.find("observed_by"), std::string::npos) << json;
+  const Policy q = parse_policy(json, "old.json");
+  EXPECT_EQ(q.gpus[0].packs[0].start.observed_by, ObservedBy::kNone);
+  EXPECT_EQ(q.gpus[0].packs[1].start.observed_by, ObservedBy::kKernel);
+}
+
+TEST(Policy, UnknownObservedByIsInputError) {
+  Policy p = sample();
+  std::string json = to_json(p);
+  json.replace(json.find("\"kernel\""), 8, "\"ioctl\"");
+  try {
+    parse_policy(json, "bad.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("observed_by 'ioctl' is not one of"), std::string::npos) << e.what();
+  }
+  json = to_json(p);
+  json.replace(json.find("\"kernel\""), 8, "\"graph\"");  // graph without its object
+  EXPECT_THROW(parse_policy(json, "bad.json"), InputError);
+}
+
 TEST(Policy, MissingFileIsInputError) {
   EXPECT_THROW(load_policy("/nonexistent/policy.json"), InputError);
 }

@@ -123,6 +123,50 @@ TEST(SwitchPlanner, IgnoresUnknownPacksAndReportsWhenNextDue) {
   EXPECT_DOUBLE_EQ(planner.requested_clock_mhz(), 1200);
 }
 
+// ---- issue 32: starts observed by a graph launch or moved to another op ---------------------------
+
+TEST(SwitchPlanner, GraphLaunchAnchorsThePackInsideTheGraph) {
+  // Pack 1 (10 ms) starts inside a graph whose launch starts at 4 ms: the launch seen at 105 ms
+  // anchors the iteration at 101 ms; pack 1 has not begun, so its own switch is planned:
+  // 101 + 10 - 2 = 109 ms; pack 2 at 101 + 20 - 2 = 119 ms; the default (1410 = pack 2) skipped.
+  auto g = three_packs();
+  g.packs[1].start.observed_by = policy::ObservedBy::kGraph;
+  g.packs[1].start.anchor_offset_ns = 4 * kMs;
+  SwitchPlanner planner(g, 2 * kMs, 1410);
+  const auto got = simulate(planner, {{0, 1, 0, 105 * kMs}}, 200 * kMs);
+  EXPECT_EQ(got, (std::vector<Issued>{{109 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+                                      {119 * kMs, 2, 0, 1410, SwitchReason::kEarly}}));
+}
+
+TEST(SwitchPlanner, StartMovedToALaterOpSwitchesLate) {
+  // Pack 1's first op cannot be observed; its start was moved to an op at 12 ms. Seen at 113 ms:
+  // anchor 101 ms, pack 1 has begun: late switch at once; pack 2 at 101 + 20 - 2 = 119 ms.
+  auto g = three_packs();
+  g.packs[1].start.anchor_offset_ns = 12 * kMs;
+  g.packs[1].start.moved_from = "Memcpy HtoD (Pageable -> Device)";
+  SwitchPlanner planner(g, 2 * kMs, 1410);
+  const auto got = simulate(planner, {{0, 1, 0, 113 * kMs}}, 200 * kMs);
+  EXPECT_EQ(got, (std::vector<Issued>{{113 * kMs, 1, 0, 1200, SwitchReason::kLate},
+                                      {119 * kMs, 2, 0, 1410, SwitchReason::kEarly}}));
+}
+
+TEST(WatchList, FromPolicyWritesEachWayOfObserving) {
+  policy::Policy p;
+  p.gpus.push_back(three_packs());
+  p.gpus.back().packs.push_back(p.gpus.back().packs.back());
+  auto& k = p.gpus.back().packs;
+  k[0].start = {"Memcpy HtoD (Pageable -> Device)", 7, 0, policy::ObservedBy::kCopy};
+  k[1].start = {"Memset (Device)", 7, 2, policy::ObservedBy::kMemset};
+  k[2].start = {"gemv", 9, 1, policy::ObservedBy::kGraph, 15 * kMs, {12, "first", 4}};
+  k[3].start = {"old copy", 7, 0, policy::ObservedBy::kNone};
+  k[3].index = 3;
+  const auto text = tracer::to_text(watch_list_of(p));
+  EXPECT_NE(text.find("\ncopy 0 0 7 0 Memcpy HtoD (Pageable -> Device)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmemset 0 1 7 2 Memset (Device)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ngraph 0 2 9 1 12 4 first\n"), std::string::npos) << text;  // the graph's identity, not the op
+  EXPECT_EQ(text.find("old copy"), std::string::npos) << text;  // unobservable: not watched (refused)
+}
+
 TEST(ProgressLine, ParsesWithAndWithoutTime) {
   const auto a = parse_progress_line("P 0 3 12 123456789", 5);
   ASSERT_TRUE(a);
@@ -312,6 +356,20 @@ TEST_F(RunPolicy, NoPermissionStopsBeforeTheCommandStarts) {
     EXPECT_NE(std::string(e.what()).find("root or CAP_SYS_ADMIN"), std::string::npos) << e.what();
   }
   EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the command must not have run";
+}
+
+TEST_F(RunPolicy, RefusesAPolicyWithUnobservableStartsBeforeRunning) {
+  options_.policy.gpus[0].packs[0].start = {"Memcpy HtoD (Pageable -> Device)", 7, 0, policy::ObservedBy::kNone};
+  options_.policy.gpus[0].packs[2].start = {"Memset (Device)", 7, 0, policy::ObservedBy::kNone};
+  script("echo ran > /dev/null");
+  try {
+    run_policy(options_, {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.policy.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2 of 3 pack starts cannot be observed"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(setters().empty());  // refused before any clock is touched
 }
 
 TEST_F(RunPolicy, BadInput) {
