@@ -98,16 +98,19 @@ if [[ -x "$build/emo_make_job" ]]; then
     "$build/emo_make_job" "$data/kineto/hta_${src}_rank0.json.gz" "$jobs/$src" --ranks 4 --straggler 1 \
       --slowdown 0.1 --seed 3 > /dev/null
   done
-  job() {  # job NAME ARGS...: emo optimize ARGS --json $out/job_NAME.json
+  emo=$(cd "$build" && pwd)/emo outabs=$(cd "$out" && pwd)
+  # job NAME ARGS...: emo optimize ARGS --json $out/job_NAME.json, run in the jobs' folder so that
+  # the file names in the JSON are the same from one run to the next
+  job() {
     local n=$1; shift
-    if "$build/emo" optimize "$@" --quiet --json "$out/job_$n.json" >/dev/null 2>"$out/job_$n.err"; then
+    if (cd "$jobs" && "$emo" optimize "$@" --quiet --json "$outabs/job_$n.json") >/dev/null 2>"$out/job_$n.err"; then
       rm -f "$out/job_$n.err"; echo "ok: job_$n"
     else
       echo "failed (exit $?): job_$n: $(head -1 "$out/job_$n.err")"
     fi
   }
-  job nccl4_decomposed "$jobs"/nccl_allreduce/rank*.json.gz --max-slowdown 0.02 --solve decomposed
-  job train4_decomposed "$jobs"/training_16rank/rank*.json.gz --max-slowdown 0.1% --solve decomposed
-  job nccl4_joint "$jobs"/nccl_allreduce/rank*.json.gz --gpu A100-SXM4-80GB --max-slowdown 0.05 --solve joint \
+  job nccl4_decomposed nccl_allreduce/rank0000{0,1,2,3}.json.gz --max-slowdown 0.02 --solve decomposed
+  job train4_decomposed training_16rank/rank0000{0,1,2,3}.json.gz --max-slowdown 0.1% --solve decomposed
+  job nccl4_joint nccl_allreduce/rank0000{0,1,2,3}.json.gz --gpu A100-SXM4-80GB --max-slowdown 0.05 --solve joint \
     --compare-independent
 fi
