@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Writes `emo optimize --json` of every shared trace into one folder, one file per trace, so that
 # two builds (before and after a change) can be compared figure by figure:
-#   scripts/optimize-figures.sh BUILD_DIR OUT_DIR        run every shared trace (A100 simulated)
+#   scripts/optimize-figures.sh BUILD_DIR OUT_DIR        run every shared trace (A100 simulated),
+#                                                        then, when BUILD_DIR has emo_make_job, the
+#                                                        generated jobs (job_*.json, below)
 #   scripts/optimize-figures.sh --diff DIR_A DIR_B       compare two such folders (exit 1 on a change)
 #   scripts/optimize-figures.sh --table DIR              the Markdown table of docs/optimize.md from a folder
 #   scripts/optimize-figures.sh --times BUILD_DIR [RUNS] wall time of each trace's run, median of
@@ -65,7 +67,7 @@ import json, pathlib, sys
 print("| trace | packs | baseline ms | baseline J | static MHz | static savings % | static slowdown % | EMO savings % "
       "| EMO slowdown % | EMO keeps | switches/iter | profiles per pack | profiling (iterations) | policy runs |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+for f in sorted(p for p in pathlib.Path(sys.argv[1]).glob("*.json") if not p.name.startswith("job_")):  # traces only
     r = json.load(open(f)); b = r["baseline"]; prof = r["profiling"]
     keeps = f"static {r['static_candidate_mhz']:.0f} MHz" if r.get("static_kept") else "its plan"
     print(f"| {f.stem} | {r['packs']} | {b['time_ns'] / 1e6:.3f} | {b['energy_j']:.3f} | {r['static_best']['clock_mhz']:.0f} "
@@ -86,3 +88,29 @@ for t in "${traces[@]}"; do
     echo "failed (exit $?): $n: $(head -1 "$out/$n.err")"
   fi
 done
+# Generated 4-rank jobs (SYNTHETIC, emo_make_job: rank 1 a 10 % straggler, seed 3), as
+# tests/cli/optimize_mpi_test.sh makes them: decomposed at 2 % and at 0.1 % (two rounds), joint at
+# 5 % with the comparison against per-rank plans. They exercise the port reduction, the job's
+# timing and the pack problem of a job.
+if [[ -x "$build/emo_make_job" ]]; then
+  jobs=$(mktemp -d); trap 'rm -rf "$jobs"' EXIT
+  for src in nccl_allreduce training_16rank; do
+    "$build/emo_make_job" "$data/kineto/hta_${src}_rank0.json.gz" "$jobs/$src" --ranks 4 --straggler 1 \
+      --slowdown 0.1 --seed 3 > /dev/null
+  done
+  emo=$(cd "$build" && pwd)/emo outabs=$(cd "$out" && pwd)
+  # job NAME ARGS...: emo optimize ARGS --json $out/job_NAME.json, run in the jobs' folder so that
+  # the file names in the JSON are the same from one run to the next
+  job() {
+    local n=$1; shift
+    if (cd "$jobs" && "$emo" optimize "$@" --quiet --json "$outabs/job_$n.json") >/dev/null 2>"$out/job_$n.err"; then
+      rm -f "$out/job_$n.err"; echo "ok: job_$n"
+    else
+      echo "failed (exit $?): job_$n: $(head -1 "$out/job_$n.err")"
+    fi
+  }
+  job nccl4_decomposed nccl_allreduce/rank0000{0,1,2,3}.json.gz --max-slowdown 0.02 --solve decomposed
+  job train4_decomposed training_16rank/rank0000{0,1,2,3}.json.gz --max-slowdown 0.1% --solve decomposed
+  job nccl4_joint nccl_allreduce/rank0000{0,1,2,3}.json.gz --gpu A100-SXM4-80GB --max-slowdown 0.05 --solve joint \
+    --compare-independent
+fi

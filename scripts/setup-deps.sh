@@ -12,6 +12,7 @@ PKGS=(
   coinor-libcbc-dev
   libopenmpi-dev openmpi-bin
   python3 python3-dev pybind11-dev python3-matplotlib time
+  universal-ctags
   chromium
 )
 missing=()

@@ -37,12 +37,13 @@ from ._api import (  # noqa: E402
     load_trace,
     optimize,
     pack,
+    resolve_gpu,
 )
 
 __version__ = _emo.version()
 __all__ = [
     "AnalysisResult", "InputError", "OptimizeResult", "PackResult", "Policy", "Trace",
-    "analyze", "load_trace", "optimize", "pack", "torch",
+    "analyze", "load_trace", "optimize", "pack", "resolve_gpu", "torch",
 ]
 
 

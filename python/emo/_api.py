@@ -329,3 +329,11 @@ def optimize(trace, max_slowdown=0.05, gpu=None, seed=1, profile_clocks=3, min_p
     h = _handle(trace)
     return OptimizeResult(_emo.optimize(h, max_slowdown, _optional_str("gpu", gpu), seed, int(profile_clocks),
                                         min_pack_ms, int(frontier_points), w, a, i))
+
+
+def resolve_gpu(name):
+    """The GPU catalog entry `name` means, as ``emo gpus --resolve NAME`` and ``optimize(gpu=...)``
+    choose it: a catalog id, a listed NVML name, else the same GPU with another memory size
+    (stated as an assumption). Returns {"id": catalog id, "why": one sentence, "assumed": bool}.
+    Raises ValueError for a name nothing in the catalog fits."""
+    return _emo.resolve_gpu(str(name))

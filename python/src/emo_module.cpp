@@ -22,8 +22,10 @@
 
 #include "core/error.h"
 #include "core/version.h"
+#include "driver/front_end.h"
 #include "driver/optimize.h"
 #include "model/gpu_catalog.h"
+#include "model/pack_options.h"
 #include "output/analysis_output.h"
 #include "output/html_report.h"
 #include "output/optimize_output.h"
@@ -85,32 +87,27 @@ graph::Window window_of(const trace::Trace& t, const std::optional<std::string>&
   return timing::find_window(t, window.value_or(""), annotation.value_or(""), instance);
 }
 
+/// min_pack_ms as `emo --min-pack-ms` reads it (driver::parse_min_pack_ms): the number as text
+/// (fmt's shortest form, which reads back as the same double).
 std::optional<TimeNs> min_pack_ns_of(std::optional<double> ms) {
   if (!ms) return std::nullopt;
-  const std::string value = fmt::format("{}", *ms);
-  if (!std::isfinite(*ms) || *ms <= 0 || *ms > 3.6e6) {
-    throw ArgumentError("min_pack_ms", value, "must be > 0 and at most 3600000 (one hour)");
-  }
-  const auto ns = static_cast<TimeNs>(std::llround(*ms * 1e6));
-  if (ns <= 0) throw ArgumentError("min_pack_ms", value, "shorter than 1 ns");
-  return ns;
+  return driver::parse_min_pack_ms(fmt::format("{}", *ms));
 }
 
-/// The GPU to optimise for: `name` from the catalog, or the trace's own GPU (as `emo optimize`).
+/// The GPU to optimise for: `name` from the catalog, or the trace's own GPU, as `emo optimize`
+/// (driver::resolve_trace_gpu, with the same-family fallback).
 const model::GpuSpec& gpu_of(const trace::Trace& t, const std::optional<std::string>& name) {
-  const auto& catalog = model::GpuCatalog::builtin();
-  if (name) {
-    if (const auto* spec = catalog.find(*name)) return *spec;
-    std::string known;
-    for (const auto& g : catalog.gpus()) known += (known.empty() ? "" : ", ") + g.id;
-    throw ArgumentError("gpu", *name, "unknown GPU; known: " + known);
-  }
-  for (const auto& g : t.meta.gpus) {
-    if (const auto* spec = catalog.find(g.name)) return *spec;
-  }
-  if (t.meta.gpus.empty()) throw InputError(t.meta.path, "the trace names no GPU; give gpu=NAME");
-  throw InputError(t.meta.path, fmt::format("the trace's GPU '{}' is not in the GPU catalog; give gpu=NAME",
-                                            t.meta.gpus.front().name));
+  return *driver::resolve_trace_gpu(t, name.value_or(""), "gpu=NAME").spec;
+}
+
+/// resolve_gpu(name) for Python: {"id", "why", "assumed"} of the catalog entry `name` means.
+py::dict resolve_gpu(const std::string& name) {
+  const model::GpuCatalog::Match m = driver::resolve_gpu(name);
+  py::dict d;
+  d["id"] = m.spec->id;
+  d["why"] = m.why;
+  d["assumed"] = m.assumed;
+  return d;
 }
 
 std::vector<timing::WhatIf> what_ifs_of(const std::vector<std::string>& specs) {
@@ -160,12 +157,8 @@ OptimizeHandle optimize(const TraceHandle& h, double max_slowdown, const std::op
                         int frontier_points, const std::optional<std::string>& window,
                         const std::optional<std::string>& annotation, int instance) {
   py::gil_scoped_release release;
-  if (max_slowdown > 10) {
-    throw ArgumentError("max_slowdown", fmt::format("{}", max_slowdown),
-                        "a fraction is expected (0.05 = 5 %); more than 10 (1000 %) is surely a mistake");
-  }
   driver::OptimizeOptions opts;
-  opts.max_slowdown = max_slowdown;
+  opts.max_slowdown = driver::parse_max_slowdown(fmt::format("{}", max_slowdown));  // as --max-slowdown
   opts.profile_clocks = profile_clocks;
   opts.seed = seed;
   opts.min_pack_ns = min_pack_ns_of(min_pack_ms);
@@ -261,6 +254,8 @@ PYBIND11_MODULE(_emo, m) {
         return emo::policy::to_json(emo::policy::load_policy(path));
       },
       py::arg("path"), "Reads and checks a policy file (emo.policy/1); returns its text as EMO writes it.");
+  m.def("resolve_gpu", &resolve_gpu, py::arg("name"),
+        "The catalog entry a GPU name means, as `emo gpus --resolve NAME`: {id, why, assumed}.");
   m.def("kind_names", &kind_names, "Op kind names by code (the `kind` column's values).");
   m.def("version", [] { return std::string(emo::version()); }, "EMO's version.");
 }

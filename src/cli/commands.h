@@ -51,11 +51,6 @@ Action add_run_command(CLI::App& app);
 /// `emo reset (--gpu-index I | --all)`
 Action add_reset_command(CLI::App& app);
 
-/// "--min-pack-ms X" as ns: a finite number of milliseconds, > 0 and at most an hour; nullopt for
-/// "". Throws InputError("--min-pack-ms X", reason) otherwise. Shared by `emo pack` and
-/// `emo optimize`.
-std::optional<std::int64_t> parse_min_pack(const std::string& text);
-
 /// The command-line option that carries a library parameter: "max_slowdown" → "--max-slowdown"
 /// (every parameter a library ArgumentError can name; any other field is returned as "--field"
 /// with '_' as '-').

@@ -1,5 +1,7 @@
 // `emo gpus [--json FILE|-]`: every GPU NVML sees — index, name, catalog id, current SM and
 // memory clocks, supported SM clock range, power and the total-energy counter. Read-only.
+// `emo gpus --resolve NAME [--json FILE|-]`: the GPU catalog entry NAME means, as `emo optimize
+// --gpu NAME` and Python's optimize(gpu=NAME) choose it (driver::resolve_gpu); no NVML needed.
 #include <memory>
 #include <string>
 
@@ -7,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "driver/front_end.h"
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 
@@ -50,14 +53,29 @@ int run_gpus(const std::string& json_out) {
   return 0;
 }
 
+/// `emo gpus --resolve NAME`: "NAME: ID (why)", or with --json {name, id, why, assumed}.
+int run_resolve(const std::string& name, const std::string& json_out) {
+  const model::GpuCatalog::Match m = driver::resolve_gpu(name);
+  if (json_out != "-") fmt::print("{}: {} ({})\n", name, m.spec->id, m.why);
+  if (!json_out.empty()) {
+    write_output(json_out,
+                 nlohmann::json{{"name", name}, {"id", m.spec->id}, {"why", m.why}, {"assumed", m.assumed}}.dump(2) + "\n");
+  }
+  return 0;
+}
+
 }  // namespace
 
 Action add_gpus_command(CLI::App& app) {
   auto json_out = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("gpus", "List the GPUs NVML sees: clocks, power, energy counter (read-only)");
+  auto resolve = std::make_shared<std::string>();
   cmd->add_option("--json", *json_out, "Also write JSON to FILE ('-' = stdout only, no text)");
-  return [cmd, json_out]() -> int {
+  cmd->add_option("--resolve", *resolve,
+                  "Only say which GPU catalog entry NAME means (as --gpu NAME of emo optimize); no NVML needed");
+  return [cmd, json_out, resolve]() -> int {
     if (!cmd->parsed()) return -1;
+    if (!resolve->empty()) return run_resolve(*resolve, *json_out);
     return run_gpus(*json_out);
   };
 }

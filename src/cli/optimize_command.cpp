@@ -24,6 +24,7 @@
 #include "cli/progress_bar.h"
 #include "cli/reset_command.h"
 #include "core/error.h"
+#include "driver/front_end.h"
 #include "driver/optimize.h"
 #include "driver/true_optimum.h"
 #include "driver/workload_backend.h"
@@ -174,21 +175,7 @@ struct GpuChoice {
 GpuChoice gpu_for(const trace::Trace& t, const std::string& option) {
   const auto& catalog = model::GpuCatalog::builtin();
   const std::string recorded = t.meta.gpus.empty() ? "" : t.meta.gpus.front().name;
-  model::GpuCatalog::Match m;
-  if (!option.empty()) {
-    m = catalog.resolve(option);
-    if (m.spec == nullptr) (void)catalog.at(option);  // throws: unknown GPU, with the known ids
-  } else {
-    for (const auto& g : t.meta.gpus) {
-      m = catalog.resolve(g.name);
-      if (m.spec != nullptr) break;
-    }
-    if (t.meta.gpus.empty()) throw InputError(t.meta.path, "the trace names no GPU; give --gpu NAME");
-    if (m.spec == nullptr) {
-      throw InputError(t.meta.path, fmt::format("the trace's GPU '{}' is not in the GPU catalog; give --gpu NAME",
-                                                t.meta.gpus.front().name));
-    }
-  }
+  const model::GpuCatalog::Match m = driver::resolve_trace_gpu(t, option, "--gpu NAME");
   GpuChoice c{m.spec, fmt::format("  GPU model: catalog entry {} ({}: {})\n", m.spec->id,
                                   option.empty() ? "the trace's own GPU" : "--gpu " + option, m.why)};
   const model::GpuSpec* own = recorded.empty() ? nullptr : catalog.resolve(recorded).spec;
@@ -199,33 +186,6 @@ GpuChoice gpu_for(const trace::Trace& t, const std::string& option) {
                           recorded, m.spec->id, m.spec->max_sm_clock_mhz());
   }
   return c;
-}
-
-/// --max-slowdown: a fraction (0.05) or a percentage ("5%"). Throws InputError with the fix for
-/// a negative or non-numeric value and for a fraction above 1 without '%' (3 meant as 3 %).
-double parse_max_slowdown(const std::string& text) {
-  const std::string opt = "--max-slowdown " + text;
-  std::string num = text;
-  const bool percent = !num.empty() && num.back() == '%';
-  if (percent) num.pop_back();
-  double v = NAN;
-  std::size_t used = 0;
-  try {
-    v = std::stod(num, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != num.size() || !std::isfinite(v) || v < 0) {
-    throw InputError(opt, "expected a fraction >= 0 such as 0.05, or a percentage such as 5% (at most 5 % slower "
-                          "than every GPU at its max clock)");
-  }
-  if (percent) v /= 100.0;
-  else if (v > 1.0) {
-    throw InputError(opt, fmt::format("a fraction is expected and {} would mean +{:.0f} %; for {} % write {} or {}%",
-                                      text, 100 * v, text, v / 100.0, text));
-  }
-  if (v > 10) throw InputError(opt, "more than 1000 % is surely a mistake");
-  return v;
 }
 
 /// How `o` loads traces: its --load-threads; reduced (trace/reduce.h) unless an output draws
@@ -448,10 +408,10 @@ int run_optimize(OptimizeCliOptions o) {
   const bool nvml = o.device == "nvml";
   check_options(o, nvml);
   driver::OptimizeOptions opts;
-  opts.max_slowdown = parse_max_slowdown(o.max_slowdown);
+  opts.max_slowdown = driver::parse_max_slowdown(o.max_slowdown);
   opts.profile_clocks = o.profile_clocks;
   opts.seed = o.seed;
-  opts.min_pack_ns = parse_min_pack(o.min_pack_ms);
+  opts.min_pack_ns = driver::parse_min_pack_ms(o.min_pack_ms);
   std::shared_ptr<runtime::Nvml> nvml_lib;
   driver::WorkloadOptions workload;
   if (nvml) workload = nvml_workload(o, nvml_lib);

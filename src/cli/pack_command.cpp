@@ -10,7 +10,8 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "model/gpu_catalog.h"
+#include "driver/front_end.h"
+#include "model/pack_options.h"
 #include "output/pack_output.h"
 #include "pack/pack_run.h"
 #include "timing/analysis.h"
@@ -30,7 +31,7 @@ struct PackCliOptions {
 };
 
 int run_pack_command(const PackCliOptions& o) {
-  const std::optional<TimeNs> min_pack = parse_min_pack(o.min_pack_ms);
+  const std::optional<TimeNs> min_pack = driver::parse_min_pack_ms(o.min_pack_ms);
   const trace::Trace t = load_trace_or_job(o.traces, o.job);
   const graph::Window window = o.win.find(t);
   const pack::PackRun r = pack::run_pack(t, window, model::pack_options_for(t, min_pack, "--min-pack-ms"));
@@ -41,26 +42,6 @@ int run_pack_command(const PackCliOptions& o) {
 }
 
 }  // namespace
-
-std::optional<TimeNs> parse_min_pack(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  double ms = 0;
-  std::size_t used = 0;
-  try {
-    ms = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !std::isfinite(ms)) {
-    throw InputError("--min-pack-ms " + text, "not a number of milliseconds");
-  }
-  if (ms <= 0 || ms > 3.6e6) {
-    throw InputError("--min-pack-ms " + text, "must be > 0 and at most 3600000 (one hour)");
-  }
-  const auto ns = ms_to_ns(ms);
-  if (ns <= 0) throw InputError("--min-pack-ms " + text, "shorter than 1 ns");
-  return ns;
-}
 
 Action add_pack_command(CLI::App& app) {
   auto opts = std::make_shared<PackCliOptions>();

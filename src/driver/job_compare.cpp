@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "driver/front_end.h"
 #include "driver/job_solve.h"
 #include "runtime/sim_backend.h"
 #include "trace/job.h"
@@ -43,7 +44,7 @@ JobComparison compare_with_independent(const trace::Trace& job, const OptimizeRe
   out.joint = run_job_plan(job, g, gpu, options.seed,
                            runtime::node_clocks(g, joint.packs.packing, joint.plan().pack_clock_mhz));
   out.independent = run_job_plan(job, g, gpu, options.seed, independent);
-  out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
+  out.target_ns = target_of(out.baseline.time_ns, options.max_slowdown);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "core/parallel.h"
 #include "core/progress.h"
 #include "core/units.h"
+#include "driver/front_end.h"
 #include "graph/dep_graph.h"
 #include "runtime/sim_backend.h"
 #include "runtime/sim_device.h"
@@ -460,7 +461,7 @@ DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const O
       }
       out.baseline = evaluate(jp, view, gpu);
       out.baseline.clock_mhz = gpu.max_sm_clock_mhz();
-      out.target_ns = static_cast<TimeNs>(static_cast<double>(out.baseline.time_ns) * (1.0 + options.max_slowdown));
+      out.target_ns = target_of(out.baseline.time_ns, options.max_slowdown);
     }
     for (std::size_t r = 0; r < n; ++r) view[r] = &plans[r].plan;
     out.plan = evaluate(jp, view, gpu);

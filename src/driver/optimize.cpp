@@ -13,18 +13,15 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "driver/front_end.h"
 #include "driver/policy_builder.h"
+#include "model/pack_options.h"
 #include "opt/pareto.h"
 #include "runtime/profiler.h"
 #include "runtime/sim_backend.h"
 
 namespace emo::driver {
 namespace {
-
-/// floor(ns × (1 + fraction)): a latency target that must not be exceeded.
-TimeNs target_of(TimeNs ns, double fraction) {
-  return static_cast<TimeNs>(std::floor(static_cast<double>(ns) * (1 + fraction)));
-}
 
 void check_options(const OptimizeOptions& o) {
   if (!(o.max_slowdown >= 0) || !std::isfinite(o.max_slowdown))

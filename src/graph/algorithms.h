@@ -1,9 +1,15 @@
 // The one graph kernel of EMO: a topological order (Kahn's algorithm) with a stated cycle policy,
-// and the longest-path replay over (durations, lags) of a dependency graph's timepoints.
+// the longest-path replay over (durations, lags) of a dependency graph's timepoints, and the
+// longest paths to kept timepoints that every reduction of a graph is built from.
 //
 // Users: the op graph (graph/dep_graph.cpp) and the pack graph (pack/pack_graph.cpp) order their
 // timepoints with timepoint_order(); the optimiser's problem (opt/problem.cpp) orders its nodes
-// with topological_order(); timing::replay and PackGraph::evaluate are longest_path().
+// with topological_order(), and so does a job's timing from its ranks' ports (timing/ports.cpp,
+// its own cycle breaker); timing::replay and PackGraph::evaluate are longest_path(); the rank's
+// reduction to its ports (timing/ports.cpp), the pack problem (opt/pack_problem.cpp) and the
+// exact pack MILP's reduced graph (opt/exact_pack_milp.cpp) are KeptPaths passes. The replay's
+// rules (a start's release, else its recorded start when every constraint is dropped; dropped
+// edges ignored) are longest_path's and replay_source_ns's, here only.
 //
 // Example (a diamond a→b, a→c, b→d, c→d; out-edges in CSR form, ready vertices last-in first-out):
 //   begin = {0, 2, 3, 4, 4}, to = {1, 2, 3, 3}, pending = {0, 1, 1, 2}
@@ -20,6 +26,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -208,6 +215,21 @@ std::vector<std::uint32_t> timepoint_order(const DepGraph& g, BreakCycle&& break
                                           });
 }
 
+/// The replay's own value of timepoint `tp` before its in-edges, ns (graph::longest_path's rule,
+/// stated once for every pass that follows it: timing/ports.cpp, opt/pack_problem.cpp,
+/// opt/exact_pack_milp.cpp): a start takes its node's release; a start without one whose every
+/// in-edge is dropped (kDroppedLag) keeps its recorded start; anything else (an end, a start with a
+/// live in-edge) has none: INT64_MIN. O(in-degree of tp).
+inline TimeNs replay_source_ns(const DepGraph& g, std::uint32_t tp) {
+  if (DepGraph::is_end(tp)) return INT64_MIN;
+  const std::uint32_t n = DepGraph::node_of(tp);
+  if (g.release[n] != INT64_MIN) return g.release[n];
+  for (std::uint32_t k = g.in_begin[tp]; k < g.in_begin[tp + 1]; ++k) {
+    if (g.in_lag[k] != kDroppedLag) return INT64_MIN;
+  }
+  return g.rec_start[n];
+}
+
 /// Where a replay ends: the latest end of any node (`end_ns`, at least the window's start) and a
 /// node that ends there (the last such in topological order; 0 when none ends after the start).
 struct ReplayEnd {
@@ -232,7 +254,7 @@ ReplayEnd longest_path(const DepGraph& g, DurOf&& dur_of, LagOf&& lag_of, std::s
       if (g.in_lag[k] == kDroppedLag) continue;
       v = std::max(v, time[g.in_from[k]] + lag_of(k));
     }
-    if (v == INT64_MIN) v = g.rec_start[n];  // every constraint dropped: keep the recording
+    if (v == INT64_MIN) v = g.rec_start[n];  // every constraint dropped: keep the recording (replay_source_ns)
     time[tp] = v;
     if (end && v >= r.end_ns) {
       r.end_ns = v;
@@ -241,5 +263,120 @@ ReplayEnd longest_path(const DepGraph& g, DurOf&& dur_of, LagOf&& lag_of, std::s
   }
   return r;
 }
+
+/// Out-arcs over g's timepoints (CSR: arcs of timepoint t are begin[t] .. begin[t+1]), each a
+/// constraint time(to) >= time(from) + lag (ns): what a KeptPaths pass follows.
+struct TimepointArcs {
+  std::vector<std::uint32_t> begin;  ///< Size 2 × nodes + 1.
+  std::vector<std::uint32_t> to;
+  std::vector<TimeNs> lag;
+};
+
+/// The arcs of g a pass follows: in-edge k (not dropped) at lag_of(k), skipped when lag_of
+/// returns kDroppedLag; S → E of node n at dur_of(n), none when dur_of returns INT64_MIN.
+/// O(V + E).
+template <class LagOf, class DurOf>
+TimepointArcs timepoint_arcs(const DepGraph& g, LagOf&& lag_of, DurOf&& dur_of) {
+  const std::uint32_t tps = static_cast<std::uint32_t>(2 * g.nodes());
+  TimepointArcs a;
+  a.begin.assign(std::size_t{tps} + 1, 0);
+  auto each = [&](auto&& arc) {
+    for (std::uint32_t t = 0; t < tps; ++t) {
+      for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) {
+        if (g.in_lag[k] == kDroppedLag) continue;
+        if (const TimeNs l = lag_of(k); l != kDroppedLag) arc(g.in_from[k], t, l);
+      }
+    }
+    for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+      if (const TimeNs d = dur_of(n); d != INT64_MIN) arc(DepGraph::start_tp(n), DepGraph::end_tp(n), d);
+    }
+  };
+  each([&](std::uint32_t from, std::uint32_t, TimeNs) { ++a.begin[from + 1]; });
+  for (std::uint32_t t = 0; t < tps; ++t) a.begin[t + 1] += a.begin[t];
+  a.to.resize(a.begin[tps]);
+  a.lag.resize(a.begin[tps]);
+  std::vector<std::uint32_t> fill(a.begin.begin(), a.begin.end() - 1);
+  each([&](std::uint32_t from, std::uint32_t to, TimeNs l) {
+    a.to[fill[from]] = to;
+    a.lag[fill[from]++] = l;
+  });
+  return a;
+}
+
+/// What a pass does at a kept timepoint it reaches: stop there (the reduction composes paths
+/// through it itself), or report it and go on through it.
+enum class AtKept : std::uint8_t { kStop, kPass };
+
+/// Longest paths through g's timepoints to its kept ones, one source at a time: the reductions
+/// of a graph (a rank to its ports, the pack graph to its packs) are built from these passes.
+/// A pass visits the timepoints it reaches in g.topo order, so every value is final when read;
+/// it follows `arcs` (timepoint_arcs) and, from kSources, starts at the replay's own sources
+/// (replay_source_ns), so that its paths are those longest_path takes. O(V + E) memory; a pass
+/// costs O(arcs it follows + span of topological positions it reaches / 64).
+class KeptPaths {
+ public:
+  /// The source of a pass that starts at the replay's own sources rather than at a timepoint.
+  static constexpr std::uint32_t kSources = UINT32_MAX;
+
+  /// `kept`: one flag per timepoint (size 2 × nodes). Throws std::invalid_argument on a size mismatch.
+  KeptPaths(const DepGraph& g, TimepointArcs arcs, std::vector<std::uint8_t> kept, AtKept at_kept)
+      : g_(g), arcs_(std::move(arcs)), kept_(std::move(kept)), stop_(at_kept == AtKept::kStop),
+        pos_(2 * g.nodes()), dist_(2 * g.nodes(), INT64_MIN), bits_((2 * g.nodes() + 63) / 64, 0) {
+    if (kept_.size() != 2 * g.nodes() || arcs_.begin.size() != 2 * g.nodes() + 1)
+      throw std::invalid_argument("KeptPaths: one kept flag and one arc list per timepoint needed");
+    for (std::uint32_t i = 0; i < g.topo.size(); ++i) pos_[g.topo[i]] = i;
+  }
+
+  /// One pass from `src` (a timepoint, at 0) or from kSources (each start at its
+  /// replay_source_ns − origin_ns). Calls reach(tp, ns) once per kept timepoint reached other
+  /// than src, in topological order, with the longest path to it. Returns the longest path to an
+  /// end timepoint reached that is neither kept nor src (INT64_MIN: none).
+  template <class Reach>
+  TimeNs pass(std::uint32_t src, TimeNs origin_ns, Reach&& reach) {
+    std::size_t lo = SIZE_MAX, hi = 0;
+    auto mark = [&](std::uint32_t tp, TimeNs v) {
+      if (dist_[tp] == INT64_MIN) {
+        const std::uint32_t p = pos_[tp];
+        bits_[p / 64] |= std::uint64_t{1} << (p % 64);
+        lo = std::min<std::size_t>(lo, p), hi = std::max<std::size_t>(hi, p);
+      }
+      dist_[tp] = std::max(dist_[tp], v);
+    };
+    if (src == kSources) {
+      for (std::uint32_t tp = 0; tp < dist_.size(); ++tp) {
+        if (const TimeNs r = replay_source_ns(g_, tp); r != INT64_MIN) mark(tp, r - origin_ns);
+      }
+    } else {
+      mark(src, 0);
+    }
+    TimeNs tail = INT64_MIN;
+    for (std::size_t w = lo / 64; lo != SIZE_MAX && w <= hi / 64; ++w) {  // arcs go forward: hi only grows past w
+      while (bits_[w] != 0) {
+        const std::size_t p = w * 64 + static_cast<std::size_t>(std::countr_zero(bits_[w]));
+        bits_[w] &= bits_[w] - 1;
+        const std::uint32_t tp = g_.topo[p];
+        const TimeNs v = dist_[tp];
+        dist_[tp] = INT64_MIN;  // read once: leave the pass's state clean for the next one
+        if (tp != src && kept_[tp]) {
+          reach(tp, v);
+          if (stop_) continue;
+        } else if (tp != src && DepGraph::is_end(tp)) {
+          tail = std::max(tail, v);
+        }
+        for (std::uint32_t k = arcs_.begin[tp]; k < arcs_.begin[tp + 1]; ++k) mark(arcs_.to[k], v + arcs_.lag[k]);
+      }
+    }
+    return tail;
+  }
+
+ private:
+  const DepGraph& g_;
+  TimepointArcs arcs_;
+  std::vector<std::uint8_t> kept_;
+  bool stop_;
+  std::vector<std::uint32_t> pos_;   // per timepoint: its position in g.topo
+  std::vector<TimeNs> dist_;         // per timepoint: the longest path so far (INT64_MIN: not reached)
+  std::vector<std::uint64_t> bits_;  // per topological position: reached and not yet visited
+};
 
 }  // namespace emo::graph

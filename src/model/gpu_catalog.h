@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "core/timestamp.h"
-#include "pack/packer.h"
 #include "trace/trace.h"
 
 namespace emo::model {
@@ -87,11 +86,5 @@ bool has_collectives(const trace::Trace& trace);
 /// plans their latency target (docs/gpu-catalog.md, "Minimum switch interval"); pass
 /// `--min-pack-ms` of at least the interval to honour it (the policy then carries it).
 MinPack min_pack_for(const trace::Trace& trace);
-
-/// How `emo pack`, `emo optimize` and the Python package pack a trace: min_pack `min_pack_ns` (named
-/// `option` in reports) or, without it, min_pack_for(trace); per op its clock_sensitivity
-/// (model/op_class.h) for the phase cuts. Never throws.
-pack::PackOptions pack_options_for(const trace::Trace& trace, std::optional<TimeNs> min_pack_ns,
-                                   const std::string& option);
 
 }  // namespace emo::model

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <queue>
 #include <stdexcept>
 #include <unordered_map>
 
 #include <coin/Cbc_C_Interface.h>
 #include <fmt/format.h>
+
+#include "graph/algorithms.h"
 
 namespace emo::opt {
 namespace {
@@ -31,42 +31,20 @@ double time_unit_ns(const PackChoices& pc) {
   return std::pow(10.0, std::round(std::log10(unit)));  // a power of 10: coefficients stay round decimals
 }
 
-/// The fixed relations of the pack graph as an out-CSR over timepoints: every edge that is
-/// neither dropped nor a port edge, and S → E (its duration) of every non-pack node.
-struct FixedOut {
-  std::vector<std::uint32_t> begin, to;
-  std::vector<TimeNs> lag;
-};
-
-FixedOut fixed_out(const pack::PackGraph& pg) {
+/// The fixed relations of the pack graph a pass follows: every edge that is neither dropped nor
+/// a port edge, and S → E (its duration) of every non-pack node.
+graph::TimepointArcs fixed_arcs(const pack::PackGraph& pg) {
   const DepGraph& g = pg.g;
-  const std::size_t tps = 2 * g.nodes();
-  std::vector<std::vector<std::pair<std::uint32_t, TimeNs>>> out(tps);
-  for (std::uint32_t t = 0; t < tps; ++t) {
-    for (std::uint32_t k = g.in_begin[t]; k < g.in_begin[t + 1]; ++k) {
-      if (g.in_lag[k] == graph::kDroppedLag || pg.edge_port[k] != UINT32_MAX) continue;
-      out[g.in_from[k]].emplace_back(t, g.in_lag[k]);
-    }
-  }
-  for (std::uint32_t n = pg.packs; n < g.nodes(); ++n) out[DepGraph::start_tp(n)].emplace_back(DepGraph::end_tp(n), g.dur[n]);
-  FixedOut f;
-  f.begin.assign(1, 0);
-  for (const auto& o : out) {
-    for (const auto& [t, l] : o) f.to.push_back(t), f.lag.push_back(l);
-    f.begin.push_back(static_cast<std::uint32_t>(f.to.size()));
-  }
-  return f;
+  return graph::timepoint_arcs(
+      g, [&](std::uint32_t k) { return pg.edge_port[k] != UINT32_MAX ? graph::kDroppedLag : g.in_lag[k]; },
+      [&](std::uint32_t n) { return n >= pg.packs ? g.dur[n] : INT64_MIN; });
 }
 
 /// Builds the reduction for one choice of kept timepoints (see the header).
 class Reducer {
  public:
-  Reducer(const pack::PackGraph& pg, std::vector<std::uint8_t> kept) : pg_(pg), g_(pg.g), kept_(std::move(kept)) {
-    pos_.assign(2 * g_.nodes(), 0);
-    for (std::uint32_t i = 0; i < g_.topo.size(); ++i) pos_[g_.topo[i]] = i;
-    out_ = fixed_out(pg);
-    dist_.assign(2 * g_.nodes(), kNone);
-  }
+  Reducer(const pack::PackGraph& pg, std::vector<std::uint8_t> kept)
+      : pg_(pg), g_(pg.g), kept_(kept), paths_(pg.g, fixed_arcs(pg), std::move(kept), graph::AtKept::kStop) {}
 
   ReducedPackGraph run() {
     for (const std::uint32_t tp : g_.topo) {
@@ -74,8 +52,20 @@ class Reducer {
     }
     r_.release_ns.assign(r_.timepoint.size(), kNone);
     r_.tail_ns.assign(r_.timepoint.size(), kNone);
-    pass(UINT32_MAX);
-    for (const std::uint32_t tp : r_.timepoint) pass(tp);
+    // From the replay's own sources (window-relative): each kept timepoint's release.
+    const TimeNs floor = paths_.pass(graph::KeptPaths::kSources, g_.window_start_ns, [&](std::uint32_t tp, TimeNs v) {
+      TimeNs& r = r_.release_ns[index_.at(tp)];
+      r = std::max(r, v);
+    });
+    r_.makespan_floor_ns = std::max<TimeNs>(0, floor);
+    // From each kept timepoint: the fixed lags to the kept ones it reaches, and its tail (an end
+    // is itself the end of a path of length 0).
+    for (const std::uint32_t src : r_.timepoint) {
+      const std::int32_t from = index_.at(src);
+      TimeNs tail = paths_.pass(src, 0, [&](std::uint32_t tp, TimeNs v) { constrain(from, index_.at(tp), v); });
+      if (DepGraph::is_end(src)) tail = std::max<TimeNs>(tail, 0);
+      r_.tail_ns[from] = tail;
+    }
     for (const auto& [key, lag] : fixed_) {
       r_.fixed.push_back({static_cast<std::int32_t>(key >> 32), static_cast<std::int32_t>(key & 0xffffffffu), lag});
     }
@@ -85,54 +75,6 @@ class Reducer {
   }
 
  private:
-  /// The replay's value of a start timepoint without predecessors: its release, or its recorded
-  /// start when every constraint is gone (graph::longest_path); kNone otherwise.
-  TimeNs origin_value(std::uint32_t tp) const {
-    if (DepGraph::is_end(tp)) return kNone;
-    const std::uint32_t n = DepGraph::node_of(tp);
-    if (g_.release[n] != INT64_MIN) return g_.release[n] - g_.window_start_ns;
-    for (std::uint32_t k = g_.in_begin[tp]; k < g_.in_begin[tp + 1]; ++k) {
-      if (g_.in_lag[k] != graph::kDroppedLag) return kNone;
-    }
-    return g_.rec_start[n] - g_.window_start_ns;
-  }
-
-  /// One forward longest-path pass from `src` (UINT32_MAX: the origin) through non-kept
-  /// timepoints, in topological order (a min-heap of topo positions), stopping at kept ones.
-  void pass(std::uint32_t src) {
-    using Item = std::pair<std::uint32_t, std::uint32_t>;  // (topo position, timepoint)
-    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-    std::vector<std::uint32_t> touched;
-    auto reach = [&](std::uint32_t tp, TimeNs v) {
-      if (dist_[tp] == kNone) touched.push_back(tp), heap.push({pos_[tp], tp});
-      dist_[tp] = std::max(dist_[tp], v);
-    };
-    if (src == UINT32_MAX) {
-      for (std::uint32_t tp = 0; tp < dist_.size(); ++tp) {
-        if (const TimeNs v = origin_value(tp); v != kNone) reach(tp, v);
-      }
-    } else {
-      reach(src, 0);
-    }
-    TimeNs tail = kNone;
-    while (!heap.empty()) {
-      const std::uint32_t tp = heap.top().second;
-      heap.pop();
-      const TimeNs v = dist_[tp];
-      if (tp != src && kept_[tp]) {
-        const std::int32_t to = index_.at(tp);
-        if (src == UINT32_MAX) r_.release_ns[to] = std::max(r_.release_ns[to], v);
-        else constrain(index_.at(src), to, v);
-        continue;
-      }
-      if (DepGraph::is_end(tp)) tail = std::max(tail, v);
-      for (std::uint32_t k = out_.begin[tp]; k < out_.begin[tp + 1]; ++k) reach(out_.to[k], v + out_.lag[k]);
-    }
-    for (const std::uint32_t tp : touched) dist_[tp] = kNone;
-    if (src == UINT32_MAX) r_.makespan_floor_ns = std::max<TimeNs>(0, tail);
-    else r_.tail_ns[index_.at(src)] = tail;
-  }
-
   void constrain(std::int32_t from, std::int32_t to, TimeNs lag) {
     const std::uint64_t key = (static_cast<std::uint64_t>(from) << 32) | static_cast<std::uint32_t>(to);
     auto [it, inserted] = fixed_.try_emplace(key, lag);
@@ -159,9 +101,7 @@ class Reducer {
   const pack::PackGraph& pg_;
   const DepGraph& g_;
   std::vector<std::uint8_t> kept_;
-  std::vector<std::uint32_t> pos_;
-  FixedOut out_;
-  std::vector<TimeNs> dist_;
+  graph::KeptPaths paths_;
   std::unordered_map<std::uint32_t, std::int32_t> index_;
   std::unordered_map<std::uint64_t, TimeNs> fixed_;
   ReducedPackGraph r_;

@@ -58,9 +58,10 @@ struct ReducedPackGraph {
   bool expanded = false;                 ///< Every timepoint kept.
 };
 
-/// Reduces `pg`. O(Σ over kept timepoints of the fixed region each reaches), at most
-/// O(kept · (V + E) log) of the pack graph. Edges dropped to break cycles (kDroppedLag) are
-/// ignored, as in the replay.
+/// Reduces `pg` with one graph::KeptPaths pass per kept timepoint (and one from the replay's
+/// sources): O(Σ over kept timepoints of the fixed arcs each follows + the span of topological
+/// positions it reaches / 64), at most O(kept · (V + E)) of the pack graph. Edges dropped to break
+/// cycles (kDroppedLag) are ignored, as in the replay.
 ReducedPackGraph reduce_pack_graph(const pack::PackGraph& pg);
 
 /// The longest-path makespan of `r` with every pack's timing `times` (size packs): the check that

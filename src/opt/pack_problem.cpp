@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "graph/algorithms.h"
 
 namespace emo::opt {
 namespace {
@@ -15,9 +16,140 @@ namespace {
 using graph::DepGraph;
 
 constexpr TimeNs kUnreached = INT64_MIN;
+/// Constraints b >= a + L between events of the problem, the largest L per (a, b).
+class Lags {
+ public:
+  void constrain(int a, int b, TimeNs l) {
+    auto [it, inserted] = lag_.try_emplace({a, b}, l);
+    if (!inserted) it->second = std::max(it->second, l);
+  }
+  std::size_t size() const { return lag_.size(); }
+  void clear() { lag_.clear(); }
+  const std::map<std::pair<int, int>, TimeNs>& all() const { return lag_; }
 
-/// Key timepoints: the packs' starts and ends (pack nodes are 0 .. P-1 of the pack graph).
-bool is_key(std::uint32_t tp, std::uint32_t packs) { return DepGraph::node_of(tp) < packs; }
+ private:
+  std::map<std::pair<int, int>, TimeNs> lag_;
+};
+
+/// The problem's events: the origin, per pack its start, work node and end, and the makespan sink.
+struct Events {
+  int origin = 0, sink = 0;
+  std::vector<int> start, end;
+  /// The event of a key timepoint.
+  int of(std::uint32_t tp) const { return DepGraph::is_end(tp) ? end[DepGraph::node_of(tp)] : start[DepGraph::node_of(tp)]; }
+};
+
+/// One problem GPU per distinct CUDA device, in device order (out.device_of_gpu); returns each
+/// device's index.
+std::map<std::int32_t, int> add_gpus(const std::vector<std::int32_t>& device_of_pack, double idle_power_w, PackProblem& out) {
+  std::map<std::int32_t, int> gpu_index;
+  for (std::int32_t d : device_of_pack) gpu_index.try_emplace(d, 0);
+  int k = 0;
+  for (auto& [d, idx] : gpu_index) {
+    idx = k++;
+    out.problem.add_gpu(fmt::format("GPU {}", d), idle_power_w);
+    out.device_of_gpu.push_back(d);
+  }
+  return gpu_index;
+}
+
+/// The events and each pack's work node (its options' time at pack_time(p, factor), energy with
+/// idle power over that time), start → work → end.
+Events add_events(const pack::PackGraph& pg, const std::vector<std::vector<PackOption>>& options,
+                  const std::vector<std::int32_t>& device_of_pack, double idle_power_w, PackProblem& out) {
+  const std::uint32_t P = pg.packs;
+  const std::map<std::int32_t, int> gpu_index = add_gpus(device_of_pack, idle_power_w, out);
+  Problem& prob = out.problem;
+  Events ev;
+  ev.origin = prob.add_fixed("origin", -1, 0, 0);
+  ev.start.resize(P), ev.end.resize(P);
+  out.work_node.resize(P);
+  out.gpu_of_pack.resize(P);
+  for (std::uint32_t p = 0; p < P; ++p) {
+    if (options[p].empty()) throw std::invalid_argument(fmt::format("build_pack_problem: pack {} has no options", p));
+    const int gpu = gpu_index.at(device_of_pack[p]);
+    std::vector<Option> opts;
+    for (const auto& o : options[p]) {
+      if (!(o.factor > 0)) throw std::invalid_argument("build_pack_problem: factor must be > 0");
+      const double t = ns_to_s(pg.pack_time(p, o.factor).dur_ns);
+      opts.push_back({o.clock_mhz, t, std::max(0.0, o.dynamic_energy_j) + idle_power_w * t});
+    }
+    ev.start[p] = prob.add_fixed(fmt::format("pack {} start", p), -1, 0, 0);
+    out.work_node[p] = prob.add_node(fmt::format("pack {}", p), gpu, std::move(opts));
+    ev.end[p] = prob.add_fixed(fmt::format("pack {} end", p), -1, 0, 0);
+    out.gpu_of_pack[p] = gpu;
+    prob.add_edge(ev.start[p], out.work_node[p]);
+    prob.add_edge(out.work_node[p], ev.end[p]);
+  }
+  ev.sink = prob.add_fixed("makespan", -1, 0, 0);
+  return ev;
+}
+
+/// The collapsed form: longest fixed paths (graph::KeptPaths) from the origin (the replay's own
+/// sources, relative to the window's start) and from each key timepoint, through fixed nodes,
+/// stopping at key timepoints: each key timepoint reached a lag from the source's event, the
+/// longest path to a fixed node's end a lag to the sink (from a pack's end at least 0).
+void collapsed_lags(const DepGraph& g, std::uint32_t P, const Events& ev, Lags& lag) {
+  std::vector<std::uint8_t> key(2 * g.nodes(), 0);
+  for (std::uint32_t p = 0; p < P; ++p) key[DepGraph::start_tp(p)] = key[DepGraph::end_tp(p)] = 1;
+  graph::KeptPaths paths(
+      g, graph::timepoint_arcs(g, [&](std::uint32_t k) { return g.in_lag[k]; },
+                               [&](std::uint32_t n) { return n >= P ? g.dur[n] : kUnreached; }),
+      std::move(key), graph::AtKept::kStop);
+  auto from = [&](std::uint32_t src, int src_ev, TimeNs origin_ns) {
+    TimeNs tail = paths.pass(src, origin_ns, [&](std::uint32_t tp, TimeNs v) { lag.constrain(src_ev, ev.of(tp), v); });
+    if (src != graph::KeptPaths::kSources && DepGraph::is_end(src)) tail = std::max<TimeNs>(tail, 0);
+    if (tail != kUnreached) lag.constrain(src_ev, ev.sink, tail);
+  };
+  from(graph::KeptPaths::kSources, ev.origin, g.window_start_ns);
+  for (std::uint32_t p = 0; p < P; ++p) {
+    from(DepGraph::start_tp(p), ev.start[p], 0);
+    from(DepGraph::end_tp(p), ev.end[p], 0);
+  }
+}
+
+/// The expanded form: every host node a fixed node between its own start and end events, every
+/// live edge a lag, the replay's own sources lags from the origin.
+void expanded_lags(const DepGraph& g, std::uint32_t P, const Events& ev, Problem& prob, Lags& lag) {
+  std::vector<int> host_start(g.nodes(), -1), host_end(g.nodes(), -1);
+  for (std::uint32_t n = P; n < g.nodes(); ++n) {
+    host_start[n] = prob.add_fixed("host start", -1, 0, 0);
+    const int work = prob.add_fixed("host", -1, ns_to_s(std::max<TimeNs>(0, g.dur[n])), 0);
+    host_end[n] = prob.add_fixed("host end", -1, 0, 0);
+    prob.add_edge(host_start[n], work);
+    prob.add_edge(work, host_end[n]);
+    lag.constrain(host_end[n], ev.sink, 0);
+  }
+  auto event = [&](std::uint32_t tp) {
+    const std::uint32_t n = DepGraph::node_of(tp);
+    if (n < P) return ev.of(tp);
+    return DepGraph::is_end(tp) ? host_end[n] : host_start[n];
+  };
+  for (std::uint32_t p = 0; p < P; ++p) lag.constrain(ev.end[p], ev.sink, 0);
+  for (std::uint32_t tp = 0; tp < 2 * g.nodes(); ++tp) {
+    for (std::uint32_t e = g.in_begin[tp]; e < g.in_begin[tp + 1]; ++e) {
+      if (g.in_lag[e] != graph::kDroppedLag) lag.constrain(event(g.in_from[e]), event(tp), g.in_lag[e]);
+    }
+    if (const TimeNs r = graph::replay_source_ns(g, tp); r != INT64_MIN) lag.constrain(ev.origin, event(tp), r - g.window_start_ns);
+  }
+}
+
+/// Adds each lag to the problem: <= 0 as a plain edge, > 0 through a fixed node of that duration.
+void materialise(const Lags& lag, PackProblem& out) {
+  for (const auto& [ab, l] : lag.all()) {
+    const auto [a, b] = ab;
+    if (a == b) continue;
+    if (l <= 0) {
+      out.negative_lags += l < 0;
+      out.problem.add_edge(a, b);
+    } else {
+      const int mid = out.problem.add_fixed("lag", -1, ns_to_s(l), 0);
+      ++out.lag_nodes;
+      out.problem.add_edge(a, mid);
+      out.problem.add_edge(mid, b);
+    }
+  }
+}
 
 }  // namespace
 
@@ -33,145 +165,17 @@ PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std:
   const DepGraph linearised = port_factors.empty() ? DepGraph{} : pg.graph_at(pg.pack_times(port_factors));
   const DepGraph& g = port_factors.empty() ? pg.g : linearised;
   PackProblem out;
-  Problem& prob = out.problem;
-
-  std::map<std::int32_t, int> gpu_index;
-  for (std::int32_t d : device_of_pack) {
-    if (gpu_index.try_emplace(d, static_cast<int>(gpu_index.size())).second) {
-      // placeholder; added in device order below
-    }
-  }
-  int k = 0;
-  for (auto& [d, idx] : gpu_index) {
-    idx = k++;
-    prob.add_gpu(fmt::format("GPU {}", d), idle_power_w);
-    out.device_of_gpu.push_back(d);
-  }
-
-  // Events: origin, per pack start/work/end, sink.
-  const int origin = prob.add_fixed("origin", -1, 0, 0);
-  std::vector<int> start_ev(P), end_ev(P);
-  out.work_node.resize(P);
-  out.gpu_of_pack.resize(P);
-  for (std::uint32_t p = 0; p < P; ++p) {
-    if (options[p].empty()) throw std::invalid_argument(fmt::format("build_pack_problem: pack {} has no options", p));
-    const int gpu = gpu_index.at(device_of_pack[p]);
-    std::vector<Option> opts;
-    for (const auto& o : options[p]) {
-      if (!(o.factor > 0)) throw std::invalid_argument("build_pack_problem: factor must be > 0");
-      const double t = ns_to_s(pg.pack_time(p, o.factor).dur_ns);
-      opts.push_back({o.clock_mhz, t, std::max(0.0, o.dynamic_energy_j) + idle_power_w * t});
-    }
-    start_ev[p] = prob.add_fixed(fmt::format("pack {} start", p), -1, 0, 0);
-    out.work_node[p] = prob.add_node(fmt::format("pack {}", p), gpu, std::move(opts));
-    end_ev[p] = prob.add_fixed(fmt::format("pack {} end", p), -1, 0, 0);
-    out.gpu_of_pack[p] = gpu;
-    prob.add_edge(start_ev[p], out.work_node[p]);
-    prob.add_edge(out.work_node[p], end_ev[p]);
-  }
-  const int sink = prob.add_fixed("makespan", -1, 0, 0);
-  auto event_of = [&](std::uint32_t tp) { return DepGraph::is_end(tp) ? end_ev[DepGraph::node_of(tp)] : start_ev[DepGraph::node_of(tp)]; };
-
-  // Constraint b >= a + L between events; keep the largest L per (a, b).
-  std::map<std::pair<int, int>, TimeNs> lag;
-  auto constrain = [&](int a, int b, TimeNs l) {
-    auto [it, inserted] = lag.try_emplace({a, b}, l);
-    if (!inserted) it->second = std::max(it->second, l);
-  };
-
-  // One forward pass per source (origin = UINT32_MAX, else a key timepoint) through fixed nodes.
-  std::vector<TimeNs> dist(2 * g.nodes(), kUnreached);
-  std::vector<std::uint32_t> sources{UINT32_MAX};
-  for (std::uint32_t p = 0; p < P; ++p) sources.push_back(DepGraph::start_tp(p)), sources.push_back(DepGraph::end_tp(p));
-  for (const std::uint32_t src : sources) {
-    std::fill(dist.begin(), dist.end(), kUnreached);
-    const int src_ev = src == UINT32_MAX ? origin : event_of(src);
-    TimeNs tail = kUnreached;  // longest fixed path from src to any end timepoint
-    for (const std::uint32_t tp : g.topo) {
-      const std::uint32_t n = DepGraph::node_of(tp);
-      TimeNs v = kUnreached;
-      if (tp == src) {
-        v = 0;
-      } else {
-        if (src == UINT32_MAX && !DepGraph::is_end(tp)) {
-          // Pinned starts (and starts whose every constraint was dropped) hang off the origin.
-          bool constrained = false;
-          for (std::uint32_t e = g.in_begin[tp]; e < g.in_begin[tp + 1]; ++e) constrained |= g.in_lag[e] != graph::kDroppedLag;
-          if (g.release[n] != INT64_MIN) v = g.release[n] - g.window_start_ns;
-          else if (!constrained) v = g.rec_start[n] - g.window_start_ns;
-        }
-        for (std::uint32_t e = g.in_begin[tp]; e < g.in_begin[tp + 1]; ++e) {
-          if (g.in_lag[e] == graph::kDroppedLag) continue;
-          const std::uint32_t from = g.in_from[e];
-          if (from != src && is_key(from, P)) continue;  // paths stop at other pack timepoints
-          if (dist[from] == kUnreached) continue;
-          v = std::max(v, dist[from] + g.in_lag[e]);
-        }
-        if (DepGraph::is_end(tp) && n >= P && dist[DepGraph::start_tp(n)] != kUnreached)
-          v = std::max(v, dist[DepGraph::start_tp(n)] + g.dur[n]);  // a fixed node's own duration
-      }
-      if (v == kUnreached) continue;
-      if (tp != src && is_key(tp, P)) {
-        constrain(src_ev, event_of(tp), v);  // recorded; not propagated further
-        continue;
-      }
-      dist[tp] = v;
-      if (DepGraph::is_end(tp)) tail = std::max(tail, v);
-    }
-    if (src != UINT32_MAX && DepGraph::is_end(src)) tail = std::max<TimeNs>(tail, 0);
-    if (tail != kUnreached) constrain(src_ev, sink, tail);
-  }
-
+  const Events ev = add_events(pg, options, device_of_pack, idle_power_w, out);
+  Lags lag;
+  collapsed_lags(g, P, ev, lag);
   // When the collapsed form would be larger than the pack graph itself (many packs reached
-  // through one long CPU chain: O(P²) constraints), expand the whole pack graph instead: every
-  // host node becomes a fixed node between its own start and end events.
+  // through one long CPU chain: O(P²) constraints), expand the whole pack graph instead.
   if (lag.size() > 2 * (g.nodes() + g.edges()) + 64) {
     lag.clear();
     out.expanded = true;
-    std::vector<int> host_start(g.nodes(), -1), host_end(g.nodes(), -1);
-    for (std::uint32_t n = P; n < g.nodes(); ++n) {
-      host_start[n] = prob.add_fixed("host start", -1, 0, 0);
-      const int work = prob.add_fixed("host", -1, ns_to_s(std::max<TimeNs>(0, g.dur[n])), 0);
-      host_end[n] = prob.add_fixed("host end", -1, 0, 0);
-      prob.add_edge(host_start[n], work);
-      prob.add_edge(work, host_end[n]);
-      constrain(host_end[n], sink, 0);
-    }
-    auto ev = [&](std::uint32_t tp) {
-      const std::uint32_t n = DepGraph::node_of(tp);
-      if (n < P) return event_of(tp);
-      return DepGraph::is_end(tp) ? host_end[n] : host_start[n];
-    };
-    for (std::uint32_t p = 0; p < P; ++p) constrain(end_ev[p], sink, 0);
-    for (std::uint32_t tp = 0; tp < 2 * g.nodes(); ++tp) {
-      const std::uint32_t n = DepGraph::node_of(tp);
-      bool constrained = false;
-      for (std::uint32_t e = g.in_begin[tp]; e < g.in_begin[tp + 1]; ++e) {
-        if (g.in_lag[e] == graph::kDroppedLag) continue;
-        constrained = true;
-        constrain(ev(g.in_from[e]), ev(tp), g.in_lag[e]);
-      }
-      if (!DepGraph::is_end(tp)) {
-        if (g.release[n] != INT64_MIN) constrain(origin, ev(tp), g.release[n] - g.window_start_ns);
-        else if (!constrained) constrain(origin, ev(tp), g.rec_start[n] - g.window_start_ns);
-      }
-    }
+    expanded_lags(g, P, ev, out.problem, lag);
   }
-
-  // Materialise: lag <= 0 as a plain edge, > 0 through a fixed node of that duration.
-  for (const auto& [ab, l] : lag) {
-    const auto [a, b] = ab;
-    if (a == b) continue;
-    if (l <= 0) {
-      out.negative_lags += l < 0;
-      prob.add_edge(a, b);
-    } else {
-      const int mid = prob.add_fixed("lag", -1, ns_to_s(l), 0);
-      ++out.lag_nodes;
-      prob.add_edge(a, mid);
-      prob.add_edge(mid, b);
-    }
-  }
+  materialise(lag, out);
   return out;
 }
 

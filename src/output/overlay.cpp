@@ -88,36 +88,16 @@ class Writer {
   bool first_ = true;
 };
 
-}  // namespace
-
-void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::string& path) {
-  write_overlay(t, a, path, {});
-}
-
-void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::string& path,
-                   const std::vector<OverlayTrack>& extra) {
+/// Every op of `t` but syncs as an "X" event in its own track (GPU: device/stream, host:
+/// process/thread), with its slack and criticality when it is a node of a.graph. Times relative
+/// to `origin` (ns).
+void write_ops(const trace::Trace& t, const timing::Analysis& a, TimeNs origin, Writer& w) {
   const graph::DepGraph& g = a.graph;
   const auto& ops = t.ops;
   std::vector<std::uint32_t> node_of(ops.size(), UINT32_MAX);
   for (std::uint32_t n = 0; n < g.nodes(); ++n) node_of[g.op[n]] = n;
-
-  // Timestamps are written relative to the trace's first op: Perfetto reads them as doubles,
-  // which at epoch scale resolve only 0.25 µs. The origin is kept in otherData.
-  const TimeNs origin = ops.size() > 0 ? ops.start_ns[0] : 0;
-  auto rel = [origin](TimeNs t) { return us(t - origin); };
   std::vector<std::uint8_t> on_path(g.nodes(), 0);
   for (const PathStep& st : a.path.steps) on_path[st.node] = 1;
-
-  Writer w(path);
-  w.put(fmt::format("{{\"displayTimeUnit\": \"ns\", \"otherData\": {{\"emo_origin_ns\": {}, "
-                    "\"emo_trace\": {}}}, \"traceEvents\": [",
-                    origin, json_quoted(t.meta.path)));
-  w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO critical path"}}}})", kPathPid));
-  for (const GpuSlack& gs : a.gpus) {
-    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO slack windows, GPU {}"}}}})",
-                        kSlackPidBase + gs.device, gs.device));
-  }
-  name_rank_processes(t, w);
   for (std::uint32_t i = 0; i < ops.size(); ++i) {
     const trace::OpKind k = ops.kind[i];
     if (k == trace::OpKind::kSync) continue;
@@ -133,9 +113,15 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
     }
     w.event(fmt::format(R"({{"ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{{}}}}})",
                         trace::op_kind_name(k), json_quoted(t.strings.view(ops.name[i])), pid, tid,
-                        rel(ops.start_ns[i]), us(ops.dur_ns[i]), args));
+                        us(ops.start_ns[i] - origin), us(ops.dur_ns[i]), args));
   }
-  // The critical path: its own track, and flows linking its steps in the original tracks.
+}
+
+/// The critical path: its own track (kPathPid), and flows linking its steps in the ops' tracks.
+void write_critical_path(const trace::Trace& t, const timing::Analysis& a, TimeNs origin, Writer& w) {
+  const graph::DepGraph& g = a.graph;
+  const auto& ops = t.ops;
+  auto rel = [origin](TimeNs t) { return us(t - origin); };
   std::uint64_t flow = 1;
   for (std::size_t s = 0; s < a.path.steps.size(); ++s) {
     const PathStep& st = a.path.steps[s];
@@ -161,6 +147,34 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
       ++flow;
     }
   }
+}
+
+}  // namespace
+
+void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::string& path) {
+  write_overlay(t, a, path, {});
+}
+
+void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::string& path,
+                   const std::vector<OverlayTrack>& extra) {
+  const auto& ops = t.ops;
+  // Timestamps are written relative to the trace's first op: Perfetto reads them as doubles,
+  // which at epoch scale resolve only 0.25 µs. The origin is kept in otherData.
+  const TimeNs origin = ops.size() > 0 ? ops.start_ns[0] : 0;
+  auto rel = [origin](TimeNs t) { return us(t - origin); };
+
+  Writer w(path);
+  w.put(fmt::format("{{\"displayTimeUnit\": \"ns\", \"otherData\": {{\"emo_origin_ns\": {}, "
+                    "\"emo_trace\": {}}}, \"traceEvents\": [",
+                    origin, json_quoted(t.meta.path)));
+  w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO critical path"}}}})", kPathPid));
+  for (const GpuSlack& gs : a.gpus) {
+    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO slack windows, GPU {}"}}}})",
+                        kSlackPidBase + gs.device, gs.device));
+  }
+  name_rank_processes(t, w);
+  write_ops(t, a, origin, w);
+  write_critical_path(t, a, origin, w);
   for (const GpuSlack& gs : a.gpus) {
     for (const Interval& win : gs.windows) {
       w.event(fmt::format(R"({{"ph": "X", "cat": "slack_window", "name": "slack window", "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {{"device": {}}}}})",

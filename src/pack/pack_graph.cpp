@@ -236,17 +236,8 @@ class Contractor {
   }
 
   /// The pinned time of a member start that is not the pack's first, or INT64_MIN: its release,
-  /// or its recorded start when every constraint into it was dropped (timing::replay's rule).
-  TimeNs pinned(std::uint32_t m) const {
-    const std::uint32_t tp = pg_.m_tp[m];
-    if (DepGraph::is_end(tp)) return INT64_MIN;
-    const std::uint32_t n = DepGraph::node_of(tp);
-    if (g_.release[n] != INT64_MIN) return g_.release[n];
-    for (std::uint32_t k = g_.in_begin[tp]; k < g_.in_begin[tp + 1]; ++k) {
-      if (g_.in_lag[k] != kDroppedLag) return INT64_MIN;
-    }
-    return g_.rec_start[n];
-  }
+  /// or its recorded start when every constraint into it was dropped (graph::replay_source_ns).
+  TimeNs pinned(std::uint32_t m) const { return graph::replay_source_ns(g_, pg_.m_tp[m]); }
 
   /// Exits (members with an edge leaving the pack): the pack's end when every op end reaches
   /// them, else exit ports; releases of members other than the first: release ports. Fills the

@@ -11,21 +11,30 @@
 
 namespace emo::runtime {
 
-SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
-                        std::span<const double> node_clock_mhz, const std::vector<ClockRequest>& requests,
-                        const SimRunOptions& options) {
-  const std::size_t n = g.nodes();
-  if (node_clock_mhz.size() != n) throw std::invalid_argument("run_on_sim: one clock per graph node needed");
-  const auto& gpu = device.gpu();
-  const auto latency_ns = ms_to_ns(gpu.switch_latency_ms);
-  // Requests per device, by effective time.
-  std::map<std::int32_t, std::vector<std::pair<TimeNs, double>>> effective;
+namespace {
+
+/// Per device: the requests by the time they take effect (request + switch latency, ns), stable.
+using EffectiveClocks = std::map<std::int32_t, std::vector<std::pair<TimeNs, double>>>;
+
+EffectiveClocks effective_clocks(const std::vector<ClockRequest>& requests, TimeNs latency_ns) {
+  EffectiveClocks effective;
   for (const auto& r : requests) effective[r.device].push_back({r.request_ns + latency_ns, r.clock_mhz});
   for (auto& [dev, v] : effective) std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  return effective;
+}
 
-  std::vector<OpTruth> truth(n);  // looked up once per node, not per pass
-  std::unordered_map<StringId, OpTruth> kernel_truth;  // and once per kernel name
-  std::vector<double> noise(n, 1.0);
+/// Each GPU node's ground truth (looked up once per node, once per kernel name) and its time
+/// noise factor (exp(sd × z), drawn in node order from options.seed; 1 without noise).
+struct NodeTruths {
+  std::vector<OpTruth> truth;
+  std::vector<double> noise;
+};
+
+NodeTruths node_truths(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
+                       const SimRunOptions& options) {
+  const std::size_t n = g.nodes();
+  NodeTruths out{std::vector<OpTruth>(n), std::vector<double>(n, 1.0)};
+  std::unordered_map<StringId, OpTruth> kernel_truth;
   std::mt19937_64 rng(options.seed);
   std::normal_distribution<double> z(0.0, 1.0);
   const double sd = device.options().ground_truth.noise.time_sd;
@@ -35,62 +44,68 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
     const auto name = trace.ops.name[row];
     const bool kernel = trace.ops.kind[row] == trace::OpKind::kKernel;
     if (const auto it = kernel ? kernel_truth.find(name) : kernel_truth.end(); it != kernel_truth.end()) {
-      truth[i] = it->second;
+      out.truth[i] = it->second;
     } else {
-      truth[i] = device.truth({std::string(trace.strings.view(name)), trace.ops.kind[row], 0, 0, g.dur[i]});
-      if (kernel) kernel_truth.emplace(name, truth[i]);
+      out.truth[i] = device.truth({std::string(trace.strings.view(name)), trace.ops.kind[row], 0, 0, g.dur[i]});
+      if (kernel) kernel_truth.emplace(name, out.truth[i]);
     }
-    if (options.noise) noise[i] = std::exp(sd * z(rng));
+    if (options.noise) out.noise[i] = std::exp(sd * z(rng));
   }
-  std::vector<double> clock(node_clock_mhz.begin(), node_clock_mhz.end());
-  std::vector<TimeNs> dur(g.dur.begin(), g.dur.end());
-  SimRunResult result;
-  timing::Schedule s;
-  for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!g.gpu[i] || g.dur[i] <= 0) continue;
-      const double t = device.true_time_ns(truth[i], g.dur[i], clock[i]) * noise[i];
-      dur[i] = std::max<TimeNs>(1, std::llround(t));
-    }
-    s = timing::replay(g, dur);
-    result.passes = pass + 1;
-    if (requests.empty()) break;
-    bool changed = false;
-    result.ops_at_other_clock = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!g.gpu[i]) continue;
-      const auto dev = trace.ops.device[g.op[i]];
-      double f = node_clock_mhz[i];
-      if (auto it = effective.find(dev); it != effective.end()) {
-        const TimeNs start = s.start(static_cast<std::uint32_t>(i)) - g.window_start_ns;
-        auto after = std::upper_bound(it->second.begin(), it->second.end(), start,
-                                      [](TimeNs t, const auto& e) { return t < e.first; });
-        if (after != it->second.begin()) {
-          f = std::prev(after)->second;
-        } else {
-          auto init = options.initial_clock_mhz.find(dev);
-          f = init != options.initial_clock_mhz.end() ? init->second : gpu.max_sm_clock_mhz();
-        }
+  return out;
+}
+
+/// Sets each GPU node's clock to the one in effect on its device when it starts in `s` (the last
+/// effective request before it, else the device's initial clock, else the max clock); counts the
+/// nodes whose clock differs from `node_clock_mhz` in ops_at_other_clock. True when a clock changed.
+bool apply_clocks(const trace::Trace& trace, const graph::DepGraph& g, const model::GpuSpec& gpu,
+                  const EffectiveClocks& effective, std::span<const double> node_clock_mhz,
+                  const SimRunOptions& options, const timing::Schedule& s, std::vector<double>& clock,
+                  SimRunResult& result) {
+  bool changed = false;
+  result.ops_at_other_clock = 0;
+  for (std::size_t i = 0; i < g.nodes(); ++i) {
+    if (!g.gpu[i]) continue;
+    const auto dev = trace.ops.device[g.op[i]];
+    double f = node_clock_mhz[i];
+    if (auto it = effective.find(dev); it != effective.end()) {
+      const TimeNs start = s.start(static_cast<std::uint32_t>(i)) - g.window_start_ns;
+      auto after = std::upper_bound(it->second.begin(), it->second.end(), start,
+                                    [](TimeNs t, const auto& e) { return t < e.first; });
+      if (after != it->second.begin()) {
+        f = std::prev(after)->second;
+      } else {
+        auto init = options.initial_clock_mhz.find(dev);
+        f = init != options.initial_clock_mhz.end() ? init->second : gpu.max_sm_clock_mhz();
       }
-      if (f != node_clock_mhz[i]) ++result.ops_at_other_clock;
-      if (f != clock[i]) clock[i] = f, changed = true;
     }
-    if (!changed) break;
+    if (f != node_clock_mhz[i]) ++result.ops_at_other_clock;
+    if (f != clock[i]) clock[i] = f, changed = true;
   }
+  return changed;
+}
+
+/// Throws std::invalid_argument when a GPU node's clock is not one `gpu` supports (±0.5 MHz).
+void check_supported(const graph::DepGraph& g, const model::GpuSpec& gpu, const std::vector<double>& clock) {
   double supported = std::nan("");  // the last clock found supported (most nodes share a few)
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < g.nodes(); ++i) {
     if (!g.gpu[i] || clock[i] == supported) continue;
     if (std::abs(gpu.nearest_sm_clock(clock[i]) - clock[i]) > 0.5)
       throw std::invalid_argument("run_on_sim: a node's clock is not supported by " + gpu.id);
     supported = clock[i];
   }
-  result.makespan_ns = s.makespan_ns;
-  // Energy: idle power over the makespan on every device that ran work, plus each op above idle.
-  for (std::size_t i = 0; i < n; ++i) {
+}
+
+/// Energy: idle power over the makespan on every device that ran work, plus each op above idle;
+/// each GPU op's run record; the clock changes the requests make.
+void add_energy(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
+                const NodeTruths& nt, const std::vector<double>& clock, const std::vector<TimeNs>& dur,
+                const timing::Schedule& s, const EffectiveClocks& effective, SimRunResult& result) {
+  const auto& gpu = device.gpu();
+  for (std::size_t i = 0; i < g.nodes(); ++i) {
     if (!g.gpu[i]) continue;
     const auto dev = trace.ops.device[g.op[i]];
     auto [it, inserted] = result.gpu_energy_j.try_emplace(dev, gpu.idle_power_w * static_cast<double>(s.makespan_ns) * kSPerNs);
-    const double p = device.true_power_w(truth[i], clock[i]);
+    const double p = device.true_power_w(nt.truth[i], clock[i]);
     it->second += (p - gpu.idle_power_w) * static_cast<double>(dur[i]) * kSPerNs;
     result.ops.push_back({static_cast<std::uint32_t>(i), dev, kNoRunPack,
                           s.start(static_cast<std::uint32_t>(i)) - g.window_start_ns, dur[i], p - gpu.idle_power_w});
@@ -100,6 +115,36 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
     for (std::size_t k = 1; k < v.size(); ++k) result.clock_changes += v[k].second != v[k - 1].second;
     result.clock_changes += v.empty() ? 0 : 1;
   }
+}
+
+}  // namespace
+
+SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
+                        std::span<const double> node_clock_mhz, const std::vector<ClockRequest>& requests,
+                        const SimRunOptions& options) {
+  const std::size_t n = g.nodes();
+  if (node_clock_mhz.size() != n) throw std::invalid_argument("run_on_sim: one clock per graph node needed");
+  const auto& gpu = device.gpu();
+  const EffectiveClocks effective = effective_clocks(requests, ms_to_ns(gpu.switch_latency_ms));
+  const NodeTruths nt = node_truths(trace, g, device, options);
+  std::vector<double> clock(node_clock_mhz.begin(), node_clock_mhz.end());
+  std::vector<TimeNs> dur(g.dur.begin(), g.dur.end());
+  SimRunResult result;
+  timing::Schedule s;
+  for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!g.gpu[i] || g.dur[i] <= 0) continue;
+      const double t = device.true_time_ns(nt.truth[i], g.dur[i], clock[i]) * nt.noise[i];
+      dur[i] = std::max<TimeNs>(1, std::llround(t));
+    }
+    s = timing::replay(g, dur);
+    result.passes = pass + 1;
+    if (requests.empty()) break;
+    if (!apply_clocks(trace, g, gpu, effective, node_clock_mhz, options, s, clock, result)) break;
+  }
+  check_supported(g, gpu, clock);
+  result.makespan_ns = s.makespan_ns;
+  add_energy(trace, g, device, nt, clock, dur, s, effective, result);
   return result;
 }
 

@@ -1,10 +1,11 @@
 #include "timing/ports.h"
 
 #include <algorithm>
-#include <deque>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+
+#include "graph/algorithms.h"
 
 namespace emo::timing {
 namespace {
@@ -14,12 +15,23 @@ constexpr TimeNs kNoTime = INT64_MIN;
 
 TimeNs plus(TimeNs t, TimeNs lag) { return t == kNoTime ? kNoTime : t + lag; }
 
-/// The forward passes of reduce_to_ports over one graph.
+/// Kept timepoints of reduce_to_ports: every port's start and end.
+std::vector<std::uint8_t> port_timepoints(const DepGraph& g, std::span<const std::uint32_t> port_node) {
+  std::vector<std::uint8_t> kept(2 * g.nodes(), 0);
+  for (const std::uint32_t n : port_node) {
+    if (n < g.nodes()) kept[DepGraph::start_tp(n)] = kept[DepGraph::end_tp(n)] = 1;
+  }
+  return kept;
+}
+
+/// The forward passes of reduce_to_ports over one graph: graph::KeptPaths through every edge and
+/// every node's duration but a port's (its end is the job's), reporting at port timepoints and
+/// going on through them.
 class Reducer {
  public:
   Reducer(const DepGraph& g, std::span<const TimeNs> dur, std::span<const std::uint32_t> port_node)
-      : g_(g), dur_(dur), port_node_(port_node), port_of_(g.nodes(), kNone32), pos_(2 * g.nodes()), time_(2 * g.nodes()) {
-    if (dur.size() != g.nodes()) throw std::invalid_argument("reduce_to_ports: one duration per graph node needed");
+      : g_(g), dur_(dur), port_node_(port_node), port_of_(g.nodes(), kNone32), pos_(2 * g.nodes()),
+        paths_(g, arcs(g, dur, port_node), port_timepoints(g, port_node), graph::AtKept::kPass) {
     for (std::uint32_t p = 0; p < port_node.size(); ++p) {
       const std::uint32_t n = port_node[p];
       if (n >= g.nodes() || port_of_[n] != kNone32) throw std::invalid_argument("reduce_to_ports: a port outside the graph, or twice");
@@ -35,14 +47,9 @@ class Reducer {
     out.dur_ns.resize(k);
     for (std::size_t p = 0; p < k; ++p) out.dur_ns[p] = dur_[port_node_[p]];
     // The rank's own sources: releases (and recorded starts where every constraint was dropped).
-    std::fill(time_.begin(), time_.end(), kNoTime);
-    out.end_release_ns_rank = pass(0, true);
-    out.release_ns.resize(k);
-    out.end_release_ns.resize(k);
-    for (std::size_t p = 0; p < k; ++p) {
-      out.release_ns[p] = time_[DepGraph::start_tp(port_node_[p])];
-      out.end_release_ns[p] = time_[DepGraph::end_tp(port_node_[p])];
-    }
+    out.end_release_ns_rank = pass(graph::KeptPaths::kSources);
+    out.release_ns = at_start_;
+    out.end_release_ns = at_end_;
     // From each port's end, latest first, so that the lags of the ports after it are final when
     // its own are pruned against them.
     std::vector<std::uint32_t> by_end(k), by_start(k);
@@ -52,18 +59,12 @@ class Reducer {
     std::sort(by_start.begin(), by_start.end(), [&](auto a, auto b) { return pos_[start_tp(a)] < pos_[start_tp(b)]; });
     kept_.assign(k, {});
     kept_end_.assign(k, kNoTime);
-    std::vector<TimeNs> direct(k);
     for (const std::uint32_t q : by_end) {
-      std::fill(time_.begin(), time_.end(), kNoTime);
-      const std::uint32_t from = pos_[end_tp(q)];
-      time_[end_tp(q)] = 0;
-      const TimeNs to_end = pass(from + 1, false);
+      const TimeNs to_end = pass(end_tp(q));
       for (std::size_t p = 0; p < k; ++p) {
-        direct[p] = time_[start_tp(static_cast<std::uint32_t>(p))];
-        const TimeNs into = time_[end_tp(static_cast<std::uint32_t>(p))];
-        if (p != q && into != kNoTime) out.lags.push_back({q, static_cast<std::uint32_t>(p), into, true});
+        if (p != q && at_end_[p] != kNoTime) out.lags.push_back({q, static_cast<std::uint32_t>(p), at_end_[p], true});
       }
-      prune(q, direct, to_end, by_start);
+      prune(q, at_start_, to_end, by_start);
     }
     for (std::uint32_t q = 0; q < k; ++q) {
       for (const auto& [p, lag] : kept_[q]) out.lags.push_back({q, p, lag, false});
@@ -78,33 +79,29 @@ class Reducer {
  private:
   static constexpr std::uint32_t kNone32 = UINT32_MAX;
 
+  /// Every live edge at its lag; S → E of every node but a port at its duration `dur`.
+  static graph::TimepointArcs arcs(const DepGraph& g, std::span<const TimeNs> dur, std::span<const std::uint32_t> port_node) {
+    if (dur.size() != g.nodes()) throw std::invalid_argument("reduce_to_ports: one duration per graph node needed");
+    std::vector<std::uint8_t> port(g.nodes(), 0);
+    for (const std::uint32_t n : port_node) {
+      if (n < g.nodes()) port[n] = 1;
+    }
+    return graph::timepoint_arcs(g, [&](std::uint32_t k) { return g.in_lag[k]; },
+                                 [&](std::uint32_t n) { return port[n] ? INT64_MIN : dur[n]; });
+  }
+
   std::uint32_t start_tp(std::uint32_t p) const { return DepGraph::start_tp(port_node_[p]); }
   std::uint32_t end_tp(std::uint32_t p) const { return DepGraph::end_tp(port_node_[p]); }
 
-  /// The forward pass from topological position `from` on (time_ set before it), a port's end
-  /// never from its own start; with `releases`, as graph::longest_path reads releases. Returns the
-  /// latest end of a node that is not a port (kNoTime: none reached).
-  TimeNs pass(std::uint32_t from, bool releases) {
-    TimeNs last = kNoTime;
-    for (std::size_t i = from; i < g_.topo.size(); ++i) {
-      const std::uint32_t tp = g_.topo[i];
-      const std::uint32_t n = DepGraph::node_of(tp);
-      const bool end = DepGraph::is_end(tp);
-      const bool port = port_of_[n] != kNone32;
-      TimeNs v = kNoTime;
-      bool constrained = end;  // an end always follows its start, a port's from outside
-      if (!end && releases) v = g_.release[n], constrained = v != kNoTime;
-      if (end && !port) v = plus(time_[DepGraph::start_tp(n)], dur_[n]);
-      for (std::uint32_t e = g_.in_begin[tp]; e < g_.in_begin[tp + 1]; ++e) {
-        if (g_.in_lag[e] == graph::kDroppedLag) continue;
-        constrained = true;
-        v = std::max(v, plus(time_[g_.in_from[e]], g_.in_lag[e]));
-      }
-      if (!constrained && releases) v = g_.rec_start[n];  // every constraint dropped: the recording
-      time_[tp] = v;
-      if (end && !port) last = std::max(last, v);
-    }
-    return last;
+  /// One pass from `src` (a port's end, or kSources: the rank's own sources, on its own clock):
+  /// at_start_/at_end_ receive the longest path to each port's start and end (kNoTime: not
+  /// reached). Returns the longest path to the end of a node that is not a port (kNoTime: none).
+  TimeNs pass(std::uint32_t src) {
+    at_start_.assign(port_node_.size(), kNoTime);
+    at_end_.assign(port_node_.size(), kNoTime);
+    return paths_.pass(src, 0, [&](std::uint32_t tp, TimeNs v) {
+      (DepGraph::is_end(tp) ? at_end_ : at_start_)[port_of_[DepGraph::node_of(tp)]] = v;
+    });
   }
 
   /// Keeps the lags from q (`direct`: to each port's start; `to_end`: to the rank's end) that no
@@ -131,7 +128,8 @@ class Reducer {
   std::span<const std::uint32_t> port_node_;
   std::vector<std::uint32_t> port_of_;
   std::vector<std::uint32_t> pos_;
-  std::vector<TimeNs> time_;
+  graph::KeptPaths paths_;
+  std::vector<TimeNs> at_start_, at_end_;  // per port: the last pass's longest path to its start, end
   std::vector<std::vector<std::pair<std::uint32_t, TimeNs>>> kept_;  // per port: (to, lag)
   std::vector<TimeNs> kept_end_;
   std::vector<TimeNs> chain_;
@@ -178,24 +176,20 @@ class JobTimer {
     out.end_ns.assign(n, kNoTime);
     out.arrival_ns.resize(r_.size());
     for (std::size_t r = 0; r < r_.size(); ++r) out.arrival_ns[r].assign(r_[r].instance.size(), kNoTime);
-    std::deque<std::size_t> ready;
-    for (std::size_t c = 0; c < n; ++c) {
-      if (pending_[c] == 0) ready.push_back(c);
-    }
-    for (std::size_t finished = 0; finished < n; ++finished) {
-      std::size_t c = 0;
-      if (!ready.empty()) {
-        c = ready.front();
-        ready.pop_front();
-      } else {
-        c = earliest_blocked(out);
-        ++out.cycle_breaks;
-      }
-      time_instance(c, out);
-      for (const std::size_t s : succ_[c]) {
-        if (!done_[s] && --pending_[s] == 0) ready.push_back(s);
-      }
-    }
+    // Instances in topological order, first-in first-out (graph::topological_order); each is
+    // timed when it is taken, before its successors wait for one predecessor less. A cycle
+    // (ranks disagreeing on the order): the blocked instance with the earliest arrival known
+    // from the finished ones is taken next.
+    graph::topological_order<std::size_t>(
+        std::move(pending_), graph::ReadyOrder::kFirstInFirstOut,
+        [&](std::size_t c, auto&& visit) {
+          time_instance(c, out);
+          for (const std::size_t s : succ_[c]) visit(s);
+        },
+        [&](graph::TopoState<std::size_t>& s) {
+          s.force(earliest_blocked(out));
+          ++out.cycle_breaks;
+        });
     finish(out);
     return out;
   }

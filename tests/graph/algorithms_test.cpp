@@ -1,10 +1,13 @@
 // The graph kernel (graph/algorithms.h) on hand-built graphs whose answers are worked out by hand
-// in the comments: topological orders (stack and queue), the cycle policy, and the longest-path
-// replay with positive, zero and negative lags, releases and dropped edges.
+// in the comments: topological orders (stack and queue), the cycle policy, the longest-path
+// replay with positive, zero and negative lags, releases and dropped edges, and the longest paths
+// to kept timepoints (KeptPaths: by hand, and against the replay on random graphs).
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <cstdint>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "graph/algorithms.h"
@@ -237,6 +240,115 @@ TEST(TimepointOrder, ACycleGoesToTheBreakerWhichCutsEdges) {
   EXPECT_EQ(g.topo, (std::vector<std::uint32_t>{S(0), S(1), E(1), E(0)}));
   // The replay ignores the cut edge: p keeps its recorded start (no release), q follows it.
   EXPECT_EQ(replay(g, dur), (std::vector<TimeNs>{0, 4, 0, 6}));
+}
+
+// --- KeptPaths: longest paths to kept timepoints ------------------------------------------------
+
+/// Every live edge at its lag and every node's duration: the replay's own relations.
+TimepointArcs all_arcs(const DepGraph& g) {
+  return timepoint_arcs(g, [&](std::uint32_t k) { return g.in_lag[k]; }, [&](std::uint32_t n) { return g.dur[n]; });
+}
+
+/// (timepoint, ns) of each reach() of one pass, and its returned tail.
+std::pair<std::vector<std::pair<std::uint32_t, TimeNs>>, TimeNs> run_pass(KeptPaths& kp, std::uint32_t src) {
+  std::vector<std::pair<std::uint32_t, TimeNs>> got;
+  const TimeNs tail = kp.pass(src, 0, [&](std::uint32_t tp, TimeNs v) { got.emplace_back(tp, v); });
+  return {got, tail};
+}
+
+using Reached = std::vector<std::pair<std::uint32_t, TimeNs>>;
+
+TEST(KeptPaths, StopAtAKeptTimepoint) {
+  // The diamond (above) with S(d) kept: from the sources S(d) is reached at max(15, 32 - 3) = 29
+  // and the pass stops there, so E(d) is never reached; the latest end reached that is not kept
+  // is E(c) = 32.
+  const DepGraph g = diamond();
+  std::vector<std::uint8_t> kept(8, 0);
+  kept[S(3)] = 1;
+  KeptPaths kp(g, all_arcs(g), kept, AtKept::kStop);
+  auto [got, tail] = run_pass(kp, KeptPaths::kSources);
+  EXPECT_EQ(got, (Reached{{S(3), 29}}));
+  EXPECT_EQ(tail, 32);
+  // From E(a) at 0: S(b) 0, E(b) 5, S(c) 2, E(c) 22, S(d) max(5, 22 - 3) = 19 (kept); tail 22.
+  std::tie(got, tail) = run_pass(kp, E(0));
+  EXPECT_EQ(got, (Reached{{S(3), 19}}));
+  EXPECT_EQ(tail, 22);
+  // A second pass from the same source gives the same answer (the pass leaves no state behind).
+  std::tie(got, tail) = run_pass(kp, E(0));
+  EXPECT_EQ(got, (Reached{{S(3), 19}}));
+}
+
+TEST(KeptPaths, PassThroughAKeptTimepointAndSkipDroppedArcs) {
+  // The same from E(a), going on through S(d): E(d) = 19 + 1 = 20 is reached; the tail is E(c) 22.
+  // With c's duration left out (as a port's), E(c) is reached only through its in-edges: none,
+  // so S(d) = 5 and E(d) = 6; the tail is then max(E(b) = 5, E(d) = 6) = 6.
+  const DepGraph g = diamond();
+  std::vector<std::uint8_t> kept(8, 0);
+  kept[S(3)] = 1;
+  KeptPaths kp(g, all_arcs(g), kept, AtKept::kPass);
+  auto [got, tail] = run_pass(kp, E(0));
+  EXPECT_EQ(got, (Reached{{S(3), 19}}));
+  EXPECT_EQ(tail, 22);
+  KeptPaths no_c(g, timepoint_arcs(g, [&](std::uint32_t k) { return g.in_lag[k]; },
+                                   [&](std::uint32_t n) { return n == 2 ? INT64_MIN : g.dur[n]; }),
+                 kept, AtKept::kPass);
+  std::tie(got, tail) = run_pass(no_c, E(0));
+  EXPECT_EQ(got, (Reached{{S(3), 5}}));
+  EXPECT_EQ(tail, 6);
+}
+
+TEST(KeptPaths, FromTheSourcesItIsTheReplayOnRandomGraphs) {
+  // Passing through every kept timepoint with the replay's own arcs, a pass from the sources is
+  // longest_path: each kept timepoint is reached at its replay time, and the tail is the latest
+  // replayed end that is not kept. Random DAGs (edges from lower to higher nodes, some into ends,
+  // lags -5..20, a third of the nodes released, some edges dropped), half the timepoints kept.
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    const std::uint32_t n = 1 + static_cast<std::uint32_t>(rng() % 40);
+    std::vector<TimeNs> dur(n), rec(n), release(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      dur[i] = static_cast<TimeNs>(rng() % 50);
+      rec[i] = static_cast<TimeNs>(rng() % 1000);
+      release[i] = rng() % 3 == 0 ? static_cast<TimeNs>(rng() % 100) : kNoRelease;
+    }
+    std::vector<Edge> edges;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t j = i + 1; j < n; ++j) {
+        if (rng() % 4 == 0) edges.push_back({E(i), rng() % 5 == 0 ? E(j) : S(j), static_cast<TimeNs>(rng() % 26) - 5});
+      }
+    }
+    DepGraph g = hand_graph(dur, rec, release, edges);
+    for (auto& l : g.in_lag) {
+      if (rng() % 10 == 0) l = kDroppedLag;
+    }
+    const std::vector<TimeNs> t = replay(g, dur);
+    std::vector<std::uint8_t> kept(2 * n);
+    for (auto& k : kept) k = rng() % 2;
+    KeptPaths kp(g, all_arcs(g), kept, AtKept::kPass);
+    const auto [got, tail] = run_pass(kp, KeptPaths::kSources);
+    Reached want;
+    TimeNs want_tail = INT64_MIN;
+    for (const std::uint32_t tp : g.topo) {
+      if (kept[tp]) want.emplace_back(tp, t[tp]);
+      else if (DepGraph::is_end(tp)) want_tail = std::max(want_tail, t[tp]);
+    }
+    ASSERT_EQ(got, want) << "round " << round;
+    ASSERT_EQ(tail, want_tail) << "round " << round;
+  }
+}
+
+TEST(ReplaySource, ReleaseElseRecordedStartWhenEveryEdgeIsDropped) {
+  // As LongestPath.ReleasesEdgesIntoEndsAndDroppedEdges: x released at 100; y released at 50
+  // (with an edge: still its release); z's start has only a dropped edge: its recording, 7; ends none.
+  DepGraph g = hand_graph({2, 3, 1}, {100, 112, 7}, {100, 50, kNoRelease},
+                          {{E(0), S(1), 10}, {E(1), E(2), 0}, {E(0), S(2), 0}});
+  for (std::uint32_t k = g.in_begin[S(2)]; k < g.in_begin[S(2) + 1]; ++k) g.in_lag[k] = kDroppedLag;
+  EXPECT_EQ(replay_source_ns(g, S(0)), 100);
+  EXPECT_EQ(replay_source_ns(g, S(1)), 50);
+  EXPECT_EQ(replay_source_ns(g, S(2)), 7);
+  EXPECT_EQ(replay_source_ns(g, E(2)), INT64_MIN);
+  g.in_lag[g.in_begin[S(2)]] = 0;  // the edge live again: z has no source of its own
+  EXPECT_EQ(replay_source_ns(g, S(2)), INT64_MIN);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "graph/independent_replay.h"
 #include "model/gpu_catalog.h"
+#include "model/pack_options.h"
 #include "pack/catalog_min_pack.h"
 #include "pack/pack_run.h"
 #include "test_data.h"
