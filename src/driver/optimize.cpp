@@ -329,6 +329,40 @@ std::optional<Candidate> per_gpu_static(const ProblemStage& problem, const pack:
   return c;
 }
 
+/// The last of EMO's guarantees on the kept plan (issue 26): the best static run measured by
+/// evaluate_static (every clock on the simulated device) replaces `kept` when it is cheaper within
+/// the target — never costlier than locking one clock; then, when `kept` misses the target, the
+/// baseline (its run defines the target) replaces it and ev.baseline_kept says so.
+template <typename WithPolicy>
+void static_or_baseline(const ProblemStage& problem, StaticRuns& runs, WithPolicy&& with_policy, Candidate& kept,
+                        Evaluation& ev) {
+  if (runs.best && better_within(*runs.best, kept.run, ev.target_ns)) {
+    if (std::optional<std::vector<int>> k = uniform_choice(problem, runs.best->clock_mhz)) {
+      kept = with_policy(plan_of(problem, std::move(*k)));
+      kept.run = std::move(*runs.best);
+      ev.static_kept = true, ev.static_candidate_mhz = kept.run.clock_mhz;
+      ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = false;
+    }
+  }
+  if (kept.run.time_ns > ev.target_ns) {
+    kept = with_policy(plan_of(problem, std::vector<int>(problem.choices.packs(), 0)));
+    kept.run = std::move(runs.baseline);
+    ev.baseline_kept = true;
+    ev.static_kept = ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = false;
+  }
+}
+
+/// Moves the kept plan's measured figures, run breakdown, plan and policy into `ev`.
+void keep(Candidate kept, Evaluation& ev) {
+  ev.emo = {kept.run.time_ns, kept.run.energy_j, 0};
+  ev.clock_switches = kept.run.clock_switches;
+  ev.ops_at_other_clock = kept.run.ops_at_other_clock;
+  ev.emo_power = std::move(kept.run.power);  // issue 18: the report's power plot and pack table
+  ev.emo_packs = std::move(kept.run.pack_costs);
+  ev.plan = std::move(kept.plan);
+  ev.policy = std::move(kept.policy);
+}
+
 }  // namespace
 
 double OptimizeResult::savings() const {
@@ -567,31 +601,8 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
       ev.static_kept = ev.probe_kept = ev.calibration_kept = false;
     }
   }
-  // The best static run measured above (every clock on the simulated device), when it is cheaper
-  // within the target: never costlier than locking one clock.
-  if (static_runs.best && better_within(*static_runs.best, kept.run, ev.target_ns)) {
-    if (std::optional<std::vector<int>> k = uniform_choice(problem, static_runs.best->clock_mhz)) {
-      kept = with_policy(plan_of(problem, std::move(*k)));
-      kept.run = std::move(*static_runs.best);
-      ev.static_kept = true, ev.static_candidate_mhz = kept.run.clock_mhz;
-      ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = false;
-    }
-  }
-  // EMO's promise: the kept plan meets the target on its evaluation run, or the baseline is kept
-  // (its run defines the target) and the output says so.
-  if (kept.run.time_ns > ev.target_ns) {
-    kept = with_policy(plan_of(problem, std::vector<int>(problem.choices.packs(), 0)));
-    kept.run = std::move(static_runs.baseline);
-    ev.baseline_kept = true;
-    ev.static_kept = ev.probe_kept = ev.calibration_kept = false;
-  }
-  ev.emo = {kept.run.time_ns, kept.run.energy_j, 0};
-  ev.clock_switches = kept.run.clock_switches;
-  ev.ops_at_other_clock = kept.run.ops_at_other_clock;
-  ev.emo_power = std::move(kept.run.power);  // issue 18: the report's power plot and pack table
-  ev.emo_packs = std::move(kept.run.pack_costs);
-  ev.plan = std::move(kept.plan);
-  ev.policy = std::move(kept.policy);
+  static_or_baseline(problem, static_runs, with_policy, kept, ev);
+  keep(std::move(kept), ev);
   return ev;
 }
 
