@@ -51,6 +51,12 @@ Action add_run_command(CLI::App& app);
 /// `emo reset (--gpu-index I | --all)`
 Action add_reset_command(CLI::App& app);
 
+/// `emo serve [--config FILE] [--status]`
+Action add_serve_command(CLI::App& app);
+/// Adds `--via-service` to a command that changes clocks: sets EMO_CLOCK_SERVICE=always, so
+/// that every clock setter goes through the clock service (runtime/clock_client.h).
+void add_via_service_flag(CLI::App* cmd);
+
 /// "--min-pack-ms X" as ns: a finite number of milliseconds, > 0 and at most an hour; nullopt for
 /// "". Throws InputError("--min-pack-ms X", reason) otherwise. Shared by `emo pack` and
 /// `emo optimize`.
