@@ -12,6 +12,12 @@ source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool
 require_built "$FAKE_BUILT"
 require_tool python3 setpriv
 [[ $(id -u) -eq 0 ]] || skip_or_fail "the clock service test runs the service as root and clients as nobody: run it as root"
+# The raw clients run as nobody: a python3 nobody may run (a pyenv shim under /root is not one).
+PY=""
+for p in "$(command -v python3)" /usr/bin/python3; do
+  if [[ -x "$p" ]] && setpriv --reuid nobody --regid nogroup --clear-groups "$p" -c 1 2>/dev/null; then PY=$p; break; fi
+done
+[[ -n "$PY" ]] || skip_or_fail "no python3 that the user nobody may run"
 dir=$(mktemp -d); chmod 0755 "$dir"
 left=()
 trap 'for p in "${left[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"' EXIT
@@ -108,16 +114,16 @@ expect_error refused_other_uid "GPU 1: clock service: GPU 1 is used by another u
   && ok "refused: no setter reached NVML, the refusal is in the audit log" || bad "refused: setters=$(setters)"
 printf '0 %s\n' $$ > "$dir/procs"  # GPU 0 root's only, GPU 2 nobody's by a job file alone
 printf 'uid 65534\ngpu GPU-fake-0000-0000-0000-000000000002\n' > "$dir/jobs/4242"
-out=$(as_nobody python3 "$dir/client.py" "$SOCK" "set-sm 2 990 990" "set-sm 1 990 990" "reset-sm 2" | tr '\n' '|')
+out=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 2 990 990" "set-sm 1 990 990" "reset-sm 2" | tr '\n' '|')
 [[ "$out" == "ok emo-clock/1|ok 990 990|refused 4 GPU 1 runs no process of uid 65534 and no job file gives it to uid 65534|ok|" ]] \
   && ok "a job file gives GPU 2 to nobody; GPU 1 (nothing of theirs) refused" || bad "job file: <<$out>>"
 chown nobody "$dir/jobs/4242"
-out=$(as_nobody python3 "$dir/client.py" "$SOCK" "set-sm 2 990 990" | tr '\n' '|')
+out=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 2 990 990" | tr '\n' '|')
 [[ "$out" == "ok emo-clock/1|refused 4 GPU 2 runs no process of uid 65534 and no job file gives it to uid 65534|" ]] \
   && ok "a job file not owned by root is not believed" || bad "untrusted job file: <<$out>>"
 rm -f "$dir/jobs/4242"
 printf '0 %s\n1 %s\n2 %s\n' "$job" "$job" "$job" > "$dir/procs"
-out=$(as_nobody python3 "$dir/client.py" "$SOCK" "set-sm 0 100 5000" "set-sm 0 1200 1000" | tr '\n' '|')
+out=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 0 100 5000" "set-sm 0 1200 1000" | tr '\n' '|')
 [[ "$out" == "ok emo-clock/1|ok 210 1410|error MIN 1200 MHz is above MAX 1000 MHz|" ]] \
   && ok "clamped to the GPU's range (100-5000 → 210-1410); a malformed request: error" || bad "clamp: <<$out>>"
 
@@ -141,7 +147,7 @@ PY
 }
 # A raw client (no guardian: only the service can reset its GPUs) holding GPUs 0 and 2.
 : > "$dir/svc.log"
-as_nobody_exec python3 "$dir/client.py" "$SOCK" "set-sm 0 990 990" "set-sm 2 1005 1005" "sleep 30" > "$dir/c0" &
+as_nobody_exec "$PY" "$dir/client.py" "$SOCK" "set-sm 0 990 990" "set-sm 2 1005 1005" "sleep 30" > "$dir/c0" &
 c0=$!; left+=("$c0")
 for _ in $(seq 300); do [[ $(wc -l < "$dir/c0") -ge 3 ]] && break; sleep 0.01; done
 ms=$(kill_and_time "$c0" 2)
@@ -166,11 +172,11 @@ wait "$emo_pid" 2>/dev/null
 sleep 0.3  # the client's guardian may still be talking to the service
 
 # --- two clients at once ----------------------------------------------------------------------------------
-as_nobody python3 "$dir/client.py" "$SOCK" "set-sm 0 990 990" "sleep 1" > "$dir/c1" &
+as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 0 990 990" "sleep 1" > "$dir/c1" &
 c1=$!
 for _ in $(seq 300); do [[ -s "$dir/c1" && $(wc -l < "$dir/c1") -ge 2 ]] && break; sleep 0.01; done
-out2=$(as_nobody python3 "$dir/client.py" "$SOCK" "set-sm 1 1005 1005" | tr '\n' '|')
-out3=$(as_nobody python3 "$dir/client.py" "$SOCK" "set-sm 0 1200 1200" | tr '\n' '|')
+out2=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 1 1005 1005" | tr '\n' '|')
+out3=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 0 1200 1200" | tr '\n' '|')
 status=$(as_nobody "$EMO" serve --config "$dir/serve.conf" --status)
 wait "$c1"
 [[ "$(tr '\n' '|' < "$dir/c1")" == "ok emo-clock/1|ok 990 990|" && "$out2" == "ok emo-clock/1|ok 1005 1005|" \
@@ -181,7 +187,7 @@ wait "$c1"
   && ok "emo serve --status lists the lease" || bad "status: <<$status>>"
 
 # --- protocol abuse: an error and a closed connection; the others still served ----------------------------
-abuse=$(as_nobody python3 - "$SOCK" <<'PY'
+abuse=$(as_nobody "$PY" - "$SOCK" <<'PY'
 import socket, sys, time
 def conn():
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); return s
@@ -219,7 +225,7 @@ ok emo-clock/1|ok 0|'
 fds() { ls "/proc/$svc_pid/fd" | wc -l; }
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$svc_pid/status"; }
 churn() {
-  as_nobody python3 - "$SOCK" <<'PY'
+  as_nobody "$PY" - "$SOCK" <<'PY'
 import socket, sys
 for i in range(1000):
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -241,7 +247,7 @@ left_leases=$(as_nobody "$EMO" serve --config "$dir/serve.conf" --status | head 
   || bad "churn: descriptors $fd0 → $fd1, RSS $rss0 → $rss1 KiB, $left_leases"
 
 # --- SIGKILL of the service mid-lease: reset at its restart; the switch interval ---------------------------
-as_nobody_exec python3 "$dir/client.py" "$SOCK" "set-sm 2 990 990" "set-mem 2 1593 1593" "sleep 30" > "$dir/c4" &
+as_nobody_exec "$PY" "$dir/client.py" "$SOCK" "set-sm 2 990 990" "set-mem 2 1593 1593" "sleep 30" > "$dir/c4" &
 c4=$!; left+=("$c4")
 for _ in $(seq 300); do [[ $(wc -l < "$dir/c4") -ge 3 ]] && break; sleep 0.01; done
 kill -KILL "$svc_pid"; wait "$svc_pid" 2>/dev/null
@@ -256,7 +262,7 @@ start_service "$dir/serve2.conf" || exit 1
   && grep -q "reset GPU 2 SM and memory clocks (leased when the previous service ended)" "$dir/audit.log" \
   && ok "SIGKILL of the service mid-lease: GPU 2 reset (SM and memory) when it starts again" \
   || bad "restart: setters=$(setters)"
-out=$(as_nobody python3 "$dir/client.py" "$SOCK" "set-sm 1 990 990" "set-sm 1 1005 1005" "sleep 0.35" "set-sm 1 1005 1005" | tr '\n' '|')
+out=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 1 990 990" "set-sm 1 1005 1005" "sleep 0.35" "set-sm 1 1005 1005" | tr '\n' '|')
 [[ "$out" =~ ^"ok emo-clock/1|ok 990 990|refused 4 GPU 1: a clock switch "[0-9.]+" ms after the last one (the service allows one per 300.000 ms)|ok 1005 1005|"$ ]] \
   && ok "min_switch_interval_ms 300: a second lock at once refused, one 350 ms later served" || bad "interval: <<$out>>"
 stop_service
