@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes a trace reader with libFuzzer (clang, ASan + UBSan).
 #
-#   scripts/fuzz.sh [--target kineto|nsys|emo] [SECONDS]     (default: kineto, 60 s)
+#   scripts/fuzz.sh [--target kineto|nsys|emo|clock] [SECONDS]     (default: kineto, 60 s)
 #
 # kineto: the Kineto JSON reader (fuzz/fuzz_kineto.cpp), corpus as described below.
 # nsys:   the nsys SQLite reader (fuzz/fuzz_nsys.cpp); seeds in fuzz/seeds-nsys (SQL scripts built
@@ -9,6 +9,8 @@
 #         under fuzz/crashers-nsys/.
 # emo:    the emo.trace/1 reader (fuzz/fuzz_emo_trace.cpp); seeds in fuzz/seeds-emo, reproducers
 #         under fuzz/crashers-emo/.
+# clock:  the clock service's wire protocol (fuzz/fuzz_clock_service.cpp: the real service in a
+#         thread, the NVML stand-in); seeds in fuzz/seeds-clock, reproducers under fuzz/crashers-clock/.
 #
 # Builds build-fuzz/ (clang, RelWithDebInfo, -DEMO_BUILD_FUZZ=ON), seeds a corpus from the small
 # real traces (decompressed, < 1 MB, from $EMO_DATA_DIR/kineto, default ../shared/data) plus
@@ -25,11 +27,11 @@ if [[ ${1:-} == --target ]]; then
   shift 2 || true
 fi
 case $target in
-  kineto | nsys | emo) ;;
-  *) echo "fuzz.sh: error: --target takes kineto, nsys or emo (got '$target')" >&2; exit 2 ;;
+  kineto | nsys | emo | clock) ;;
+  *) echo "fuzz.sh: error: --target takes kineto, nsys, emo or clock (got '$target')" >&2; exit 2 ;;
 esac
 secs=${1:-60}
-[[ $secs =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [--target kineto|nsys|emo] [SECONDS]" >&2; exit 2; }
+[[ $secs =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [--target kineto|nsys|emo|clock] [SECONDS]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${EMO_FUZZ_BUILD_DIR:-$root/build-fuzz}
 data=${EMO_DATA_DIR:-$root/../shared/data}
@@ -42,6 +44,7 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebI
 binary=fuzz_kineto
 [[ $target == nsys ]] && binary=fuzz_nsys
 [[ $target == emo ]] && binary=fuzz_emo_trace
+[[ $target == clock ]] && binary=fuzz_clock_service
 cmake --build "$build" -j"$(nproc)" --target "$binary" >/dev/null
 
 if [[ $target != kineto ]]; then
@@ -53,7 +56,7 @@ if [[ $target != kineto ]]; then
   rc=0
   (cd "$build" && ./"$binary" "$corpus" "$root/fuzz/seeds-$target" -dict="$root/fuzz/$target.dict" \
     -max_total_time="$secs" \
-    -max_len=65536 -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$crashers/" \
+    -max_len=$([[ $target == clock ]] && echo 2048 || echo 65536) -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$crashers/" \
     -print_final_stats=1 ${EMO_FUZZ_FLAGS:-}) || rc=$?
   if (( rc != 0 )); then
     echo "fuzz.sh: the fuzzer stopped with exit code $rc; reproducers in $crashers:" >&2

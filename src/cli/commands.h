@@ -51,6 +51,12 @@ Action add_run_command(CLI::App& app);
 /// `emo reset (--gpu-index I | --all)`
 Action add_reset_command(CLI::App& app);
 
+/// `emo serve [--config FILE] [--status]`
+Action add_serve_command(CLI::App& app);
+/// Adds `--via-service` to a command that changes clocks: sets EMO_CLOCK_SERVICE=always, so
+/// that every clock setter goes through the clock service (runtime/clock_client.h).
+void add_via_service_flag(CLI::App* cmd);
+
 /// The command-line option that carries a library parameter: "max_slowdown" → "--max-slowdown"
 /// (every parameter a library ArgumentError can name; any other field is returned as "--field"
 /// with '_' as '-').

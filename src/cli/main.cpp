@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   actions.push_back(emo::cli::add_export_command(app));
   actions.push_back(emo::cli::add_run_command(app));
   actions.push_back(emo::cli::add_reset_command(app));
+  actions.push_back(emo::cli::add_serve_command(app));
   emo::cli::set_command_after_separator(argc, argv);
   // Our own words for the two usage errors whose CLI11 wording misleads: a first argument that is
   // no command ("A subcommand is required"), and a negative number for an option that takes a

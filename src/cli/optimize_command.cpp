@@ -491,6 +491,7 @@ Action add_optimize_command(CLI::App& app) {
                   "their collectives and optimised jointly (docs/multi-rank.md); other traces each alone. "
                   "Required unless --example");
   add_job_options(cmd, o->job, true);
+  add_via_service_flag(cmd);
   cmd->add_option("--max-slowdown", o->max_slowdown,
                   "Latency target over every GPU at its max clock: a fraction (0.05) or a percentage (5%). "
                   "Required unless --example (then 0.05)");

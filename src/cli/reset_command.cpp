@@ -84,6 +84,7 @@ int run_reset(const ResetOptions& o, bool index_given) {
 Action add_reset_command(CLI::App& app) {
   auto o = std::make_shared<ResetOptions>();
   CLI::App* cmd = app.add_subcommand("reset", "Reset the SM and memory locked clocks of one GPU or of all GPUs");
+  add_via_service_flag(cmd);
   CLI::Option* index = cmd->add_option("--gpu-index", o->gpu_index, "NVML index of the GPU to reset");
   cmd->add_flag("--all", o->all, "Reset every GPU NVML sees");
   return [cmd, o, index]() -> int {

@@ -165,6 +165,7 @@ int run_run(const RunCliOptions& o) {
 Action add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunCliOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run a command and apply a clock policy at its pack boundaries");
+  add_via_service_flag(cmd);
   cmd->add_option("--policy", o->policy, "Clock policy (emo.policy/1)")->required();
   cmd->add_flag("--dry-run", o->dry_run, "Change nothing: log each intended switch and its time");
   cmd->add_option("--log", o->log, "Write a JSON-lines log of progress, switches and resets to FILE ('-' = stderr)");

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,11 +36,11 @@ constexpr int kGuardianFd = 3;
 
 bool pid_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
-/// The record "emo-locks/1\npid P\ngpu I\n..." parsed, or nullopt-like (pid 0) when malformed.
-StaleLocks parse_record(const std::string& path) {
+/// The record text "emo-locks/1\npid P\ngpu I\n..." parsed, or nullopt-like (pid 0) when malformed.
+StaleLocks parse_record(const std::string& path, const std::string& text) {
   StaleLocks s;
   s.path = path;
-  std::ifstream in(path);
+  std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != "emo-locks/1") return {};
   while (std::getline(in, line)) {
@@ -85,6 +87,32 @@ void stop_group(pid_t pgid) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::kill(-pgid, SIGKILL);
+}
+
+/// Why `st` (the state directory's lstat or fstat) is not this user's own directory; "" when it is.
+std::string state_dir_problem(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "it is a symbolic link";
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != ::geteuid()) return fmt::format("it is owned by uid {}, not by uid {}", st.st_uid, ::geteuid());
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format("its group or others may write to it (mode {:04o})", st.st_mode & 07777);
+  }
+  return "";
+}
+
+[[noreturn]] void refuse_state_dir(const std::string& dir, const std::string& problem) {
+  throw InputError(dir, "refusing this lock-record directory: " + problem +
+                            "; emo keeps lock records only in a directory of its own, mode 0700 "
+                            "(remove it, or set EMO_STATE_DIR to such a directory)");
+}
+
+/// A name no other process can predict, for the record's temporary file.
+std::string unpredictable_tmp_name() {
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+    r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ ::getpid();
+  }
+  return fmt::format(".emo-run-{}.{:016x}.tmp", ::getpid(), r);
 }
 
 /// In the forked child, before exec: own session, the socket as fd 3, stdin/stdout /dev/null,
@@ -138,18 +166,74 @@ void send_line(int fd, const std::string& line) {
 std::string lock_state_dir() {
   if (const char* d = std::getenv("EMO_STATE_DIR"); d != nullptr && *d != '\0') return d;
   if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && *x != '\0') return std::string(x) + "/emo";
-  return fmt::format("/tmp/emo-{}", ::getuid());
+  return fmt::format("/tmp/emo-{}", ::geteuid());
+}
+
+int open_state_dir(const std::string& dir, bool create) {
+  struct stat path_st {};
+  if (::lstat(dir.c_str(), &path_st) != 0) {
+    if (errno != ENOENT || !create) {
+      if (errno == ENOENT) return -1;
+      throw InputError(dir, fmt::format("cannot read the lock-record directory: {}", std::strerror(errno)));
+    }
+    const auto parent = std::filesystem::path(dir).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw InputError(dir, fmt::format("cannot create the lock-record directory: {}", std::strerror(errno)));
+    }
+    if (::lstat(dir.c_str(), &path_st) != 0) {
+      throw InputError(dir, fmt::format("cannot read the lock-record directory: {}", std::strerror(errno)));
+    }
+  }
+  if (const std::string why = state_dir_problem(path_st); !why.empty()) refuse_state_dir(dir, why);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    refuse_state_dir(dir, fmt::format("cannot open it: {}", std::strerror(err)));
+  }
+  std::string why = state_dir_problem(st);
+  if (why.empty() && (st.st_dev != path_st.st_dev || st.st_ino != path_st.st_ino)) why = "it was replaced while checked";
+  if (!why.empty()) {
+    ::close(fd);
+    refuse_state_dir(dir, why);
+  }
+  return fd;
+}
+
+std::string read_owned_file(int dir_fd, const char* name, std::size_t max_bytes) {
+  const int fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) {
+    char buf[4096];
+    ssize_t n = 0;
+    while (text.size() < max_bytes && (n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, n);
+  }
+  ::close(fd);
+  return text.substr(0, max_bytes);
 }
 
 std::vector<StaleLocks> find_stale_locks(const std::string& dir) {
   std::vector<StaleLocks> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
+  const int dir_fd = open_state_dir(dir, false);
+  if (dir_fd < 0) return out;
+  const int list_fd = ::dup(dir_fd);
+  DIR* d = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
+  while (d != nullptr) {
+    const dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    const std::string name = e->d_name;
     if (!name.starts_with(kRecordPrefix) || !name.ends_with(kRecordSuffix)) continue;
-    StaleLocks s = parse_record(e.path().string());
+    StaleLocks s = parse_record(dir + "/" + name, read_owned_file(dir_fd, e->d_name));
     if (s.pid > 0 && s.pid != ::getpid() && !pid_alive(s.pid)) out.push_back(std::move(s));
   }
+  if (d != nullptr) ::closedir(d);
+  else if (list_fd >= 0) ::close(list_fd);
+  ::close(dir_fd);
   std::sort(out.begin(), out.end(), [](const StaleLocks& a, const StaleLocks& b) { return a.path < b.path; });
   return out;
 }
@@ -174,8 +258,10 @@ bool reset_locked_clocks(Nvml& nvml, unsigned index) {
 Guardian::Guardian(const std::vector<std::string>& command, std::string state_dir)
     : state_dir_(std::move(state_dir)) {
   if (command.empty()) throw std::invalid_argument("Guardian: no command");
+  dir_fd_ = open_state_dir(state_dir_, true);  // refused: throws before anything is started
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    ::close(dir_fd_);
     throw InputError("emo run", fmt::format("cannot create the guardian's socket: {}", std::strerror(errno)));
   }
   std::vector<std::string> args = command;
@@ -187,24 +273,32 @@ Guardian::Guardian(const std::vector<std::string>& command, std::string state_di
   if (pid_ == 0) exec_guardian(sv[1], argv[0], argv.data());
   ::close(sv[1]);
   fd_ = sv[0];
-  if (pid_ < 0) throw InputError("emo run", fmt::format("cannot start the guardian: {}", std::strerror(errno)));
+  if (pid_ < 0) {
+    const int err = errno;
+    ::close(fd_);
+    ::close(dir_fd_);
+    throw InputError("emo run", fmt::format("cannot start the guardian: {}", std::strerror(err)));
+  }
   const std::string answer = read_line(fd_, kReadyTimeoutMs);
   if (answer != "ready") {
     const std::string why = answer.starts_with("error ") ? answer.substr(6)
                             : answer.empty() ? fmt::format("{} did not answer", args[0])
                                              : "unexpected answer: " + one_line(answer, 80);
     ::close(fd_);
+    ::close(dir_fd_);
     fd_ = -1;
     int status = 0;
     ::waitpid(pid_, &status, 0);
     throw InputError("emo run", "cannot start the guardian that resets clocks if emo run is killed: " + why);
   }
-  state_path_ = fmt::format("{}/{}{}{}", state_dir_, kRecordPrefix, ::getpid(), kRecordSuffix);
+  record_name_ = fmt::format("{}{}{}", kRecordPrefix, ::getpid(), kRecordSuffix);
+  state_path_ = state_dir_ + "/" + record_name_;
   send("state " + state_path_);
 }
 
 Guardian::~Guardian() {
   if (fd_ >= 0) ::close(fd_);  // without done(): end-of-file, the guardian resets
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 void Guardian::send(const std::string& line) {
@@ -220,13 +314,19 @@ void Guardian::send(const std::string& line) {
 void Guardian::write_record() {
   std::string text = fmt::format("emo-locks/1\npid {}\n", ::getpid());
   for (unsigned g : gpus_) text += fmt::format("gpu {}\n", g);
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir_, ec);
-  const std::string tmp = state_path_ + ".tmp";
-  std::ofstream(tmp) << text;
-  if (std::rename(tmp.c_str(), state_path_.c_str()) != 0) {
+  // In the checked directory (dir_fd_), through a new file no one can have planted a link at.
+  const std::string tmp = unpredictable_tmp_name();
+  const int fd = ::openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) err = errno != 0 ? errno : EIO;
+    ::close(fd);
+    if (err == 0 && ::renameat(dir_fd_, tmp.c_str(), dir_fd_, record_name_.c_str()) != 0) err = errno;
+    if (err != 0) ::unlinkat(dir_fd_, tmp.c_str(), 0);
+  }
+  if (err != 0) {
     std::fprintf(stderr, "emo run: cannot write the lock record %s: %s (no stale-lock note will name this run)\n",
-                 state_path_.c_str(), std::strerror(errno));
+                 state_path_.c_str(), std::strerror(err));
   }
 }
 
@@ -243,7 +343,7 @@ void Guardian::job_exited() { send("job-exited"); }
 void Guardian::done() {
   if (done_) return;
   done_ = true;
-  if (!gpus_.empty()) ::unlink(state_path_.c_str());
+  if (!gpus_.empty()) ::unlinkat(dir_fd_, record_name_.c_str(), 0);
   send("done");
   ::close(fd_);
   fd_ = -1;

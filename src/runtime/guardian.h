@@ -18,6 +18,9 @@
 //
 // The lock record (one file per `emo run`, `emo-run-PID.locks` in lock_state_dir()) is what the
 // stale-lock note reads when both `emo run` and its guardian died (OOM killer, a killed session).
+// The directory is trusted only when it is this user's own (open_state_dir): a directory another
+// user can write could hold a symlink where a record is written, or a planted record naming GPUs
+// that the next `emo run` (as root) would reset (issue 28).
 #pragma once
 
 #include <sys/types.h>
@@ -33,8 +36,19 @@ namespace emo::runtime {
 /// Seconds the guardian waits after SIGTERM to the command's process group before SIGKILL.
 inline constexpr double kGuardianGraceS = 10;
 
-/// Where lock records live: $EMO_STATE_DIR, else $XDG_RUNTIME_DIR/emo, else /tmp/emo-UID.
+/// Where lock records live: $EMO_STATE_DIR, else $XDG_RUNTIME_DIR/emo, else /tmp/emo-EUID.
 std::string lock_state_dir();
+
+/// Opens the lock-record directory `dir` and checks that it is this process's own: a directory
+/// (not a symbolic link) owned by the effective uid with neither group nor others allowed to
+/// write (mode & 022 == 0). When `create` and `dir` is missing, creates it with mode 0700 (missing
+/// parents with the umask). The checks are made on the opened descriptor (fstat, and the same
+/// device/inode as the lstat of the path), so a directory swapped in after the check is not used
+/// through it. Returns an O_DIRECTORY, close-on-exec descriptor the caller closes, or -1 when `dir`
+/// is missing and not `create`. Throws emo::InputError(dir, "refusing this lock-record directory:
+/// it is owned by uid 65534, not by uid 0; ...") naming the failed check, or when it cannot be
+/// created or opened.
+int open_state_dir(const std::string& dir, bool create);
 
 /// A lock record whose `emo run` is no longer alive.
 struct StaleLocks {
@@ -43,8 +57,16 @@ struct StaleLocks {
   std::vector<unsigned> gpus;  ///< NVML indices whose clocks it had locked.
 };
 
+/// The contents (at most `max_bytes`) of the file `name` in the directory `dir_fd` when it is a
+/// regular file owned by the effective uid, opened with O_NOFOLLOW (a symbolic link there is not
+/// followed); "" otherwise or when it cannot be read.
+std::string read_owned_file(int dir_fd, const char* name, std::size_t max_bytes = 64 * 1024);
+
 /// The lock records in `dir` whose pid is dead (kill(pid, 0) fails with ESRCH), sorted by path.
 /// Unparseable records and a missing directory yield nothing. (A reused pid hides a record.)
+/// Only a directory that passes open_state_dir's checks is read (else its emo::InputError is
+/// thrown), and in it only regular files owned by the effective uid, opened with O_NOFOLLOW (a
+/// symbolic link at a record's name is skipped), each read up to 64 KiB.
 std::vector<StaleLocks> find_stale_locks(const std::string& dir);
 
 /// One line for the user: "a previous emo run (pid 4242) left clocks locked on GPU 0, 1".
@@ -60,8 +82,10 @@ bool reset_locked_clocks(Nvml& nvml, unsigned index);
 class Guardian {
  public:
   /// Starts `command` + the socket's descriptor number as the last argument (e.g. {"/usr/bin/emo",
-  /// "__guardian"}) and waits (up to 30 s) for its "ready". `state_dir` holds the lock record.
-  /// Throws emo::InputError when it cannot start or cannot open NVML: no clock has been touched.
+  /// "__guardian"}) and waits (up to 30 s) for its "ready". `state_dir` holds the lock record: it
+  /// is opened (created 0700 when missing) and checked first, by open_state_dir. Throws
+  /// emo::InputError when the directory is refused (then nothing is started), or the guardian
+  /// cannot start or cannot open NVML: no clock has been touched.
   explicit Guardian(const std::vector<std::string>& command, std::string state_dir = lock_state_dir());
   ~Guardian();
   Guardian(const Guardian&) = delete;
@@ -87,8 +111,9 @@ class Guardian {
   void write_record();
 
   int fd_ = -1;
+  int dir_fd_ = -1;  // state_dir_ as checked by open_state_dir; records are written through it
   pid_t pid_ = -1;
-  std::string state_dir_, state_path_;
+  std::string state_dir_, state_path_, record_name_;
   std::set<unsigned> gpus_;
   bool warned_ = false;
   bool done_ = false;

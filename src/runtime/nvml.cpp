@@ -1,8 +1,13 @@
 #include "runtime/nvml.h"
 
+#include "runtime/clock_client.h"
+
 #include <dlfcn.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -28,6 +33,7 @@ struct Nvml::Api {
   int (*set_mem_locked)(Device, unsigned, unsigned);                  // nvmlDeviceSetMemoryLockedClocks
   int (*reset_mem_locked)(Device);                                    // nvmlDeviceResetMemoryLockedClocks
   int (*get_uuid)(Device, char*, unsigned);                           // nvmlDeviceGetUUID
+  int (*compute_processes)(Device, unsigned*, void*);  // nvmlDeviceGetComputeRunningProcesses_v3 (optional)
 };
 
 namespace {
@@ -102,11 +108,14 @@ std::shared_ptr<Nvml> Nvml::open(const std::string& library) {
   resolve(nvml->lib_, "nvmlDeviceSetMemoryLockedClocks", api->set_mem_locked, p);
   resolve(nvml->lib_, "nvmlDeviceResetMemoryLockedClocks", api->reset_mem_locked, p);
   resolve(nvml->lib_, "nvmlDeviceGetUUID", api->get_uuid, p);
+  api->compute_processes =  // only the clock service needs it (runtime/clock_service.h)
+      reinterpret_cast<int (*)(Api::Device, unsigned*, void*)>(dlsym(nvml->lib_, "nvmlDeviceGetComputeRunningProcesses_v3"));
   const int rc = api->init();
   if (rc != 0) {
     throw NvmlError("NVML", fmt::format("nvmlInit failed: {}", nvml_reason(rc)), rc);
   }
   nvml->api_ = std::move(api);
+  nvml->route_ = clock_route();
   return nvml;
 }
 
@@ -199,20 +208,72 @@ std::uint64_t Nvml::total_energy_mj(unsigned index) {
   return mj;
 }
 
+std::vector<unsigned> Nvml::compute_process_pids(unsigned index) {
+  if (api_->compute_processes == nullptr) {
+    throw NvmlError("NVML", fmt::format("{} has no nvmlDeviceGetComputeRunningProcesses_v3 (driver too old?)", path_),
+                    static_cast<int>(NvmlStatus::kFunctionNotFound));
+  }
+  struct ProcessInfo {  // nvmlProcessInfo_t as the _v3 call fills it
+    unsigned pid;
+    unsigned long long used_gpu_memory;
+    unsigned gpu_instance_id;
+    unsigned compute_instance_id;
+  };
+  std::vector<ProcessInfo> infos(64);
+  for (int attempt = 0; attempt < 4; ++attempt) {  // the list can grow between the calls
+    unsigned n = static_cast<unsigned>(infos.size());
+    const int rc = api_->compute_processes(handle(index), &n, infos.data());
+    if (rc == static_cast<int>(NvmlStatus::kInsufficientSize) && n > infos.size()) {
+      infos.resize(n + 16);
+      continue;
+    }
+    check(rc, index, "nvmlDeviceGetComputeRunningProcesses");
+    std::vector<unsigned> pids;
+    for (unsigned k = 0; k < n && k < infos.size(); ++k) pids.push_back(infos[k].pid);
+    return pids;
+  }
+  check(static_cast<int>(NvmlStatus::kInsufficientSize), index, "nvmlDeviceGetComputeRunningProcesses");
+  return {};
+}
+
+Nvml::Nvml() = default;
+
+void Nvml::write_clocks(unsigned index, const std::string& request, int (*call)(Api&, Handle, unsigned, unsigned),
+                        unsigned min_mhz, unsigned max_mhz, const char* function) {
+  if (!service_ && route_ != ClockRoute::kAlways) {
+    const int rc = call(*api_, handle(index), min_mhz, max_mhz);
+    if (rc != static_cast<int>(NvmlStatus::kNoPermission) || route_ == ClockRoute::kNever ||
+        !clock_service_available()) {
+      check(rc, index, function);
+      return;
+    }
+  }
+  if (!service_) service_ = std::make_unique<ClockServiceClient>(clock_service_socket());
+  service_->call(index, request);
+}
+
 void Nvml::set_locked_sm_clocks(unsigned index, unsigned min_mhz, unsigned max_mhz) {
-  check(api_->set_gpu_locked(handle(index), min_mhz, max_mhz), index, "nvmlDeviceSetGpuLockedClocks");
+  write_clocks(index, fmt::format("set-sm {} {} {}", index, min_mhz, max_mhz),
+               [](Api& a, Handle h, unsigned lo, unsigned hi) { return a.set_gpu_locked(h, lo, hi); }, min_mhz,
+               max_mhz, "nvmlDeviceSetGpuLockedClocks");
 }
 
 void Nvml::reset_locked_sm_clocks(unsigned index) {
-  check(api_->reset_gpu_locked(handle(index)), index, "nvmlDeviceResetGpuLockedClocks");
+  write_clocks(index, fmt::format("reset-sm {}", index),
+               [](Api& a, Handle h, unsigned, unsigned) { return a.reset_gpu_locked(h); }, 0, 0,
+               "nvmlDeviceResetGpuLockedClocks");
 }
 
 void Nvml::set_locked_memory_clocks(unsigned index, unsigned min_mhz, unsigned max_mhz) {
-  check(api_->set_mem_locked(handle(index), min_mhz, max_mhz), index, "nvmlDeviceSetMemoryLockedClocks");
+  write_clocks(index, fmt::format("set-mem {} {} {}", index, min_mhz, max_mhz),
+               [](Api& a, Handle h, unsigned lo, unsigned hi) { return a.set_mem_locked(h, lo, hi); }, min_mhz,
+               max_mhz, "nvmlDeviceSetMemoryLockedClocks");
 }
 
 void Nvml::reset_locked_memory_clocks(unsigned index) {
-  check(api_->reset_mem_locked(handle(index)), index, "nvmlDeviceResetMemoryLockedClocks");
+  write_clocks(index, fmt::format("reset-mem {}", index),
+               [](Api& a, Handle h, unsigned, unsigned) { return a.reset_mem_locked(h); }, 0, 0,
+               "nvmlDeviceResetMemoryLockedClocks");
 }
 
 }  // namespace emo::runtime

@@ -55,6 +55,12 @@ class NvmlError : public emo::InputError {
 /// 9 → "the NVIDIA driver is not loaded", 3 → "not supported on this GPU".
 std::string nvml_reason(int code);
 
+/// Whether clock setters go to the clock service (runtime/clock_client.h): kAuto = when NVML
+/// answers "no permission" and the service's socket exists; kAlways (`--via-service`); kNever.
+enum class ClockRoute { kAuto, kAlways, kNever };
+
+class ClockServiceClient;
+
 /// Which clock domain a query is about (nvmlClockType_t).
 enum class NvmlClock : int { kGraphics = 0, kSm = 1, kMemory = 2 };
 
@@ -96,7 +102,18 @@ class Nvml {
   unsigned power_mw(unsigned index);
   /// Total energy since the driver loaded, mJ (Volta and newer).
   std::uint64_t total_energy_mj(unsigned index);
-  /// Locks the SM clock within [min_mhz, max_mhz] (needs root or CAP_SYS_ADMIN).
+  /// PIDs of the compute processes running on GPU `index`
+  /// (nvmlDeviceGetComputeRunningProcesses_v3; the clock service's "is it the caller's GPU").
+  /// Throws NvmlError (kFunctionNotFound when the driver lacks the call).
+  std::vector<unsigned> compute_process_pids(unsigned index);
+
+  // The four clock setters need root or CAP_SYS_ADMIN. Where the clock route (set at open() from
+  // $EMO_CLOCK_SERVICE, runtime/clock_client.h) is kAlways, or kAuto and NVML answers "no
+  // permission" while the clock service's socket exists, the call and every later one go to the
+  // clock service (`emo serve`) instead, which makes the same NVML call or refuses with a
+  // one-line reason (thrown as NvmlError; code kNoPermission for a refusal).
+
+  /// Locks the SM clock within [min_mhz, max_mhz].
   void set_locked_sm_clocks(unsigned index, unsigned min_mhz, unsigned max_mhz);
   /// Unlocks the SM clock (default boost behaviour).
   void reset_locked_sm_clocks(unsigned index);
@@ -105,10 +122,16 @@ class Nvml {
   /// Unlocks the memory clock.
   void reset_locked_memory_clocks(unsigned index);
 
+  /// Where the setters go from now on (the clock service itself uses kNever).
+  void set_clock_route(ClockRoute route) noexcept { route_ = route; }
+
   struct Api;  ///< The resolved function pointers (nvml.cpp).
 
  private:
-  Nvml() = default;
+  Nvml();
+  /// A setter: `call` through NVML, or `request` (clock protocol) through the clock service.
+  void write_clocks(unsigned index, const std::string& request, int (*call)(Api&, Handle, unsigned, unsigned),
+                    unsigned min_mhz, unsigned max_mhz, const char* function);
   /// Throws NvmlError for GPU `index` when `rc` is not success.
   void check(int rc, unsigned index, const char* function);
 
@@ -116,6 +139,8 @@ class Nvml {
   void* lib_ = nullptr;
   std::unique_ptr<Api> api_;
   std::vector<std::string> names_;  ///< Cached product names, for messages.
+  ClockRoute route_ = ClockRoute::kAuto;
+  std::unique_ptr<ClockServiceClient> service_;  ///< Connected on the first routed setter.
 };
 
 }  // namespace emo::runtime

@@ -26,20 +26,7 @@ wait_for() { for _ in $(seq 200); do [[ $(count "$2") -ge $1 ]] && return 0; sle
 gone() { [[ ! -e /proc/$1 ]] || [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
 guardian_pid() { grep -o '"event":"guardian","pid":[0-9]*' "$dir/run.log" | grep -o '[0-9]*$'; }
 
-python3 - "$dir/p3.json" 0 1 2 <<'PY'
-import json, sys
-path, devices = sys.argv[1], [int(d) for d in sys.argv[2:]]
-def packs():
-    return [{"index": i, "start": {"op_name": f"kernel_{i}", "stream": 7, "ordinal": 0},
-             "start_offset_ns": 10_000_000 * i, "duration_ns": 10_000_000, "ops": 3,
-             "clock_mhz": float(c), "predicted_energy_j": 1.0} for i, c in enumerate([1200, 990, 1410])]
-doc = {"schema": "emo.policy/1", "emo_version": "0.1.0", "gpu": "A100-SXM4-80GB", "trace": "t.json",
-       "iteration_marker": "", "max_slowdown": 0.05, "latency_target_ns": 31_500_000,
-       "baseline": {"time_ns": 30_000_000, "energy_j": 4.0},
-       "predicted": {"time_ns": 31_000_000, "energy_j": 3.0}, "switch_latency_ms": 2, "simulated": True,
-       "gpus": [{"device": d, "rank": -1, "default_clock_mhz": 1410, "packs": packs()} for d in devices]}
-open(path, "w").write(json.dumps(doc))
-PY
+python3 "$(dirname "$0")/three_pack_policy.py" "$dir/p3.json" 0 1 2
 # Pack 1 of iteration 0 seen on each GPU: a late switch to 990 MHz on each, then the command
 # records its pid and sleeps (exec: the pid is the sleeper's).
 LOCK3='for g in 0 1 2; do echo "P $g 1 0" >&$EMO_PROGRESS_FD; done; echo $$ > '"$dir"'/child.pid'
@@ -214,6 +201,43 @@ printf 'emo-locks/1\npid %s\ngpu 1\n' $$ > "$dir/state/emo-run-$$.locks"  # a li
 fresh
 "$EMO" run --policy "$dir/p0.json" --no-tracer -- true 2>"$dir/err"
 ! grep -q "previous emo run" "$dir/err" && ok "a record of a live emo run is not reported" || bad "live record reported: $(cat "$dir/err")"
+
+# --- issue 28: lock records only in a directory of emo's own ----------------------------------------
+refusal_tail="refusing this lock-record directory: it is owned by uid 65534, not by uid 0; emo keeps lock records only in a directory of its own, mode 0700 (remove it, or set EMO_STATE_DIR to such a directory)"
+if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
+  chmod 0711 "$dir"  # nobody may pass through to plant a record
+  evil=$dir/evil; mkdir -p "$evil"; chown nobody:nogroup "$evil"; chmod 1777 "$evil"
+  setpriv --reuid nobody --regid nogroup --clear-groups \
+    sh -c "printf 'emo-locks/1\npid $dead\ngpu 2\n' > $evil/emo-run-$dead.locks"
+  for cmd in "run --policy $dir/p0.json --no-tracer -- true" "run --policy $dir/p0.json --no-tracer --dry-run -- true" "reset --all"; do
+    fresh
+    # shellcheck disable=SC2086
+    EMO_STATE_DIR=$evil "$EMO" $cmd >/dev/null 2>"$dir/err"; rc=$?
+    [[ $rc -eq 2 && "$(cat "$dir/err")" == "emo: error: $evil: $refusal_tail" && -z "$(setters)" \
+       && -e "$evil/emo-run-$dead.locks" ]] \
+      && ok "emo ${cmd%% *}: a planted record in another user's directory refused, one line, exit 2, no GPU touched" \
+      || bad "evil dir ($cmd): rc=$rc err=$(cat "$dir/err") setters=$(setters)"
+  done
+  # The issue's own case: root, no XDG_RUNTIME_DIR, /tmp/emo-0 made world-writable by another user,
+  # who planted a stale record and a link at the old temporary name (in a private /tmp).
+  if unshare -m true 2>/dev/null; then
+    fresh
+    out=$(unshare -m bash -c '
+      mount --make-rprivate / && mount --bind "$1" /mnt && mount -t tmpfs tmpfs /tmp || exit 99
+      mkdir /tmp/emo-0 && chown nobody:nogroup /tmp/emo-0 && chmod 1777 /tmp/emo-0
+      setpriv --reuid nobody --regid nogroup --clear-groups sh -c "printf \"emo-locks/1\npid $3\ngpu 2\n\" > /tmp/emo-0/emo-run-$3.locks"
+      env -u XDG_RUNTIME_DIR -u EMO_STATE_DIR EMO_FAKE_NVML_LOG=/mnt/nvml.log \
+        "$2" run --policy /mnt/p0.json --no-tracer -- bash -c "echo \"P 0 1 0\" >&\$EMO_PROGRESS_FD" 2>/mnt/err
+      echo "rc=$? $(ls /tmp/emo-0)"' sh "$dir" "$EMO" "$dead")
+    [[ "$out" == "rc=2 emo-run-$dead.locks" && "$(cat "$dir/err")" == "emo: error: /tmp/emo-0: $refusal_tail" && -z "$(setters)" ]] \
+      && ok "root, no XDG_RUNTIME_DIR, /tmp/emo-0 planted by nobody: refused (exit 2), no GPU reset, nothing written there" \
+      || bad "planted /tmp/emo-0: $out err=$(cat "$dir/err") setters=$(setters)"
+  else
+    echo "(unshare -m not permitted here: the private-/tmp case not run)"
+  fi
+else
+  echo "(not root or no setpriv: the other-user lock-record directory cases not run)"
+fi
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -21,6 +21,10 @@
 //                        STATE.I the clock of GPU I (every GPU, 0 included), each rewritten
 //                        atomically at nvmlInit_v2 and at every SM lock and reset of its GPU: a
 //                        fake workload reads its GPU's to run at the "locked" clock
+//   EMO_FAKE_NVML_PROCS  a file of "INDEX PID" lines, read at every call of
+//                        nvmlDeviceGetComputeRunningProcesses_v3: the compute processes on GPU INDEX
+//   EMO_FAKE_NVML_ROOT_ONLY  "1": the four clock setters return 4 (no permission) unless the
+//                        caller's effective uid is 0, as the driver does (the call is still logged)
 // Identities: GPU i has the UUID "GPU-fake-0000-0000-0000-00000000000i" (i in decimal, 12 digits).
 // Supported clocks: memory 1593 MHz; SM 1410 down to 210 MHz in 15 MHz steps (an A100's).
 #include <fcntl.h>
@@ -71,6 +75,12 @@ int enter(const char* fn, const std::string& args = "") {
   log_call(args.empty() ? std::string(fn) : std::string(fn) + " " + args);
   if (!g_initialised && std::strcmp(fn, "nvmlInit_v2") != 0) return 1;  // NVML_ERROR_UNINITIALIZED
   return failure(fn);
+}
+
+/// Setters under EMO_FAKE_NVML_ROOT_ONLY=1 for a caller that is not root: NVML_ERROR_NO_PERMISSION.
+int setter_permission() {
+  const char* v = std::getenv("EMO_FAKE_NVML_ROOT_ONLY");
+  return v != nullptr && std::strcmp(v, "1") == 0 && ::geteuid() != 0 ? 4 : 0;
 }
 
 int index_of(void* handle) {
@@ -263,6 +273,7 @@ __attribute__((visibility("default"))) int nvmlDeviceGetTotalEnergyConsumption(v
 __attribute__((visibility("default"))) int nvmlDeviceSetGpuLockedClocks(void* h, unsigned lo, unsigned hi) {
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceSetGpuLockedClocks", to_s(i) + " " + to_s(lo) + " " + to_s(hi))) return rc;
+  if (int rc = setter_permission()) return rc;
   if (i < 0) return 2;
   if (g_curve) accumulate(static_cast<std::size_t>(i));
   g_gpus[i].locked_sm = hi;
@@ -273,6 +284,7 @@ __attribute__((visibility("default"))) int nvmlDeviceSetGpuLockedClocks(void* h,
 __attribute__((visibility("default"))) int nvmlDeviceResetGpuLockedClocks(void* h) {
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceResetGpuLockedClocks", to_s(i))) return rc;
+  if (int rc = setter_permission()) return rc;
   if (i < 0) return 2;
   if (g_curve) accumulate(static_cast<std::size_t>(i));
   g_gpus[i].locked_sm = 0;
@@ -283,6 +295,7 @@ __attribute__((visibility("default"))) int nvmlDeviceResetGpuLockedClocks(void* 
 __attribute__((visibility("default"))) int nvmlDeviceSetMemoryLockedClocks(void* h, unsigned lo, unsigned hi) {
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceSetMemoryLockedClocks", to_s(i) + " " + to_s(lo) + " " + to_s(hi))) return rc;
+  if (int rc = setter_permission()) return rc;
   if (i < 0) return 2;
   g_gpus[i].locked_mem = hi;
   return 0;
@@ -291,8 +304,39 @@ __attribute__((visibility("default"))) int nvmlDeviceSetMemoryLockedClocks(void*
 __attribute__((visibility("default"))) int nvmlDeviceResetMemoryLockedClocks(void* h) {
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceResetMemoryLockedClocks", to_s(i))) return rc;
+  if (int rc = setter_permission()) return rc;
   if (i < 0) return 2;
   g_gpus[i].locked_mem = 0;
+  return 0;
+}
+
+/// nvmlProcessInfo_t (nvml.h, the v2 layout that nvmlDeviceGetComputeRunningProcesses_v3 fills).
+struct FakeProcessInfo {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
+};
+
+__attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_v3(void* h, unsigned* count,
+                                                                                   FakeProcessInfo* infos) {
+  const int i = index_of(h);
+  if (int rc = enter("nvmlDeviceGetComputeRunningProcesses_v3", to_s(i))) return rc;
+  if (i < 0 || count == nullptr) return 2;
+  std::vector<unsigned> pids;
+  const char* path = std::getenv("EMO_FAKE_NVML_PROCS");
+  if (FILE* f = path != nullptr && *path != '\0' ? std::fopen(path, "r") : nullptr) {
+    int gpu = 0;
+    unsigned pid = 0;
+    while (std::fscanf(f, "%d %u", &gpu, &pid) == 2) {
+      if (gpu == i) pids.push_back(pid);
+    }
+    std::fclose(f);
+  }
+  const unsigned room = *count;
+  *count = static_cast<unsigned>(pids.size());
+  if (room < pids.size()) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  for (std::size_t k = 0; k < pids.size(); ++k) infos[k] = FakeProcessInfo{pids[k], 0, 0xFFFFFFFFu, 0xFFFFFFFFu};
   return 0;
 }
 

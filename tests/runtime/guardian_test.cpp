@@ -4,12 +4,18 @@
 // (Guardian) talking to a shell script that records what it is told.
 #include "runtime/guardian.h"
 
+#include "core/error.h"
+
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -101,7 +107,136 @@ TEST_F(GuardianTest, StateDirFromTheEnvironment) {
   setenv("XDG_RUNTIME_DIR", "/run/user/7", 1);
   EXPECT_EQ(lock_state_dir(), "/run/user/7/emo");
   unsetenv("XDG_RUNTIME_DIR");
-  EXPECT_EQ(lock_state_dir(), "/tmp/emo-" + std::to_string(::getuid()));
+  EXPECT_EQ(lock_state_dir(), "/tmp/emo-" + std::to_string(::geteuid()));
+}
+
+// ---- issue 28: the lock-record directory must be this user's own ---------------------------------
+
+/// The one-line refusal open_state_dir gives for `dir` with `problem`.
+std::string refusal(const fs::path& dir, const std::string& problem) {
+  return dir.string() + ": refusing this lock-record directory: " + problem +
+         "; emo keeps lock records only in a directory of its own, mode 0700 "
+         "(remove it, or set EMO_STATE_DIR to such a directory)";
+}
+
+/// The InputError message `f` throws, or "" when it throws none.
+template <class F>
+std::string thrown(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr uid_t kNobody = 65534;
+
+TEST_F(GuardianTest, StateDirIsCreated0700ByItsOwner) {
+  const fs::path state = dir_ / "a" / "state";
+  EXPECT_EQ(open_state_dir(state.string(), false), -1);  // missing, not created
+  EXPECT_FALSE(fs::exists(state));
+  const mode_t old = ::umask(0);  // the mode must not depend on the umask
+  const int fd = open_state_dir(state.string(), true);
+  ::umask(old);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  struct stat st {};
+  ASSERT_EQ(::lstat(state.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+}
+
+TEST_F(GuardianTest, StateDirOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to uid 65534";
+  const fs::path state = dir_ / "state";
+  fs::create_directories(state);
+  ::chmod(state.c_str(), 0700);
+  ASSERT_EQ(::chown(state.c_str(), kNobody, kNobody), 0);
+  const std::string want = refusal(state, "it is owned by uid 65534, not by uid 0");
+  EXPECT_EQ(thrown([&] { open_state_dir(state.string(), true); }), want);
+  EXPECT_EQ(thrown([&] { find_stale_locks(state.string()); }), want);
+  // The guardian is never started (the stand-in would write "started").
+  const std::string started = (dir_ / "started").string();
+  EXPECT_EQ(thrown([&] { Guardian({"/bin/sh", "-c", "echo x > " + started + "; echo ready >&\"$1\"", "sh"},
+                                  state.string()); }),
+            want);
+  EXPECT_FALSE(fs::exists(started));
+}
+
+TEST_F(GuardianTest, StateDirThatOthersMayWriteIsRefused) {
+  const fs::path state = dir_ / "state";
+  fs::create_directories(state);
+  for (const mode_t mode : {01777, 0777, 0770, 0720, 0702}) {
+    ASSERT_EQ(::chmod(state.c_str(), mode), 0);
+    EXPECT_EQ(thrown([&] { open_state_dir(state.string(), true); }),
+              refusal(state, fmt::format("its group or others may write to it (mode {:04o})", mode)));
+    EXPECT_EQ(thrown([&] { find_stale_locks(state.string()); }),
+              refusal(state, fmt::format("its group or others may write to it (mode {:04o})", mode)));
+  }
+  ASSERT_EQ(::chmod(state.c_str(), 0755), 0);  // readable by others is fine
+  const int fd = open_state_dir(state.string(), true);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+}
+
+TEST_F(GuardianTest, StateDirThatIsASymlinkIsRefused) {
+  const fs::path real = dir_ / "real", link = dir_ / "state";
+  fs::create_directories(real);
+  ::chmod(real.c_str(), 0700);
+  fs::create_directory_symlink(real, link);
+  EXPECT_EQ(thrown([&] { open_state_dir(link.string(), true); }), refusal(link, "it is a symbolic link"));
+  EXPECT_EQ(thrown([&] { find_stale_locks(link.string()); }), refusal(link, "it is a symbolic link"));
+  std::ofstream(dir_ / "file") << "x";
+  EXPECT_EQ(thrown([&] { open_state_dir((dir_ / "file").string(), true); }),
+            refusal(dir_ / "file", "it is not a directory"));
+}
+
+TEST_F(GuardianTest, OnlyRegularRecordsOfThisUserAreBelieved) {
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const fs::path state = dir_ / "state", elsewhere = dir_ / "elsewhere.locks";
+  fs::create_directories(state);
+  ::chmod(state.c_str(), 0700);
+  const std::string record = "emo-locks/1\npid " + std::to_string(dead) + "\ngpu 1\n";
+  std::ofstream(elsewhere) << record;
+  fs::create_symlink(elsewhere, state / "emo-run-1.locks");  // a link at a record's name: not followed
+  std::ofstream(state / "emo-run-3.locks") << record;          // the one a real run would leave
+  const auto stale = find_stale_locks(state.string());
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_EQ(stale[0].path, (state / "emo-run-3.locks").string());
+  if (::geteuid() == 0) {  // a record another user owns (only root could have put it there) is not believed
+    ASSERT_EQ(::chown((state / "emo-run-3.locks").c_str(), kNobody, kNobody), 0);
+    EXPECT_TRUE(find_stale_locks(state.string()).empty());
+  }
+}
+
+TEST_F(GuardianTest, TheRecordIsNotWrittenThroughAPlantedLink) {
+  const std::vector<std::string> command = {"/bin/sh", "-c", "echo ready >&\"$1\"; cat <&\"$1\" > /dev/null", "sh"};
+  const fs::path state = dir_ / "state", victim = dir_ / "victim";
+  std::ofstream(victim) << "precious\n";
+  Guardian g(command, state.string());
+  // What the old code wrote through: the record's name + ".tmp", and the record's name itself.
+  fs::create_symlink(victim, g.state_path() + ".tmp");
+  g.will_lock(2);
+  EXPECT_EQ(slurp(victim), "precious\n");
+  EXPECT_FALSE(fs::is_symlink(g.state_path()));
+  EXPECT_EQ(slurp(g.state_path()), "emo-locks/1\npid " + std::to_string(::getpid()) + "\ngpu 2\n");
+  fs::remove(g.state_path());
+  fs::create_symlink(victim, g.state_path());
+  g.will_lock(0);  // replaces the link itself (rename), never writes through it
+  EXPECT_EQ(slurp(victim), "precious\n");
+  EXPECT_FALSE(fs::is_symlink(g.state_path()));
+  EXPECT_EQ(slurp(g.state_path()), "emo-locks/1\npid " + std::to_string(::getpid()) + "\ngpu 0\ngpu 2\n");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(state)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"emo-run-" + std::to_string(::getpid()) + ".locks",
+                                             "emo-run-" + std::to_string(::getpid()) + ".locks.tmp"}))
+      << "no temporary file left behind";
+  g.done();
 }
 
 TEST_F(GuardianTest, ResetLockedClocksResetsSmThenMemory) {
