@@ -17,6 +17,22 @@
 #include "core/version.h"
 #include "runtime/guardian.h"
 
+namespace {
+
+/// How many of argv CLI11 parses: all, except for `emo optimize ... -- CMD ARGS`, up to `--` only
+/// (the command is recorded by set_command_after_separator; the trace list is not required, with
+/// --example, and CLI11 hands the words after `--` of a subcommand whose positionals are all
+/// optional back as unexpected).
+int words_to_parse(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "optimize") return argc;
+  for (int i = 2; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") return i;
+  }
+  return argc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // The guardian `emo run` starts (runtime/guardian.h): a hidden mode, not a command.
   if (argc == 3 && std::string_view(argv[1]) == "__guardian") return emo::runtime::run_guardian(std::atoi(argv[2]));
@@ -69,7 +85,7 @@ int main(int argc, char** argv) {
     return "emo: error: " + what + " (see emo --help)\n";
   });
   try {
-    app.parse(argc, argv);
+    app.parse(words_to_parse(argc, argv), argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; usage errors exit 2 with CLI11's message.
     const int rc = app.exit(e);

@@ -68,18 +68,11 @@ struct OptimizeCliOptions {
   std::vector<std::string> command;  ///< After `--`.
 };
 
-/// Splits the workload (after `--`) off the traces: CLI11 gives every positional after `--` to
-/// the trace list, so its tail is the command main() recorded.
+/// The workload after `--` (main() records it and parses `emo optimize` only up to `--`).
 void split_command(OptimizeCliOptions& o) {
-  for (auto& a : o.command) o.traces.push_back(std::move(a));  // in case CLI11 filled it
   o.command = command_after_separator();
-  const std::size_t n = o.command.size();
-  if (n == 0) return;
-  if (o.traces.size() < n || !std::equal(o.command.begin(), o.command.end(), o.traces.end() - static_cast<std::ptrdiff_t>(n))) {
-    throw InputError("emo optimize", "cannot tell the traces from the command after -- (see emo --help)");
-  }
-  o.traces.resize(o.traces.size() - n);
-  if (o.traces.empty() && !o.example) throw InputError("emo optimize", "no trace given before -- (see emo --help)");
+  if (!o.command.empty() && o.traces.empty() && !o.example)
+    throw InputError("emo optimize", "no trace given before -- (see emo --help)");
 }
 
 /// The example trace of --example, relative to a data directory (data/traces/SOURCE.md).
@@ -520,11 +513,6 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_flag("--no-tracer", o->no_tracer,
                 "--device nvml: do not inject the CUPTI tracer; the command reports pack starts itself on "
                 "$EMO_PROGRESS_FD (as emo run --no-tracer)");
-  // CLI11 hands what follows `--` back to the parent app unless a positional still wants it:
-  // this one does, though the trace list takes it first (split_command separates them). Bounded
-  // (2^16 words), because CLI11 refuses two unbounded positionals of which neither is required,
-  // and the trace list is not required (--example).
-  cmd->add_option("command", o->command, "--device nvml: the workload to run, after --")->expected(0, 1 << 16);
   cmd->add_option("--run-log", o->run_log, "--device nvml: write each workload run's runtime log to PREFIX.N.jsonl");
   cmd->add_flag("--true-optimum", o->true_optimum,
                 "Simulated device: also solve the same packs exactly with the device's true costs (CBC, up to 200 "

@@ -23,7 +23,7 @@ std::vector<double> node_clocks(const graph::DepGraph& g, const pack::Packing& p
                                 const std::vector<double>& pack_clock_mhz);
 
 /// The clock requests of one iteration of `policy`: for each pack whose clock differs from the
-/// previous one's, a switch `latency_ns` before it when its clock is higher, at its start when
+/// previous one's, a switch `latency_ns` before it when its clock is higher, latency_ns / 4 when
 /// lower (as `emo run` plans them: SwitchPlanner::lead_for); the iteration starts at its last pack's clock (steady
 /// state), returned per device in `initial_clock_mhz`.
 std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs latency_ns,

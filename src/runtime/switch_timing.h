@@ -5,13 +5,15 @@
 // A change takes effect one switch latency after it is asked for (DESIGN.md §3; the latency is the
 // GPU catalog's switch_latency_ms). A switch *up* is asked for one latency before its pack: it
 // takes effect by the pack's start, and the pack before ends at the higher clock — never later. A
-// switch *down* is asked for at its pack's start: it takes effect one latency into the pack, whose
-// head runs at the higher clock — never slower. So a switch that takes effect late never delays
-// work; it costs some energy instead.
+// switch *down* is asked for a quarter of a latency before its pack (kDownLeadDivisor): it takes
+// effect three quarters of a latency into the pack, whose head runs at the higher clock — never
+// slower. (Not at the pack's start itself: where a change takes effect at once — the tests' NVML
+// stand-in — a request at the predicted start would race the pack's first op.) So a switch that
+// takes effect late never delays work; it costs some energy instead.
 //
-// A switch down followed within one latency by a switch up would be asked for after it and take
-// effect after it, holding the low clock through the next pack: such a switch down is overtaken,
-// and dropped (the short pack it was for runs at the higher clock).
+// A switch down followed within three quarters of a latency by a switch up would be asked for after
+// it and take effect after it, holding the low clock through the next pack: such a switch down is
+// overtaken, and dropped (the short pack it was for runs at the higher clock).
 #pragma once
 
 #include <cstdint>
@@ -20,10 +22,13 @@
 
 namespace emo::runtime {
 
+/// A switch down is asked for this × the switch latency before its pack (file comment).
+inline constexpr std::int64_t kDownLeadDivisor = 4;
+
 /// How early (ns) a switch from `from_mhz` to `to_mhz` is asked for before its pack starts:
-/// `latency_ns` up, 0 down (file comment).
+/// `latency_ns` up, latency_ns / 4 down (file comment).
 inline std::int64_t switch_lead_ns(double from_mhz, double to_mhz, std::int64_t latency_ns) noexcept {
-  return to_mhz > from_mhz ? latency_ns : 0;
+  return to_mhz > from_mhz ? latency_ns : latency_ns / kDownLeadDivisor;
 }
 
 /// Removes from `switches` (in pack order; `time_of(s)` the time it is asked for) every switch that

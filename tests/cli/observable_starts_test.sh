@@ -64,9 +64,11 @@ else bad "watch list: <<$w>>"; fi
 want="nvmlDeviceResetGpuLockedClocks 0;nvmlDeviceSetGpuLockedClocks 0 1200 1200;nvmlDeviceSetGpuLockedClocks 0 990 990;nvmlDeviceSetGpuLockedClocks 0 1095 1095;nvmlDeviceSetGpuLockedClocks 0 1005 1005;nvmlDeviceSetGpuLockedClocks 0 1410 1410;nvmlDeviceResetGpuLockedClocks 0;"
 [[ $rc -eq 0 && "$(setters)" == "$want" ]] && ok "copy + graph: clocks 1200, 990, 1095, 1005, then 1410" \
   || bad "copy + graph: rc=$rc setters=$(setters) <<$err>>"
-# By hand: pack 0 at t0 itself (late: nothing predicted it); pack 1 from the copy at
-# t0 + 10 - 2 = t0 + 8 ms; from the graph launch at t1: pack 2 at t1 + (60 - 24) - 2 = t1 + 34 ms,
-# pack 3 at t1 + 44 ms, the default clock at t1 + (70 + 10 - 24) - 2 = t1 + 54 ms.
+# By hand (a switch up one latency, 2 ms, before its pack; down a quarter of one, 0.5 ms): pack 0 at
+# t0 itself (late: nothing predicted it); pack 1 (990, down) from the copy at t0 + 10 - 0.5 =
+# t0 + 9.5 ms; from the graph launch at t1: pack 2 (1095, up) at t1 + (60 - 24) - 2 = t1 + 34 ms,
+# pack 3 (1005, down) at t1 + 46 - 0.5 = t1 + 45.5 ms, the default clock (1410, up) at
+# t1 + (70 + 10 - 24) - 2 = t1 + 54 ms.
 check_times() {  # check_times LOG EXPECTED_SEEN PACKS...: the switches of PACKS at the times above
   python3 - "$@" <<'PY'
 import json, sys
@@ -76,7 +78,7 @@ seen = {e["pack"]: e["observed_ms"] for e in ev if e["event"] == "pack_start"}
 sw = [e for e in ev if e["event"] == "switch" and e.get("reason") != "start"]
 t1 = seen[2]
 t0 = seen.get(0, t1 - 24)
-want = {0: (t0, "late"), 1: (t0 + 8, "early"), 2: (t1 + 34, "early"), 3: (t1 + 44, "early"), -1: (t1 + 54, "default")}
+want = {0: (t0, "late"), 1: (t0 + 9.5, "early"), 2: (t1 + 34, "early"), 3: (t1 + 45.5, "early"), -1: (t1 + 54, "default")}
 assert [e["pack"] for e in sw] == packs, sw
 for e in sw:
     t, reason = want[e["pack"]]
@@ -94,7 +96,7 @@ err=$(FAKE_ONLY_GRAPH=1 "$EMO" run --policy "$dir/p.json" --no-tracer --log "$di
 want="nvmlDeviceResetGpuLockedClocks 0;nvmlDeviceSetGpuLockedClocks 0 1095 1095;nvmlDeviceSetGpuLockedClocks 0 1005 1005;nvmlDeviceSetGpuLockedClocks 0 1410 1410;nvmlDeviceResetGpuLockedClocks 0;"
 [[ $rc -eq 0 && "$(setters)" == "$want" ]] && check_times "$dir/graph.log" '[2]' 2 3 -1 &&
   [[ "$err" == *"policy section 0: 2/4 in iteration 0"* ]] \
-  && ok "the graph launch alone: packs 2, 3 and the default clock at t1 + 34, 44, 54 ms; 2/4 seen" \
+  && ok "the graph launch alone: packs 2, 3 and the default clock at t1 + 34, 45.5, 54 ms; 2/4 seen" \
   || bad "graph alone: rc=$rc setters=$(setters) <<$err>> $(cat "$dir/graph.log")"
 
 # --- iterations that saw nothing ----------------------------------------------------------------

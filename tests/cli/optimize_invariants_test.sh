@@ -17,10 +17,10 @@
 #    its one clock from the models where the oracle searches the truth, and loses 0.15 points);
 #  - switches: clock_switches is the number of clock changes `emo run` asks for, worked out here
 #    from the written policy by runtime/switch_timing.h's rule (a switch up one latency before its
-#    pack, a switch down at its pack's start, a switch down overtaken by a later switch up dropped,
+#    pack, a switch down a quarter of one before it, one overtaken by a later switch up dropped,
 #    then redundant requests dropped); with none, no op can run at another clock than its pack's
-#    (ops_at_other_clock = 0); with some: a switch down takes effect one latency into its pack, so
-#    the ops of that first latency run at the old clock (`late_down`, at the pack's mean op
+#    (ops_at_other_clock = 0); with some: a switch down takes effect 3/4 of a latency into its
+#    pack, so the ops of that stretch run at the old clock (`late_down`, at the pack's mean op
 #    density); a switch up takes effect at its pack's predicted start, so only the drift between
 #    prediction and device moves ops across it (fewer than half of `late_up`, those a switch
 #    issued at the pack's start would leave). So 0 < ops at another clock < 1.5 late_down +
@@ -103,7 +103,7 @@ for g in pol["gpus"]:
     for i in range(len(ks)):
         prev, cur = ks[i - 1]["clock_mhz"], ks[i]["clock_mhz"]
         if cur != prev:
-            asked.append((ks[i]["start_offset_ns"] - (latency_ns if cur > prev else 0), cur, i, cur > prev))
+            asked.append((ks[i]["start_offset_ns"] - (latency_ns if cur > prev else latency_ns // 4), cur, i, cur > prev))
     kept, nxt = [], float("inf")
     for a in reversed(asked):  # a switch asked for no earlier than a later one is overtaken
         if a[0] < nxt:
@@ -114,7 +114,7 @@ for g in pol["gpus"]:
             continue
         current = clock
         switches += 1
-        share = ks[i]["ops"] * min(1.0, latency_ns / max(1, ks[i]["duration_ns"]))
+        share = ks[i]["ops"] * min(1.0, (latency_ns if up else 0.75 * latency_ns) / max(1, ks[i]["duration_ns"]))
         if up:
             late_up += share
         else:
@@ -126,7 +126,7 @@ if switches == 0:
     check(other == 0, f"{other} ops at another clock without a switch")
 else:
     check(0 < other < bound, f"{other} ops at another clock: not in (0, {bound:.0f}): 1.5 x the {late_down:.0f} "
-          f"in the first latency of packs switched down + half the {late_up:.0f} a late switch up would leave")
+          f"in the first 3/4 latency of packs switched down + half the {late_up:.0f} a late switch up would leave")
 if errors:
     print("; ".join(errors)); sys.exit(1)
 print(f"savings {r['savings']:.4f} (static {r['static_savings']:.4f}), slowdown {r['slowdown']:.4f}, "

@@ -10,6 +10,7 @@
 
 #include "graph/hand_trace.h"
 #include "model/gpu_catalog.h"
+#include "model/pack_options.h"
 #include "pack/pack_run.h"
 #include "test_data.h"
 #include "trace/load.h"

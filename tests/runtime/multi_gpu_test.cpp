@@ -136,38 +136,39 @@ std::vector<Out> poll(SwitchPlanner& pl, std::int64_t from_ms, std::int64_t to_m
 }
 
 // By hand (lead 2 ms, interval 15 ms; pack 0 seen at 100 ms, so pack j is predicted at 100 +
-// 10 j; a switch up is planned 2 ms early, a switch down at its pack): 1200 late at 100. 990
-// (down) due 110 < 100 + 15: held, issued at 115. 1410 (up) due 118 < 115 + 15 = 130: held,
-// issued at 130. 1100 (down) due 130 < 145: held; the default 1410 (up) due 100 + 40 − 2 = 138
-// replaces it (dropped) and, released at 145, is the clock requested already: dropped too.
+// 10 j; a switch up is planned 2 ms early, a switch down 0.5 ms early): 1200 late at 100. 990
+// (down) due 109.5 < 100 + 15: held, issued at 115. 1410 (up) due 118 < 130: held; 1100 (down)
+// due 129.5 < 130 replaces it (dropped) and is issued at 130. The default 1410 (up) due
+// 100 + 40 − 2 = 138 < 145: held, issued at 145.
 TEST(SwitchPlannerInterval, DefersAndDropsByHand) {
   SwitchPlanner pl(four_packs(), 2 * kMs, 1410, 15 * kMs);
   const auto late = pl.observe({0, 0, 0, 100 * kMs});
   ASSERT_TRUE(late);
   EXPECT_EQ(late->clock_mhz, 1200);
-  EXPECT_EQ(poll(pl, 100, 200), (std::vector<Out>{{115, 990, true}, {130, 1410, true}}));
-  EXPECT_EQ(pl.deferred(), 2);
-  EXPECT_EQ(pl.dropped(), 2);
+  EXPECT_EQ(poll(pl, 100, 200), (std::vector<Out>{{115, 990, true}, {130, 1100, true}, {145, 1410, true}}));
+  EXPECT_EQ(pl.deferred(), 3);
+  EXPECT_EQ(pl.dropped(), 1);
   EXPECT_EQ(pl.skipped(), 0);
 }
 
-// The same with no interval: up one lead before its pack, down at its pack (110, 118, 130, 138).
+// The same with no interval: up 2 ms before its pack, down 0.5 ms before (109.5, 118, 129.5, 138;
+// `poll` lists whole ms of the planned time).
 TEST(SwitchPlannerInterval, ZeroIntervalChangesNothing) {
   SwitchPlanner pl(four_packs(), 2 * kMs, 1410, 0);
   ASSERT_TRUE(pl.observe({0, 0, 0, 100 * kMs}));
   EXPECT_EQ(poll(pl, 100, 200),
-            (std::vector<Out>{{110, 990, false}, {118, 1410, false}, {130, 1100, false}, {138, 1410, false}}));
+            (std::vector<Out>{{109, 990, false}, {118, 1410, false}, {129, 1100, false}, {138, 1410, false}}));
   EXPECT_EQ(pl.deferred(), 0);
 }
 
-// Interval 10 ms: 990 due 110 = 100 + 10: issued; 1410 due 118 < 120: deferred to 120; 1100 due
-// 130 = 120 + 10: issued; the default 1410 due 138 < 140: deferred to 140. Nothing dropped: each
-// held switch is released before the next is due.
+// Interval 10 ms: 990 due 109.5 < 110: deferred to 110; 1410 due 118 < 120: deferred to 120; 1100
+// due 129.5 < 130: deferred to 130; the default 1410 due 138 < 140: deferred to 140. Nothing
+// dropped: each held switch is released before the next is due.
 TEST(SwitchPlannerInterval, ShiftsAChainWithoutDropping) {
   SwitchPlanner pl(four_packs(), 2 * kMs, 1410, 10 * kMs);
   ASSERT_TRUE(pl.observe({0, 0, 0, 100 * kMs}));
   EXPECT_EQ(poll(pl, 100, 200),
-            (std::vector<Out>{{110, 990, false}, {120, 1410, true}, {130, 1100, false}, {140, 1410, true}}));
+            (std::vector<Out>{{110, 990, true}, {120, 1410, true}, {130, 1100, true}, {140, 1410, true}}));
   EXPECT_EQ(pl.dropped(), 0);
 }
 

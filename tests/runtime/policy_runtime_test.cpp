@@ -65,24 +65,27 @@ std::vector<Issued> simulate(SwitchPlanner& planner, const std::vector<PackStart
   return out;
 }
 
-TEST(SwitchPlanner, IssuesAnUpSwitchOneLatencyEarlyAndADownSwitchAtItsPack) {
+constexpr std::int64_t kHalfMs = kMs / 2;
+
+TEST(SwitchPlanner, IssuesAnUpSwitchOneLatencyEarlyAndADownSwitchAQuarterOfOne) {
   SwitchPlanner planner(three_packs(), 2 * kMs, 1410);
   // Pack 0 of iteration 0 seen at 100 ms: pack 1 (1200, down) predicted at 110 ms -> switch at
-  // 110 ms; pack 2 (1410, up) at 120 ms -> 118 ms; the default (1410) equals pack 2's clock and is
-  // skipped.
+  // 109.5 ms (a quarter of the 2 ms latency early); pack 2 (1410, up) at 120 ms -> 118 ms; the
+  // default (1410) equals pack 2's clock and is skipped.
   const auto got = simulate(planner, {{0, 0, 0, 100 * kMs}}, 200 * kMs);
-  EXPECT_EQ(got, (std::vector<Issued>{{110 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+  EXPECT_EQ(got, (std::vector<Issued>{{109 * kMs + kHalfMs, 1, 0, 1200, SwitchReason::kEarly},
                                       {118 * kMs, 2, 0, 1410, SwitchReason::kEarly}}));
   EXPECT_EQ(planner.skipped(), 1);
 }
 
 TEST(SwitchPlanner, ReanchorsOnEachObservedPack) {
   SwitchPlanner planner(three_packs({1410, 1200, 990}), 2 * kMs, 1410);
-  // Pack 1 (down) switched at its predicted 110 ms; it starts 5 ms late (at 115 ms): pack 2 (down)
-  // is re-predicted at 125 ms and switched then; the default (1410, up) at 115 + 20 − 2 = 133 ms.
+  // Pack 1 (down) switched 0.5 ms before its predicted 110 ms; it starts 5 ms late (at 115 ms):
+  // pack 2 (down) is re-predicted at 125 ms and switched at 124.5; the default (1410, up) at
+  // 115 + 20 − 2 = 133 ms.
   const auto got = simulate(planner, {{0, 0, 0, 100 * kMs}, {0, 1, 0, 115 * kMs}}, 200 * kMs);
-  EXPECT_EQ(got, (std::vector<Issued>{{110 * kMs, 1, 0, 1200, SwitchReason::kEarly},
-                                      {125 * kMs, 2, 0, 990, SwitchReason::kEarly},
+  EXPECT_EQ(got, (std::vector<Issued>{{109 * kMs + kHalfMs, 1, 0, 1200, SwitchReason::kEarly},
+                                      {124 * kMs + kHalfMs, 2, 0, 990, SwitchReason::kEarly},
                                       {133 * kMs, -1, 0, 1410, SwitchReason::kDefault}}));
 }
 
@@ -98,17 +101,17 @@ TEST(SwitchPlanner, LateSwitchWhenAPackStartsAtAnotherClock) {
 
 TEST(SwitchPlanner, PredictsTheNextIterationFromTheObservedPeriod) {
   SwitchPlanner planner(three_packs({1410, 1200, 1200}, 1200), 2 * kMs, 1410);
-  // Iterations every 40 ms. Iteration 0: pack 0 at the clock in force; pack 1 (down) at 110 ms.
-  // Iteration 1 seen at 140 ms with 1200 requested: late switch to 1410; pack 1 at 150 ms. From
+  // Iterations every 40 ms. Iteration 0: pack 0 at the clock in force; pack 1 (down) at 109.5 ms.
+  // Iteration 1 seen at 140 ms with 1200 requested: late switch to 1410; pack 1 at 149.5 ms. From
   // two anchors the period is 40 ms: pack 0 of iteration 2 (up from the default 1200) is switched
-  // 2 ms before 180 ms, so its observation at 180 ms needs no late switch.
+  // 2 ms before 180 ms, so its observation at 180 ms needs no late switch; pack 1 at 189.5 ms.
   const std::vector<PackStarted> progress = {{0, 0, 0, 100 * kMs}, {0, 0, 1, 140 * kMs}, {0, 0, 2, 180 * kMs}};
   const auto got = simulate(planner, progress, 200 * kMs);
-  EXPECT_EQ(got, (std::vector<Issued>{{110 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+  EXPECT_EQ(got, (std::vector<Issued>{{109 * kMs + kHalfMs, 1, 0, 1200, SwitchReason::kEarly},
                                       {140 * kMs, 0, 1, 1410, SwitchReason::kLate},
-                                      {150 * kMs, 1, 1, 1200, SwitchReason::kEarly},
+                                      {149 * kMs + kHalfMs, 1, 1, 1200, SwitchReason::kEarly},
                                       {178 * kMs, 0, 2, 1410, SwitchReason::kEarly},
-                                      {190 * kMs, 1, 2, 1200, SwitchReason::kEarly}}));
+                                      {189 * kMs + kHalfMs, 1, 2, 1200, SwitchReason::kEarly}}));
 }
 
 TEST(SwitchPlanner, IgnoresUnknownPacksAndReportsWhenNextDue) {
@@ -117,9 +120,9 @@ TEST(SwitchPlanner, IgnoresUnknownPacksAndReportsWhenNextDue) {
   EXPECT_FALSE(planner.observe({0, 9, 0, 10 * kMs}));
   EXPECT_FALSE(planner.next_due_ns());
   planner.observe({0, 0, 0, 10 * kMs});
-  EXPECT_EQ(planner.next_due_ns(), 20 * kMs);  // pack 1 (down) at its predicted start
+  EXPECT_EQ(planner.next_due_ns(), 19 * kMs + kHalfMs);  // pack 1 (down), 0.5 ms before its start
   EXPECT_TRUE(planner.due(19 * kMs).empty());
-  EXPECT_EQ(planner.due(20 * kMs).size(), 1u);
+  EXPECT_EQ(planner.due(19 * kMs + kHalfMs).size(), 1u);
   EXPECT_DOUBLE_EQ(planner.requested_clock_mhz(), 1200);
 }
 
@@ -127,14 +130,15 @@ TEST(SwitchPlanner, IgnoresUnknownPacksAndReportsWhenNextDue) {
 
 TEST(SwitchPlanner, GraphLaunchAnchorsThePackInsideTheGraph) {
   // Pack 1 (10 ms) starts inside a graph whose launch starts at 4 ms: the launch seen at 105 ms
-  // anchors the iteration at 101 ms; pack 1 has not begun, so its own switch is planned:
-  // 101 + 10 - 2 = 109 ms; pack 2 at 101 + 20 - 2 = 119 ms; the default (1410 = pack 2) skipped.
+  // anchors the iteration at 101 ms; pack 1 has not begun, so its own switch (down) is planned:
+  // 101 + 10 - 0.5 = 110.5 ms; pack 2 (up) at 101 + 20 - 2 = 119 ms; the default (1410 = pack 2)
+  // skipped.
   auto g = three_packs();
   g.packs[1].start.observed_by = policy::ObservedBy::kGraph;
   g.packs[1].start.anchor_offset_ns = 4 * kMs;
   SwitchPlanner planner(g, 2 * kMs, 1410);
   const auto got = simulate(planner, {{0, 1, 0, 105 * kMs}}, 200 * kMs);
-  EXPECT_EQ(got, (std::vector<Issued>{{109 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+  EXPECT_EQ(got, (std::vector<Issued>{{110 * kMs + kHalfMs, 1, 0, 1200, SwitchReason::kEarly},
                                       {119 * kMs, 2, 0, 1410, SwitchReason::kEarly}}));
 }
 
