@@ -29,6 +29,19 @@ mutations=(
   "f4@src/graph/dep_graph.cpp@if (call != kNoNode) edge(DepGraph::start_tp(call), DepGraph::start_tp(n), 0, EdgeType::kLaunch);@(void)call;@emo_timing_tests@^Shared/EveryTrace\\.@the op graph loses its launch edges (real traces)"
   "k@src/graph/dep_graph.cpp@        edge(DepGraph::start_tp(n), DepGraph::end_tp(hub), transfer, EdgeType::kCollective);@        (void)hub;@emo_timing_tests emo_random_traces_tests@^(LinkJob|JobOptimize)@a linked collective no longer waits for its other participants (issue 16)"
   "l@src/trace/job.cpp@if (mine && ref) diff.push_back(ref->end + info_.ranks[ref->trace].offset_ns - mine->end);@if (mine && ref) diff.push_back(mine->end - ref->end - info_.ranks[ref->trace].offset_ns);@emo_timing_tests@^LinkJob@the clock offsets' sign flipped (issue 16)"
+  # The job path (issue 29): linking, the ports' timing, the decomposed solve's fallbacks.
+  "m@src/trace/job.cpp@Instance inst{on_s[k], on_d[k]};@Instance inst{on_s[k], on_d[on_d.size() - 1 - k]};@emo_timing_tests@^LinkJob@point-to-point kernels paired in reverse order (the k-th send with the (n-1-k)-th receive)"
+  "n@src/driver/job_solve.cpp@if (st->energy_j < out.plan.energy_j@if (st->energy_j > out.plan.energy_j@emo_random_traces_tests@^(JobSolveProperty|JobOptimize)\\.@the decomposed solve's static fallback inverted (static kept when costlier, dropped when cheaper)"
+  "o@src/driver/job_solve.cpp@ || out.plan.time_ns > out.target_ns) {@) {@emo_random_traces_tests@^(JobSolveProperty|JobOptimize)\\.@the decomposed solve's target fallback removed (a composed plan that misses the target kept)"
+  "p@src/timing/ports.cpp@dur = std::max(dur, r_[x.rank].graph->dur_ns[x.port]);@dur = dur == 0 ? r_[x.rank].graph->dur_ns[x.port] : std::min(dur, r_[x.rank].graph->dur_ns[x.port]);@emo_timing_tests@^Ports\\.@a collective's transfer takes the shortest participant's duration in the job's timing from ports"
+  "q@src/trace/job.cpp@info_.ranks[r].offset_ns = diff[diff.size() / 2];@info_.ranks[r].offset_ns = *std::min_element(diff.begin(), diff.end());@emo emo_timing_tests@^(cli_job|LinkJob)@clock offsets from the smallest difference instead of the median"
+  "r@src/timing/ports.cpp@start = std::max(start, a);@start = start == kNoTime ? a : std::min(start, a);@emo_timing_tests@^Ports\\.@a collective's transfer starts at its first participant's arrival, not its last (job timing from ports)"
+  # The runtime (issue 29): the guardian, the switch planner, the GPU router.
+  "s@src/runtime/guardian.cpp@reset.push_back(g);@reset.push_back(g);\n      break;@emo emo_runtime_tests emo_fake_nvml@^(GuardianTest\\.|cli_guardian$)@the guardian resets only the first of its GPUs"
+  "t@src/runtime/policy_runtime.cpp@plan_.push_back({anchor + packs[j].start_offset_ns - lead_ns_,@plan_.push_back({anchor + packs[j].start_offset_ns,@emo emo_runtime_tests emo_fake_nvml@^(SwitchPlanner|RunPolicy|cli_runtime)@the switch planner issues each switch at its pack's predicted start, not one switch latency before"
+  "u@src/runtime/policy_runtime.cpp@if (min_interval_ns_ > 0 && now_ns < earliest) {@if (false) {@emo emo_runtime_tests emo_fake_nvml@^(SwitchPlanner|RunPolicy|cli_runtime)@the switch planner ignores the minimum switch interval"
+  "v@src/runtime/policy_runtime.cpp@return o != owner_.end() && o->second.gpu >= 0 ? o->second.gpu : device;@return false ? o->second.gpu : device;@emo emo_runtime_tests emo_fake_nvml@^(GpuRouter|RunPolicy|cli_runtime)@the GPU router sends a claimed section's switches to the GPU of the section's index (the CUDA ordinal), not the GPU its process named"
+  "w@src/runtime/policy_runtime.cpp@if (gpu >= 0 && o.gpu == gpu) {@if (false) {@emo emo_runtime_tests emo_fake_nvml@^(GpuRouter|RunPolicy|cli_runtime)@the GPU router lets two sections claim one GPU"
 )
 
 declare -A backup=()
