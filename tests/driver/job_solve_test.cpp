@@ -1,5 +1,5 @@
 // The decomposed solve's promises (driver/job_solve.h; issue 29), as properties over generated
-// jobs: SYNTHETIC jobs of 2–4 ranks (tests/support/job_generator.h) derived from small random
+// jobs: SYNTHETIC jobs of 2–6 ranks (tests/support/job_generator.h) derived from small random
 // traces with NCCL kernels (tests/support/random_trace.h), with and without a straggler, at
 // several targets. No real data: the sources are generated, so these always run.
 //
@@ -36,7 +36,7 @@ namespace {
 /// Relative difference allowed between the decomposed solve's measurement of a schedule (each
 /// rank's run on its own graph, composed at the ports) and run_job_plan's (the job's whole graph):
 /// both are the simulated device with different noise draws. The baselines of the cases below
-/// agree within 0.09 % in time and 0.06 % in energy (printed by the test).
+/// agree within 0.09 % in time and 0.07 % in energy (printed by the test).
 constexpr double kNoise = 0.003;
 
 const model::GpuSpec& a100() { return model::GpuCatalog::builtin().at("A100-SXM4-80GB"); }
@@ -149,12 +149,20 @@ void check(const Case& c) {
       << "costlier than the static clock " << o.brute_static.clock_mhz << " MHz on the job's whole graph";
 }
 
+// At targets of 0 and 0.5 % many composed plans miss the target by a few µs (seeds 1, 8, 9 and 25
+// below: a rank's own share adds up over its collectives), cheaper than any static clock within it.
 TEST(JobSolveProperty, WithAStraggler) {
-  for (const Case& c : {Case{9, 2, 1, 0.02}, Case{22, 3, 0, 0.05}, Case{25, 4, 2, 0.0}, Case{11, 3, 2, 0.10}, Case{1, 6, 4, 0.05}}) check(c);
+  for (const Case& c : {Case{9, 2, 1, 0.02}, Case{22, 3, 0, 0.05}, Case{25, 4, 2, 0.0}, Case{11, 3, 2, 0.10},
+                        Case{1, 6, 4, 0.05}, Case{1, 2, 0, 0.005}, Case{9, 3, 0, 0.0}}) {
+    check(c);
+  }
 }
 
 TEST(JobSolveProperty, WithoutAStraggler) {
-  for (const Case& c : {Case{8, 2, -1, 0.05}, Case{44, 3, -1, 0.0}, Case{49, 4, -1, 0.10}, Case{20, 3, -1, 0.02}, Case{13, 6, -1, 0.0}}) check(c);
+  for (const Case& c : {Case{8, 2, -1, 0.05}, Case{44, 3, -1, 0.0}, Case{49, 4, -1, 0.10}, Case{20, 3, -1, 0.02},
+                        Case{13, 6, -1, 0.0}, Case{8, 4, -1, 0.0}, Case{25, 3, -1, 0.0}}) {
+    check(c);
+  }
 }
 
 }  // namespace
