@@ -460,6 +460,61 @@ TEST(LinkJobPeer, APeerOutsideTheRanksGivenIsLeftUnlinked) {
             "on rank 1: from 0 to 2): not linked");
 }
 
+// Several transfers per (s -> d) pair, as a pipeline stage sends an activation per micro-batch:
+// rank 0 sends three messages to rank 1 on one stream, in true time,
+//   rank 0: send [100, 300), send [300, 600), send [600, 950)       (each waits for its receive)
+//   rank 1: recv [200, 300), recv [400, 600), recv [900, 950)       (the last arrivals); clock +1000
+// so the k-th send goes with the k-th receive, and each transfer k takes T_k = the shorter of the
+// two kernels: min(200, 100) = 100, min(300, 200) = 200, min(350, 50) = 50 ns. Rank 0 waits
+// (200 - 100) + (400 - 300) + (900 - 600) = 500 ns in all, rank 1 none. On the linked graph,
+// E(send k) = max(S(send k), S(recv k)) + T_k: max(100, 200) + 100 = 300, max(300, 400) + 200 = 600,
+// max(600, 900) + 50 = 950, the job's end. Paired in reverse (send 0 with recv 2), the transfers
+// would be min(200, 50) = 50 and min(350, 100) = 100, rank 0 would wait 800 + 100 + 0 and rank 1
+// 400, and send 0 would end after recv 2 starts (900 + 50), which follows send 2: a cycle.
+std::vector<trace::Trace> three_transfers(Recorded rec) {
+  std::vector<trace::Trace> v;
+  v.push_back(p2p_rank(0, 2, 0, {{100, 300, 0, 1}, {300, 600, 0, 1}, {600, 950, 0, 1}}, rec));
+  v.push_back(p2p_rank(1, 2, 1000, {{200, 300, 0, 1}, {400, 600, 0, 1}, {900, 950, 0, 1}}, rec));
+  return v;
+}
+
+TEST(LinkJobPeer, ManyTransfersOfOnePairArePairedInOrder) {
+  for (const Recorded rec : {Recorded::kBoth, Recorded::kPeer}) {
+    SCOPED_TRACE(rec == Recorded::kBoth ? "both ranks recorded" : "the peer only");
+    const trace::JobLink link = trace::link_ranks(digests_of(three_transfers(rec)));
+    EXPECT_EQ(link.match, (std::vector<std::vector<std::int64_t>>{{0, 1, 2}, {0, 1, 2}}));
+    EXPECT_EQ(link.info.collectives_linked, 3);
+    EXPECT_TRUE(link.info.warnings.empty()) << link.info.warnings.front();
+    ASSERT_EQ(link.info.ranks.size(), 2u);
+    EXPECT_EQ(link.info.ranks[1].offset_ns, -1000);
+    EXPECT_EQ(link.info.residual_max_ns, 0);
+    EXPECT_EQ(link.info.ranks[0].wait_ns, 500);
+    EXPECT_EQ(link.info.ranks[1].wait_ns, 0);
+  }
+  const trace::Trace t = trace::link_job(three_transfers(Recorded::kPeer));
+  const DepGraph g = graph::build_graph(t);
+  EXPECT_EQ(g.stats.cycle_edges, 0);
+  EXPECT_EQ(count(g, EdgeType::kCollective), 6);
+  // Kernels in aligned start order: send 0 (100), recv 0 (200), send 1 (300), recv 1 (400),
+  // send 2 (600), recv 2 (900).
+  std::vector<std::uint32_t> node;
+  for (std::size_t c = 0; c < t.collectives.size(); ++c) node.push_back(node_of_row(g, t.collectives.op[c]));
+  ASSERT_EQ(node.size(), 6u);
+  const TimeNs transfer[] = {100, 200, 50};
+  for (std::size_t k = 0; k < 3; ++k) {
+    SCOPED_TRACE(fmt::format("transfer {}", k));
+    expect_edge(g, S(node[2 * k + 1]), E(node[2 * k]), EdgeType::kCollective, transfer[k]);
+    expect_edge(g, E(node[2 * k]), E(node[2 * k + 1]), EdgeType::kCollective, 0);
+    EXPECT_EQ(g.dur[node[2 * k]], transfer[k]);
+    EXPECT_EQ(g.dur[node[2 * k + 1]], transfer[k]);
+  }
+  const timing::Schedule s = timing::replay(g, g.dur);
+  const TimeNs end[] = {300, 300, 600, 600, 950, 950};
+  for (std::size_t c = 0; c < 6; ++c) EXPECT_EQ(s.end(node[c]), end[c]) << "kernel " << c;
+  EXPECT_EQ(s.end_ns, 950);
+  expect_exact_replay(g);
+}
+
 TEST(LinkJobRealData, TheSampledTwoRankPairLinksAllTenSendRecvKernels) {
   EMO_REQUIRE_DATA(rank0, "kineto/hta_sampled_2rank_rank0.json.gz");
   EMO_REQUIRE_DATA(rank1, "kineto/hta_sampled_2rank_rank1.json.gz");

@@ -1,0 +1,169 @@
+// The decomposed solve's promises (driver/job_solve.h; issue 29), as properties over generated
+// jobs: SYNTHETIC jobs of 2–6 ranks (tests/support/job_generator.h) derived from small random
+// traces with NCCL kernels (tests/support/random_trace.h), with and without a straggler, at
+// several targets. No real data: the sources are generated, so these always run.
+//
+// The promises (docs/multi-rank.md, "Decomposed solve"; DESIGN §8):
+//  1. The kept plan is within the latency target, baseline × (1 + max_slowdown): where the
+//     composed plan misses it, a static clock (the max clock at worst, the baseline) is kept.
+//  2. It is the cheapest plan measured within the target: never costlier than the composed plan
+//     when that one fits, than the baseline, or than the best static clock.
+//  3. "Best static clock" checked by a second method: every supported clock from the max down to
+//     the lowest the ranks' solves offered, run as a static schedule on the linked job's whole
+//     graph (driver::run_job_plan: one graph, its own noise draws, not the ranks' port reductions
+//     composed); the kept plan costs no more than the cheapest of those within the target, up to
+//     the two measurements' noise (kNoise).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "driver/job_solve.h"
+#include "graph/dep_graph.h"
+#include "model/gpu_catalog.h"
+#include "support/job_generator.h"
+#include "support/random_trace.h"
+#include "trace/job.h"
+
+namespace emo::testing {
+namespace {
+
+/// Relative difference allowed between the decomposed solve's measurement of a schedule (each
+/// rank's run on its own graph, composed at the ports) and run_job_plan's (the job's whole graph):
+/// both are the simulated device with different noise draws. The baselines of the cases below
+/// agree within 0.09 % in time and 0.07 % in energy (printed by the test).
+constexpr double kNoise = 0.003;
+
+const model::GpuSpec& a100() { return model::GpuCatalog::builtin().at("A100-SXM4-80GB"); }
+
+/// One generated job and target.
+struct Case {
+  std::uint64_t source_seed = 1;  ///< random_trace's seed.
+  int ranks = 2;
+  int straggler = -1;
+  double max_slowdown = 0.05;
+};
+
+std::string describe(const Case& c) {
+  return fmt::format("source seed {}, {} ranks, straggler {}, max_slowdown {}", c.source_seed, c.ranks, c.straggler,
+                     c.max_slowdown);
+}
+
+/// A small random trace with collectives: 2 iterations of about 24 GPU ops on one or two streams.
+trace::Trace source_trace(std::uint64_t seed) {
+  RandomTraceParams p = random_trace_params(seed);
+  p.iterations = 2;
+  p.ops_per_iteration = 24;
+  p.threads = 1;
+  return random_trace(p);
+}
+
+std::vector<trace::Trace> job_of(const trace::Trace& source, const Case& c) {
+  JobSpec spec;
+  spec.ranks = c.ranks;
+  spec.straggler = c.straggler;
+  spec.straggler_slowdown = 0.15;
+  spec.jitter = 0.02;
+  spec.max_offset_ns = 50'000;
+  spec.seed = c.source_seed;
+  return generate_job(source, spec);
+}
+
+/// The figures of one case that the checks print.
+struct Outcome {
+  driver::DecomposedSolve d;
+  driver::Evaluated brute_baseline;  ///< run_job_plan at the max clock.
+  driver::Evaluated brute_static;    ///< run_job_plan's cheapest static clock within the target (energy 0: none).
+};
+
+Outcome solve(const Case& c) {
+  const trace::Trace source = source_trace(c.source_seed);
+  if (source.collectives.size() == 0) throw std::logic_error("a source without collectives: " + describe(c));
+  std::vector<trace::Trace> ranks = job_of(source, c);
+  std::vector<trace::RankDigest> digests;
+  for (const trace::Trace& t : ranks) digests.push_back(trace::digest(t));
+  const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
+  driver::OptimizeOptions opts;
+  opts.max_slowdown = c.max_slowdown;
+  opts.seed = 1;
+  Outcome out;
+  out.d = driver::solve_decomposed(jp, std::move(ranks), a100(), opts, {.threads = 2});
+
+  // The second method: every static clock on the linked job's whole graph.
+  const trace::Trace job = trace::link_job(job_of(source, c));
+  const graph::DepGraph g = graph::build_graph(job);
+  const double f_max = a100().max_sm_clock_mhz();
+  out.brute_baseline = driver::run_job_plan(job, g, a100(), opts.seed, driver::static_clocks(g, f_max));
+  const auto target = static_cast<double>(out.brute_baseline.time_ns) * (1.0 + c.max_slowdown);
+  for (const double f : a100().sm_clocks_mhz) {
+    if (f > f_max) continue;
+    driver::Evaluated e = driver::run_job_plan(job, g, a100(), opts.seed, driver::static_clocks(g, f));
+    e.clock_mhz = f;
+    // The max clock is the baseline (within the target by definition); another clock within the
+    // target with room for the two measurements' noise.
+    if (f < f_max && static_cast<double>(e.time_ns) > target * (1.0 - kNoise)) continue;
+    if (out.brute_static.energy_j == 0 || e.energy_j < out.brute_static.energy_j) out.brute_static = e;
+  }
+  return out;
+}
+
+/// Checks the promises of the file comment on one case.
+void check(const Case& c) {
+  SCOPED_TRACE(describe(c));
+  const Outcome o = solve(c);
+  const driver::DecomposedSolve& d = o.d;
+  std::printf("[ decomposed ] %s: baseline %.4f J %lld ns (whole graph %.4f J %lld ns); composed %.4f J %lld ns; "
+              "static best %.0f MHz %.4f J (whole graph %.0f MHz %.4f J); kept %.4f J %lld ns, target %lld ns%s\n",
+              describe(c).c_str(), d.baseline.energy_j, static_cast<long long>(d.baseline.time_ns),
+              o.brute_baseline.energy_j, static_cast<long long>(o.brute_baseline.time_ns), d.own_plan.energy_j,
+              static_cast<long long>(d.own_plan.time_ns), d.static_best.clock_mhz, d.static_best.energy_j,
+              o.brute_static.clock_mhz, o.brute_static.energy_j, d.plan.energy_j,
+              static_cast<long long>(d.plan.time_ns), static_cast<long long>(d.target_ns),
+              d.static_kept ? " (static kept)" : "");
+  EXPECT_TRUE(d.simulated);
+  // The baseline: the same schedule as the second method's max clock, within the noise.
+  EXPECT_NEAR(static_cast<double>(d.baseline.time_ns), static_cast<double>(o.brute_baseline.time_ns),
+              kNoise * static_cast<double>(o.brute_baseline.time_ns));
+  EXPECT_NEAR(d.baseline.energy_j, o.brute_baseline.energy_j, kNoise * o.brute_baseline.energy_j);
+  // 1. The target, from the baseline; the kept plan within it.
+  EXPECT_EQ(d.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.time_ns) * (1.0 + c.max_slowdown))));
+  EXPECT_LE(d.plan.time_ns, d.target_ns) << "the kept plan misses the target (composed plan "
+                                         << d.own_plan.time_ns << " ns)";
+  // 2. The cheapest measured within the target.
+  EXPECT_LE(d.plan.energy_j, d.baseline.energy_j);
+  if (d.own_plan.time_ns <= d.target_ns) {
+    EXPECT_LE(d.plan.energy_j, d.own_plan.energy_j) << "a costlier plan kept than the composed plan, which fits";
+  }
+  if (d.static_best.clock_mhz > 0) {
+    EXPECT_LE(d.plan.energy_j, d.static_best.energy_j) << "a costlier plan kept than the static clock "
+                                                       << d.static_best.clock_mhz << " MHz";
+  }
+  // 3. Never costlier than the best static clock measured the other way.
+  ASSERT_GT(o.brute_static.energy_j, 0) << "the max clock is within the target";
+  EXPECT_LE(d.plan.energy_j, o.brute_static.energy_j * (1.0 + kNoise))
+      << "costlier than the static clock " << o.brute_static.clock_mhz << " MHz on the job's whole graph";
+}
+
+// At targets of 0 and 0.5 % many composed plans miss the target by a few µs (seeds 1, 8, 9 and 25
+// below: a rank's own share adds up over its collectives), cheaper than any static clock within it.
+TEST(JobSolveProperty, WithAStraggler) {
+  for (const Case& c : {Case{9, 2, 1, 0.02}, Case{22, 3, 0, 0.05}, Case{25, 4, 2, 0.0}, Case{11, 3, 2, 0.10},
+                        Case{1, 6, 4, 0.05}, Case{1, 2, 0, 0.005}, Case{9, 3, 0, 0.0}}) {
+    check(c);
+  }
+}
+
+TEST(JobSolveProperty, WithoutAStraggler) {
+  for (const Case& c : {Case{8, 2, -1, 0.05}, Case{44, 3, -1, 0.0}, Case{49, 4, -1, 0.10}, Case{20, 3, -1, 0.02},
+                        Case{13, 6, -1, 0.0}, Case{8, 4, -1, 0.0}, Case{25, 3, -1, 0.0}}) {
+    check(c);
+  }
+}
+
+}  // namespace
+}  // namespace emo::testing
