@@ -593,13 +593,14 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     ev.static_kept = true;
     ev.probe_kept = ev.calibration_kept = false;
   }
-  // Each GPU its own static clock (a job of several GPUs): the models' best, measured.
-  if (std::optional<Candidate> c = per_gpu_static(problem, packs, model_static, kept.plan.choice, run, ev)) {
-    if (better_within(c->run, kept.run, ev.target_ns)) {
-      kept = std::move(*c);
-      ev.per_gpu_static_kept = true;
-      ev.static_kept = ev.probe_kept = ev.calibration_kept = false;
-    }
+  // Each GPU its own static clock (a job of several GPUs): the models' best, measured where runs
+  // are affordable (the simulated device; a real GPU spends no run on it).
+  std::optional<Candidate> c;
+  if (backend.static_oracle()) c = per_gpu_static(problem, packs, model_static, kept.plan.choice, run, ev);
+  if (c && better_within(c->run, kept.run, ev.target_ns)) {
+    kept = std::move(*c);
+    ev.per_gpu_static_kept = true;
+    ev.static_kept = ev.probe_kept = ev.calibration_kept = false;
   }
   static_or_baseline(problem, static_runs, with_policy, kept, ev);
   keep(std::move(kept), ev);

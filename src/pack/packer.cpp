@@ -87,12 +87,14 @@ class Packer {
     island_of_.assign(g_.nodes(), UINT32_MAX);
     for (std::uint32_t i = 0; i < sorted_.size(); ++i) {
       const std::uint32_t n = sorted_[i];
-      // A linked collective (a linked job) joins the island it starts in: its kernel spans its wait
-      // for the other ranks, and overlapping the work around it would make one island of a whole
-      // pipeline stage. Its clock barely matters (a transfer); the work's does.
+      // A linked collective (a linked job) joins the island it starts in but does not extend it: its
+      // kernel spans its wait for the other ranks, and overlapping the work around it would make
+      // one island of a whole pipeline stage. Its clock barely matters (a transfer); the work's
+      // does. Starting after the island's work has ended, it starts an island, which the work after
+      // it joins.
       const bool transparent = linked_[n] != 0;
       const bool fresh = islands_.empty() || islands_.back().device != device(n) ||
-                         (!transparent && islands_.back().has_work && g_.rec_start[n] >= islands_.back().end_ns);
+                         (islands_.back().has_work && g_.rec_start[n] >= islands_.back().end_ns);
       if (fresh) islands_.push_back({device(n), i, i, g_.rec_start[n], transparent ? g_.rec_start[n] : g_.rec_end[n]});
       Island& is = islands_.back();
       is.end = i + 1;

@@ -99,11 +99,12 @@ done
 gen4=("$out"/nccl_allreduce/rank*.json.gz)     # SYNTHETIC; the composed plan is kept at 2 %
 OPT=(optimize --max-slowdown 0.02 --solve decomposed --quiet)
 compare gen4 2 4
-train4=("$out"/training_16rank/rank*.json.gz)  # SYNTHETIC; at 0.1 % the first composed plan misses
+# SYNTHETIC. Before issue 26's float pins, the first composed plan missed at 0.1 % and the second
+# round was taken here; the pins now compose within the target on every generated job tried
+# (docs/multi-rank.md), so the second round is not exercised under MPI by this test.
+train4=("$out"/training_16rank/rank*.json.gz)
 OPT=(optimize --max-slowdown 0.1% --solve decomposed --quiet)
 compare train4 2
-grep -q '"rounds": 2' "$out/train4.plain.json" && ok "train4: the second round is taken (and matched under MPI)" \
-  || bad "train4: one round only: the second round is not tested"
 
 # A failure in one process's rank solves (EMO_TEST_MPI_FAIL=P, for tests), or a bad file, under
 # --solve decomposed: every process ends, exit 2, one line from process 0.
