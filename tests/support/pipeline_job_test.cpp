@@ -11,6 +11,7 @@
 
 #include "core/file_io.h"
 #include "graph/dep_graph.h"
+#include "pack/pack_run.h"
 #include "support/cli_expect.h"
 #include "support/pipeline_job.h"
 #include "test_data.h"
@@ -353,6 +354,54 @@ TEST(MakeJob, BadPipelineArgumentsExitTwoWithOneLine) {
        "a b --mode pipeline --virtual-stages 2", "a b --mode pipeline-interleaved --stages 4 --microbatches 6",
        "a b --mode pipeline --dp 2 --slow-replica 2", "a b --mode pipeline --group-size 2"},
       scratch_dir("make-job-pipeline-bad"));
+}
+
+}  // namespace
+}  // namespace emo::testing
+
+namespace emo::testing {
+namespace {
+
+// Issue 26: a linked job's packs follow its slack (docs/packing.md, "A linked job"), on the
+// 2-stage, 2-micro-batch job worked out by hand above, packed with min_pack 5 ms (every pass is
+// longer than min_pack / 2, so no segment merges). Stage 0's islands: F0 [0.01, 10.01]; F1 with
+// send a0 (both start at 10.01, when F0 ends: a new island); send a1, receive g0 and B0 (a1 and g0
+// start at 20.01 when F1 ends; B0 joins at 42.01, the receive's end); receive g1 and B1 (from
+// 62.01). Hard boundaries: F1 (slack 21 ms) after F0 (critical): criticality; B0 starts at the end
+// of g0, which waited (22 ms recorded for a 1 ms transfer): collective; B1 after g1 (waited 11
+// ms): collective. So 4 packs: first (critical), criticality, collective, collective (critical).
+// Stage 1 is critical throughout and its one wait (a0) heads its first island: no hard boundary.
+// Its islands — {a0, F0} from 0.01, {B0} from 21.01, {g0, a1, F1} from 41.01, {B1} from 52.01, {g1}
+// from 72.01 — are packed to min_pack as a single trace's: a soft boundary follows an island with
+// an edge to another device (a0; g0 and a1), and the end of B1 feeds the host sync but leaves
+// less than min_pack: 3 packs, [0.01, 21.01), [21.01, 52.01), [52.01, …), all critical. The
+// contraction stays exact.
+TEST(PackJob, APipelineStagesPacksFollowTheJobsSlackWorkedByHand) {
+  const PipelineJob job(hand_source(), PipelineSpec{.stages = 2, .microbatches = 2, .layers = 1, .forward_ns = 10 * kMs,
+                                                    .backward_ratio = 2.0, .p2p_ns = 1 * kMs});
+  const Trace linked = trace::link_job(traces(job));
+  const pack::PackRun r = pack::run_pack(linked, {}, {5 * kMs, "test"});
+  EXPECT_EQ(r.contraction.contraction_error, 0.0);
+  std::vector<std::string> cuts;
+  std::vector<bool> critical;
+  int stage1 = 0;
+  std::vector<std::string> stage1_cuts;
+  bool stage1_critical = true;
+  for (const pack::Pack& p : r.packing.packs) {
+    if (p.device == 1) {
+      ++stage1;
+      stage1_cuts.emplace_back(pack::cut_name(p.starts_at));
+      stage1_critical = stage1_critical && p.critical;
+      continue;
+    }
+    cuts.emplace_back(pack::cut_name(p.starts_at));
+    critical.push_back(p.critical);
+  }
+  EXPECT_EQ(cuts, (std::vector<std::string>{"first", "criticality", "collective", "collective"}));
+  EXPECT_EQ(critical, (std::vector<bool>{true, false, false, true}));
+  EXPECT_EQ(stage1, 3);
+  EXPECT_EQ(stage1_cuts, (std::vector<std::string>{"first", "host_sync", "host_sync"}));
+  EXPECT_TRUE(stage1_critical);
 }
 
 }  // namespace
