@@ -63,6 +63,9 @@ constexpr double kNeighbourTolerance = 0.005;
 /// Static plans measured one clock lower at most, stepping down from the best measured one.
 constexpr int kStaticSteps = 4;
 
+/// Shares of the way from the models' baseline to their target at which tighter_plans plans.
+constexpr std::array<double, 3> kTighterShares = {0.0, 0.25, 0.5};
+
 /// True when `points` hold one at `clock_mhz`.
 bool is_measured(const std::vector<model::ClockPoint>& points, double clock_mhz) {
   return std::any_of(points.begin(), points.end(), [&](const model::ClockPoint& pt) { return pt.clock_mhz == clock_mhz; });
@@ -256,7 +259,7 @@ struct ProgressAttached {
 /// baseline and the models' static plan), the policy runs and up to 3 static candidates.
 std::int64_t evaluation_runs_estimate(const ProfileStage& profile, const runtime::OptimizeBackend& backend) {
   const auto statics = backend.static_oracle() ? static_cast<std::int64_t>(profile.option_clocks_mhz.size()) : 2;
-  return statics + backend.max_validation_runs() + (backend.static_oracle() ? 3 : 0);
+  return statics + backend.max_validation_runs() + (backend.static_oracle() ? 3 + static_cast<std::int64_t>(kTighterShares.size()) : 0);
 }
 
 Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const ProfileStage& profiled, double idle_w,
@@ -329,6 +332,29 @@ std::optional<Candidate> per_gpu_static(const ProblemStage& problem, const pack:
   return c;
 }
 
+/// A looser target must never save less (issue 26): where runs are affordable, the plans for
+/// tighter model targets (kTighterShares of the way from the predicted baseline to the model
+/// target; the same models) are measured too, and one replaces `kept` when it measures cheaper
+/// within the target. A plan that a tighter target's search finds is then a candidate of every
+/// looser one; not a proof (each target profiles and fits on its own), a guard measured over
+/// generated jobs and random traces (Promises.*).
+template <typename RunFn>
+void tighter_plans(const ProblemStage& problem, opt::FastSolver& solver, Candidate& kept, RunFn&& run, Evaluation& ev) {
+  const TimeNs base_ns = problem.predicted_baseline.time_ns;
+  std::vector<std::vector<int>> tried{kept.plan.choice};
+  for (const double share : kTighterShares) {
+    const auto t = base_ns + static_cast<TimeNs>(share * static_cast<double>(problem.target_ns - base_ns));
+    if (t >= problem.target_ns) continue;
+    PlanStage p = plan(problem, solver, t, ev.search);
+    if (std::find(tried.begin(), tried.end(), p.choice) != tried.end()) continue;
+    tried.push_back(p.choice);
+    Candidate c = run(std::move(p));
+    ++ev.tighter_runs;
+    if (better_within(c.run, kept.run, ev.target_ns))
+      kept = std::move(c), ev.tighter_kept = true, ev.probe_kept = ev.calibration_kept = false;
+  }
+}
+
 /// The last of EMO's guarantees on the kept plan (issue 26): the best static run measured by
 /// evaluate_static (every clock on the simulated device) replaces `kept` when it is cheaper within
 /// the target — never costlier than locking one clock; then, when `kept` misses the target, the
@@ -341,14 +367,14 @@ void static_or_baseline(const ProblemStage& problem, StaticRuns& runs, WithPolic
       kept = with_policy(plan_of(problem, std::move(*k)));
       kept.run = std::move(*runs.best);
       ev.static_kept = true, ev.static_candidate_mhz = kept.run.clock_mhz;
-      ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = false;
+      ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
     }
   }
   if (kept.run.time_ns > ev.target_ns) {
     kept = with_policy(plan_of(problem, std::vector<int>(problem.choices.packs(), 0)));
     kept.run = std::move(runs.baseline);
     ev.baseline_kept = true;
-    ev.static_kept = ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = false;
+    ev.static_kept = ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
   }
 }
 
@@ -559,6 +585,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   }
   auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
   Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, conservative, ev);
+  if (backend.static_oracle()) tighter_plans(problem, solver, kept, run, ev);
   ev.own_plan = {kept.run.time_ns, kept.run.energy_j, 0};
   // The static plan at the calibrated target too (the simulated device), when it differs.
   if (ev.calibrated_target_ns > 0 && backend.static_oracle()) {
@@ -591,7 +618,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     ev.static_candidate_mhz = uniform->plan.pack_clock_mhz.front();
     kept = std::move(*uniform);
     ev.static_kept = true;
-    ev.probe_kept = ev.calibration_kept = false;
+    ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
   }
   // Each GPU its own static clock (a job of several GPUs): the models' best, measured where runs
   // are affordable (the simulated device; a real GPU spends no run on it).
@@ -600,7 +627,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   if (c && better_within(c->run, kept.run, ev.target_ns)) {
     kept = std::move(*c);
     ev.per_gpu_static_kept = true;
-    ev.static_kept = ev.probe_kept = ev.calibration_kept = false;
+    ev.static_kept = ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
   }
   static_or_baseline(problem, static_runs, with_policy, kept, ev);
   keep(std::move(kept), ev);

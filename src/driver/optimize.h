@@ -122,6 +122,8 @@ struct Evaluation {
                                            ///< measured; time 0 when not run (one GPU, or it is another candidate).
   std::vector<double> per_gpu_static_mhz;  ///< Its clock per GPU (device order); empty when not run.
   bool per_gpu_static_kept = false;        ///< It measured cheapest within the target: EMO keeps it.
+  int tighter_runs = 0;                    ///< Plans for tighter model targets measured (tighter_plans).
+  bool tighter_kept = false;               ///< One of them measured cheaper within the target: kept.
   double floor_margin = 0;                 ///< The last conservative re-plan's margin at the floor (validate:
                                            ///< kFloorMargin, ×4 each); 0: none was needed.
   bool baseline_kept = false;              ///< No candidate met the target on its evaluation run: EMO keeps the

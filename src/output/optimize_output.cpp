@@ -154,6 +154,8 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"static_kept", ev.static_kept},
       {"baseline_kept", ev.baseline_kept},
       {"floor_margin", ev.floor_margin},
+      {"tighter_runs", ev.tighter_runs},
+      {"tighter_kept", ev.tighter_kept},
       {"per_gpu_static_kept", ev.per_gpu_static_kept},
       {"per_gpu_static", per_gpu_static_json(ev)},
       {"own_plan", {{"time_ns", ev.own_plan.time_ns}, {"energy_j", ev.own_plan.energy_j}}},

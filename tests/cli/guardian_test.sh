@@ -222,12 +222,15 @@ if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
   # who planted a stale record and a link at the old temporary name (in a private /tmp).
   if unshare -m true 2>/dev/null; then
     fresh
+    # emo and the stand-in are copied into $dir (seen as /mnt): the build may itself be under /tmp,
+    # which the private /tmp hides.
+    cp "$EMO" "$dir/emo.bin" && cp "$FAKE" "$dir/fake_nvml.so"
     out=$(unshare -m bash -c '
       mount --make-rprivate / && mount --bind "$1" /mnt && mount -t tmpfs tmpfs /tmp || exit 99
       mkdir /tmp/emo-0 && chown nobody:nogroup /tmp/emo-0 && chmod 1777 /tmp/emo-0
       setpriv --reuid nobody --regid nogroup --clear-groups sh -c "printf \"emo-locks/1\npid $3\ngpu 2\n\" > /tmp/emo-0/emo-run-$3.locks"
-      env -u XDG_RUNTIME_DIR -u EMO_STATE_DIR EMO_FAKE_NVML_LOG=/mnt/nvml.log \
-        "$2" run --policy /mnt/p0.json --no-tracer -- bash -c "echo \"P 0 1 0\" >&\$EMO_PROGRESS_FD" 2>/mnt/err
+      env -u XDG_RUNTIME_DIR -u EMO_STATE_DIR EMO_FAKE_NVML_LOG=/mnt/nvml.log EMO_NVML_LIBRARY=/mnt/fake_nvml.so \
+        /mnt/emo.bin run --policy /mnt/p0.json --no-tracer -- bash -c "echo \"P 0 1 0\" >&\$EMO_PROGRESS_FD" 2>/mnt/err
       echo "rc=$? $(ls /tmp/emo-0)"' sh "$dir" "$EMO" "$dead")
     [[ "$out" == "rc=2 emo-run-$dead.locks" && "$(cat "$dir/err")" == "emo: error: /tmp/emo-0: $refusal_tail" && -z "$(setters)" ]] \
       && ok "root, no XDG_RUNTIME_DIR, /tmp/emo-0 planted by nobody: refused (exit 2), no GPU reset, nothing written there" \

@@ -226,8 +226,10 @@ TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   EXPECT_LT(a.evaluation.own_plan.energy_j, 1e5);
   EXPECT_EQ(rejected.policy_runs, a.evaluation.validation_runs);
   // The same optimisation with no run left for the probe: what the result was before the probe.
-  // (The models' best static plan is measured too, outside the validation budget.)
-  ScriptedBackend no_probe(+1e6, a.evaluation.validation_runs - a.evaluation.static_candidate_runs - 1);
+  // (The models' best static plan and the plans of tighter targets are measured too, outside the
+  // validation budget.)
+  ScriptedBackend no_probe(+1e6, a.evaluation.validation_runs - a.evaluation.static_candidate_runs -
+                                     a.evaluation.tighter_runs - 1);
   const driver::OptimizeResult b = driver::optimize(t, {}, a100(), o, no_probe);
   EXPECT_EQ(b.evaluation.probe_runs, 0);
   EXPECT_EQ(a.plan().choice, b.plan().choice);
@@ -236,8 +238,8 @@ TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   EXPECT_EQ(a.evaluation.emo.time_ns, b.evaluation.emo.time_ns);
   EXPECT_DOUBLE_EQ(a.evaluation.emo.energy_j, b.evaluation.emo.energy_j);
   EXPECT_EQ(a.evaluation.clock_switches, b.evaluation.clock_switches);
-  EXPECT_EQ(a.evaluation.validation_runs - a.evaluation.static_candidate_runs,
-            b.evaluation.validation_runs - b.evaluation.static_candidate_runs + 1);
+  EXPECT_EQ(a.evaluation.validation_runs - a.evaluation.static_candidate_runs - a.evaluation.tighter_runs,
+            b.evaluation.validation_runs - b.evaluation.static_candidate_runs - b.evaluation.tighter_runs + 1);
   // And when the probe measures cheaper, it is kept: its plan has a pack at the lowest clock.
   ScriptedBackend accepted(-1e3, 4);
   const driver::OptimizeResult c = driver::optimize(t, {}, a100(), o, accepted);
