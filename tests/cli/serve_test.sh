@@ -242,7 +242,12 @@ fd0=$(fds); rss0=$(rss)
 churn; sleep 0.3
 fd1=$(fds); rss1=$(rss)
 left_leases=$(as_nobody "$EMO" serve --config "$dir/serve.conf" --status | head -1)
-[[ $fd1 -eq $fd0 && $((rss1 - rss0)) -lt 512 && "$left_leases" == "$SOCK: 0 leases" ]] \
+# Under AddressSanitizer (the sanitizer suite sets ASAN_OPTIONS) freed memory sits in its
+# quarantine, so RSS grows whatever the service does: the memory bound is the normal build's (this
+# same test), leaks are LeakSanitizer's at exit; descriptors and leases are checked in both.
+rss_limit=512
+[[ -n ${ASAN_OPTIONS:-} ]] && rss_limit=$((256 * 1024))
+[[ $fd1 -eq $fd0 && $((rss1 - rss0)) -lt $rss_limit && "$left_leases" == "$SOCK: 0 leases" ]] \
   && ok "1,000 clients came and went: descriptors $fd0 → $fd1, RSS ${rss0} → ${rss1} KiB, no lease left" \
   || bad "churn: descriptors $fd0 → $fd1, RSS $rss0 → $rss1 KiB, $left_leases"
 
