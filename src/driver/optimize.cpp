@@ -585,8 +585,8 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   }
   auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
   Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, conservative, ev);
-  if (backend.static_oracle()) tighter_plans(problem, solver, kept, run, ev);
   ev.own_plan = {kept.run.time_ns, kept.run.energy_j, 0};
+  if (backend.static_oracle()) tighter_plans(problem, solver, kept, run, ev);
   // The static plan at the calibrated target too (the simulated device), when it differs.
   if (ev.calibrated_target_ns > 0 && backend.static_oracle()) {
     const auto calibrated = opt::best_static_choice(problem.choices, ev.calibrated_target_ns + opt::kRoundingNs);

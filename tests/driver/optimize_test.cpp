@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 #include "core/error.h"
 #include "core/progress.h"
 #include "graph/hand_trace.h"
 #include "model/gpu_catalog.h"
+#include "output/optimize_output.h"
 #include "pack/pack_graph.h"
 #include "runtime/sim_backend.h"
 #include "timing/timing.h"
@@ -212,6 +214,59 @@ class ScriptedBackend final : public runtime::OptimizeBackend {
   double shift_;
   int max_runs_;
 };
+
+/// The simulated device on which every run below the max clock — each policy run, each static
+/// run at a lower clock — takes 20 % longer than the device says: no plan but the baseline can meet
+/// a +5 % target (issue 26: the baseline is then kept, and the result says so).
+class EverythingMissesBackend final : public runtime::OptimizeBackend {
+ public:
+  EverythingMissesBackend() : sim_(a100(), 1) {}
+  runtime::Device& device() override { return sim_.device(); }
+  bool static_oracle() const override { return true; }
+  int max_validation_runs() const override { return 4; }
+  runtime::PackProfiles profile_packs(const trace::Trace& t, const pack::PackRun& p,
+                                      const std::vector<double>& clocks) override {
+    return sim_.profile_packs(t, p, clocks);
+  }
+  runtime::PackProfiles profile_pack_clocks(const trace::Trace& t, const pack::PackRun& p,
+                                            const std::vector<std::vector<double>>& clocks) override {
+    return sim_.profile_pack_clocks(t, p, clocks);
+  }
+  runtime::RunMeasurement run_static(const trace::Trace& t, const pack::PackRun& p, double f) override {
+    runtime::RunMeasurement m = sim_.run_static(t, p, f);
+    if (f < sim_.device().supported_sm_clocks_mhz().front()) m.time_ns = m.time_ns * 6 / 5;
+    return m;
+  }
+  runtime::RunMeasurement run_policy(const trace::Trace& t, const pack::PackRun& p, const policy::Policy& pol,
+                                     const std::vector<double>& clocks) override {
+    runtime::RunMeasurement m = sim_.run_policy(t, p, pol, clocks);
+    m.time_ns = m.time_ns * 6 / 5;
+    ++policy_runs;
+    return m;
+  }
+  int policy_runs = 0;
+
+ private:
+  runtime::SimBackend sim_;
+};
+
+TEST(Optimize, TheBaselineIsKeptWhenNoPlanMeetsTheTarget) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  EverythingMissesBackend backend;
+  const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(0.05), backend);
+  const driver::Evaluation& ev = r.evaluation;
+  ASSERT_GT(backend.policy_runs, 0) << "EMO measured no plan";
+  EXPECT_TRUE(ev.baseline_kept);
+  EXPECT_FALSE(ev.static_kept);
+  EXPECT_EQ(ev.emo.time_ns, ev.baseline.time_ns);
+  EXPECT_EQ(ev.emo.energy_j, ev.baseline.energy_j);
+  EXPECT_GT(ev.own_plan.time_ns, ev.target_ns) << "EMO's own plan (which missed) is reported";
+  for (const double f : ev.plan.pack_clock_mhz) EXPECT_EQ(f, 1410.0);
+  for (const auto& k : r.policy().gpus.at(0).packs) EXPECT_EQ(k.clock_mhz, 1410.0);
+  const std::string text = output::to_text(r);
+  EXPECT_NE(text.find("EMO (baseline kept)"), std::string::npos) << text;
+  EXPECT_NE(text.find("no plan met the latency target on its evaluation run"), std::string::npos) << text;
+}
 
 TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   // Launch-bound: the GPU waits on the CPU most of the time, so the models put the packs' energy
