@@ -181,11 +181,11 @@ TEST(Optimize, PolicyMatchesThePlan) {
   EXPECT_EQ(r.evaluation.clock_switches, static_cast<std::int64_t>(expected));
 }
 
-/// The simulated device, with the energy of policy runs that put a pack at the lowest profiled
-/// clock (the probe's plans) shifted by `probe_shift_j`, and at most `max_runs` policy runs.
-class ScriptedBackend final : public runtime::OptimizeBackend {
+/// The simulated device behind the OptimizeBackend interface, every call forwarded, for test
+/// backends that change what some runs measure (they override run_static / run_policy).
+class SimForwardingBackend : public runtime::OptimizeBackend {
  public:
-  ScriptedBackend(double probe_shift_j, int max_runs) : sim_(a100(), 1), shift_(probe_shift_j), max_runs_(max_runs) {}
+  explicit SimForwardingBackend(int max_runs) : sim_(a100(), 1), max_runs_(max_runs) {}
   runtime::Device& device() override { return sim_.device(); }
   bool static_oracle() const override { return true; }
   int max_validation_runs() const override { return max_runs_; }
@@ -202,36 +202,40 @@ class ScriptedBackend final : public runtime::OptimizeBackend {
   }
   runtime::RunMeasurement run_policy(const trace::Trace& t, const pack::PackRun& p, const policy::Policy& pol,
                                      const std::vector<double>& clocks) override {
-    runtime::RunMeasurement m = sim_.run_policy(t, p, pol, clocks);
-    if (std::find(clocks.begin(), clocks.end(), 705.0) != clocks.end()) m.energy_j += shift_;
     ++policy_runs;
-    return m;
+    return sim_.run_policy(t, p, pol, clocks);
   }
   int policy_runs = 0;
 
- private:
+ protected:
   runtime::SimBackend sim_;
-  double shift_;
+
+ private:
   int max_runs_;
+};
+
+/// The simulated device, with the energy of policy runs that put a pack at the lowest profiled
+/// clock (the probe's plans) shifted by `probe_shift_j`, and at most `max_runs` policy runs.
+class ScriptedBackend final : public SimForwardingBackend {
+ public:
+  ScriptedBackend(double probe_shift_j, int max_runs) : SimForwardingBackend(max_runs), shift_(probe_shift_j) {}
+  runtime::RunMeasurement run_policy(const trace::Trace& t, const pack::PackRun& p, const policy::Policy& pol,
+                                     const std::vector<double>& clocks) override {
+    runtime::RunMeasurement m = SimForwardingBackend::run_policy(t, p, pol, clocks);
+    if (std::find(clocks.begin(), clocks.end(), 705.0) != clocks.end()) m.energy_j += shift_;
+    return m;
+  }
+
+ private:
+  double shift_;
 };
 
 /// The simulated device on which every run below the max clock — each policy run, each static
 /// run at a lower clock — takes 20 % longer than the device says: no plan but the baseline can meet
 /// a +5 % target (issue 26: the baseline is then kept, and the result says so).
-class EverythingMissesBackend final : public runtime::OptimizeBackend {
+class EverythingMissesBackend final : public SimForwardingBackend {
  public:
-  EverythingMissesBackend() : sim_(a100(), 1) {}
-  runtime::Device& device() override { return sim_.device(); }
-  bool static_oracle() const override { return true; }
-  int max_validation_runs() const override { return 4; }
-  runtime::PackProfiles profile_packs(const trace::Trace& t, const pack::PackRun& p,
-                                      const std::vector<double>& clocks) override {
-    return sim_.profile_packs(t, p, clocks);
-  }
-  runtime::PackProfiles profile_pack_clocks(const trace::Trace& t, const pack::PackRun& p,
-                                            const std::vector<std::vector<double>>& clocks) override {
-    return sim_.profile_pack_clocks(t, p, clocks);
-  }
+  EverythingMissesBackend() : SimForwardingBackend(4) {}
   runtime::RunMeasurement run_static(const trace::Trace& t, const pack::PackRun& p, double f) override {
     runtime::RunMeasurement m = sim_.run_static(t, p, f);
     if (f < sim_.device().supported_sm_clocks_mhz().front()) m.time_ns = m.time_ns * 6 / 5;
@@ -239,15 +243,10 @@ class EverythingMissesBackend final : public runtime::OptimizeBackend {
   }
   runtime::RunMeasurement run_policy(const trace::Trace& t, const pack::PackRun& p, const policy::Policy& pol,
                                      const std::vector<double>& clocks) override {
-    runtime::RunMeasurement m = sim_.run_policy(t, p, pol, clocks);
+    runtime::RunMeasurement m = SimForwardingBackend::run_policy(t, p, pol, clocks);
     m.time_ns = m.time_ns * 6 / 5;
-    ++policy_runs;
     return m;
   }
-  int policy_runs = 0;
-
- private:
-  runtime::SimBackend sim_;
 };
 
 TEST(Optimize, TheBaselineIsKeptWhenNoPlanMeetsTheTarget) {
