@@ -434,6 +434,7 @@ int run_optimize(OptimizeCliOptions o) {
     const graph::Window window = o.win.find(t);
     driver::OptimizeResult r;
     std::string note;  // which catalog entry, and retargeting
+    std::optional<driver::TrueOptimum> true_opt;  // --true-optimum
     if (nvml && !t.meta.job.ranks.empty()) {
       r = optimize_job_nvml(t, window, o, opts, nvml_lib, workload);
     } else if (nvml) {
@@ -449,7 +450,7 @@ int run_optimize(OptimizeCliOptions o) {
       r = driver::optimize(t, window, *gpu.spec, opts);
       if (o.true_optimum) {
         bar.update("true optimum (CBC)", 0, 1);
-        r.true_optimum = driver::true_optimum(t, r, *gpu.spec, opts);
+        true_opt = driver::true_optimum(t, r, *gpu.spec, opts);
         bar.update("true optimum (CBC)", 1, 1);
       }
       note = gpu.note;
@@ -458,10 +459,12 @@ int run_optimize(OptimizeCliOptions o) {
     if (o.compare_independent) cmp = compare_independent(t, r, o, opts, bar);
     bar.finish();  // before the text on the same terminal
     if (o.json_out != "-") {
-      fmt::print("{}{}{}{}", output::to_text(r), output::job_text(t, r.packs.analysis), note,
-                 cmp ? output::to_text(*cmp) : "");
+      fmt::print("{}{}{}{}{}", output::to_text(r),
+                 true_opt ? output::to_text(*true_opt, r.evaluation.statics.baseline) : "",
+                 output::job_text(t, r.packs.analysis), note, cmp ? output::to_text(*cmp) : "");
     }
     docs.push_back(output::to_json(r));
+    if (true_opt) docs.back()["true_optimum"] = output::to_json(*true_opt, r.evaluation.statics.baseline);
     if (!t.meta.job.ranks.empty()) docs.back()["job"] = output::job_json(t, r.packs.analysis);
     if (cmp) docs.back()["independent"] = output::to_json(*cmp);
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));

@@ -196,7 +196,7 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
   p.solve.packs = static_cast<std::int64_t>(r.packs.packing.packs.size());
   p.solve.pinned = static_cast<std::int64_t>(cut.pins.size());
   p.solve.own_savings = r.savings();
-  p.solve.own_met = r.evaluation.emo.time_ns <= r.evaluation.target_ns;
+  p.solve.own_met = r.evaluation.emo.time_ns <= r.evaluation.statics.target_ns;
 
   const PortedGraph pg = ported_graph(t, open);
   runtime::SimDeviceOptions dev_opts;

@@ -93,30 +93,34 @@ PlanStage plan_of(const ProblemStage& problem, std::vector<int> choice) {
   return p;
 }
 
-/// The measured runs of stage 6's static references that a kept plan may take over.
+/// The measured runs of stage 6's static references that a kept plan may take over, and the sweep
+/// they make.
 struct StaticRuns {
   runtime::RunMeasurement baseline;            ///< Every pack at f_max.
   std::optional<runtime::RunMeasurement> best; ///< The cheapest static run within the target below f_max.
+  StaticSweep sweep;
 };
+
+Evaluated evaluated(const runtime::RunMeasurement& m) { return Evaluated{m.time_ns, m.energy_j, m.clock_mhz}; }
 
 /// The static references of stage 6: the baseline at f_max, the measured target (the baseline ×
 /// (1 + max_slowdown)) and the best static clock within it (an oracle over every option clock, or
-/// the models' best static plan, `model_static`, run once). Returns their runs.
+/// the models' best static plan, `model_static`, run once). Returns their runs and sweep.
 StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
                            const ProfileStage& profile, const std::optional<std::vector<int>>& model_static,
-                           double max_slowdown, runtime::OptimizeBackend& backend, Evaluation& ev) {
-  auto evaluated = [](const runtime::RunMeasurement& m) { return Evaluated{m.time_ns, m.energy_j, m.clock_mhz}; };
+                           double max_slowdown, runtime::OptimizeBackend& backend) {
   const double f_max = profile.option_clocks_mhz.front();
-  StaticRuns runs{backend.run_static(trace, packs, f_max), std::nullopt};
-  ev.baseline = evaluated(runs.baseline);
-  ev.baseline_power = runs.baseline.power;  // issue 18: the report's power plot
-  ev.target_ns = target_of(ev.baseline.time_ns, max_slowdown);
-  ev.static_best = ev.baseline;
-  ev.static_curve = {ev.baseline};
+  StaticRuns runs{backend.run_static(trace, packs, f_max), std::nullopt, {}};
+  StaticSweep& s = runs.sweep;
+  s.baseline = evaluated(runs.baseline);
+  s.baseline_power = runs.baseline.power;  // issue 18: the report's power plot
+  s.target_ns = target_of(s.baseline.time_ns, max_slowdown);
+  s.best = s.baseline;
+  s.curve = {s.baseline};
   auto consider = [&](runtime::RunMeasurement m) {
     const Evaluated e = evaluated(m);
-    ev.static_curve.push_back(e);
-    if (e.time_ns <= ev.target_ns && e.energy_j < ev.static_best.energy_j) ev.static_best = e, runs.best = std::move(m);
+    s.curve.push_back(e);
+    if (e.time_ns <= s.target_ns && e.energy_j < s.best.energy_j) s.best = e, runs.best = std::move(m);
   };
   if (backend.static_oracle()) {
     for (const double f : profile.option_clocks_mhz) {
@@ -126,24 +130,30 @@ StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs
   }
   if (model_static && (*model_static)[0] != 0) {
     runtime::RunMeasurement m = backend.run_static(trace, packs, problem.choices.clocks(*model_static)[0]);
-    ev.static_best = evaluated(m);  // the one static run, within the target or not
-    ev.static_curve.push_back(ev.static_best);
-    if (m.time_ns <= ev.target_ns) runs.best = std::move(m);
+    s.best = evaluated(m);  // the one static run, within the target or not
+    s.curve.push_back(s.best);
+    if (m.time_ns <= s.target_ns) runs.best = std::move(m);
   }
   return runs;
 }
 
-/// A plan with its policy and its measured run.
+/// A plan with its policy, its measured run and what kind of candidate it is.
 struct Candidate {
   PlanStage plan;
   policy::Policy policy;
   runtime::RunMeasurement run;
+  KeptPlan kind = KeptPlan::own;
 };
 
 /// True when run `a` is within `target_ns` and beats `b`: `b` missed the target, or `a` used less
 /// energy. How every candidate (re-plan, probe, static plan) is compared with the one it may replace.
 bool better_within(const runtime::RunMeasurement& a, const runtime::RunMeasurement& b, TimeNs target_ns) {
   return a.time_ns <= target_ns && (b.time_ns > target_ns || a.energy_j < b.energy_j);
+}
+
+/// Replaces `kept` by `c` when c's run is better_within the target; `c` is then of `kind`.
+void take_if_better(Candidate& kept, Candidate&& c, KeptPlan kind, TimeNs target_ns) {
+  if (better_within(c.run, kept.run, target_ns)) kept = std::move(c), kept.kind = kind;
 }
 
 /// The lowest-clock probe's choice: every pack whose planned clock lies inside the lowest profiled
@@ -180,59 +190,77 @@ PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& prob
 /// tightens the model's target by the miss — or by the model's relative error on this plan when
 /// that is larger — and re-plans, up to backend.max_validation_runs() runs; then, when a run is
 /// left and the exact pack graph keeps it within the model's target, the lowest-clock probe, kept
-/// only if measured cheaper within the target. `run` measures a plan (counting validation_runs).
+/// only if measured cheaper within the target. `run` measures a plan.
 /// At the floor — the model's target is the predicted baseline (+0 %, or tightened down to it) —
 /// no tighter target is left, and a run that misses there re-plans with `conservative(margin)`:
 /// each option's slowdown (factor − 1) grown by (1 + margin), so that the plan leaves that margin
 /// on the slack it uses. The first margin; each next one ×4.
 constexpr double kFloorMargin = 0.25;
 
+/// What validate() keeps and how it got there.
+struct Validated {
+  Candidate kept;
+  Validation validation;
+};
+
+/// validate's re-plans while a run misses `target_ns`; `runs` counts its runs (the first included).
 template <typename RunFn, typename ConservativeFn>
-Candidate validate(const ProblemStage& problem, opt::FastSolver& solver, const ProfileStage& profile, PlanStage first,
-                   runtime::OptimizeBackend& backend, RunFn&& run, ConservativeFn&& conservative, Evaluation& ev) {
+Candidate replan_while_missing(const ProblemStage& problem, opt::FastSolver& solver, Candidate kept, TimeNs target_ns,
+                               int max_runs, RunFn&& run, ConservativeFn&& conservative, opt::SearchStats& search,
+                               int& runs, TimeNs& model_target_ns, Validation& v) {
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
-  TimeNs model_target_ns = problem.target_ns;
-  const int limit = ev.validation_runs + backend.max_validation_runs();
-  Candidate kept = run(std::move(first));
-  while (kept.run.time_ns > ev.target_ns && ev.validation_runs < limit) {
+  while (kept.run.time_ns > target_ns && runs < max_runs) {
+    ++runs;
     if (model_target_ns <= base_ns) {
-      ev.floor_margin = ev.floor_margin == 0 ? kFloorMargin : 4 * ev.floor_margin;
-      kept = run(conservative(ev.floor_margin));
+      v.floor_margin = v.floor_margin == 0 ? kFloorMargin : 4 * v.floor_margin;
+      kept = run(conservative(v.floor_margin));
       continue;
     }
     const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(kept.plan.predicted.time_ns) *
-                                                         static_cast<double>(ev.target_ns) /
+                                                         static_cast<double>(target_ns) /
                                                          static_cast<double>(kept.run.time_ns)));
-    model_target_ns = std::max(base_ns, std::min(model_target_ns - (kept.run.time_ns - ev.target_ns) - 1000, by_ratio));
-    kept = run(plan(problem, solver, model_target_ns, ev.search));
+    model_target_ns = std::max(base_ns, std::min(model_target_ns - (kept.run.time_ns - target_ns) - 1000, by_ratio));
+    kept = run(plan(problem, solver, model_target_ns, search));
   }
+  return kept;
+}
+
+template <typename RunFn, typename ConservativeFn>
+Validated validate(const ProblemStage& problem, opt::FastSolver& solver, const ProfileStage& profile, PlanStage first,
+                   TimeNs target_ns, int max_runs, RunFn&& run, ConservativeFn&& conservative,
+                   opt::SearchStats& search) {
+  Validated out;
+  Validation& v = out.validation;
+  TimeNs model_target_ns = problem.target_ns;
+  int runs = 1;
+  Candidate& kept = out.kept;
+  kept = replan_while_missing(problem, solver, run(std::move(first)), target_ns, max_runs, run, conservative, search,
+                              runs, model_target_ns, v);
   // Calibration: a plan measured under the target (the models overestimated its time) leaves
   // room; re-plan once at the model target that measures as the target, kept when measured
   // cheaper within it.
-  if (kept.run.time_ns <= ev.target_ns && ev.validation_runs < limit && kept.run.time_ns > 0) {
-    const auto calibrated = static_cast<TimeNs>(std::floor(static_cast<double>(ev.target_ns) *
+  if (kept.run.time_ns <= target_ns && runs < max_runs && kept.run.time_ns > 0) {
+    const auto calibrated = static_cast<TimeNs>(std::floor(static_cast<double>(target_ns) *
                                                            static_cast<double>(kept.plan.predicted.time_ns) /
                                                            static_cast<double>(kept.run.time_ns)));
     if (calibrated > model_target_ns + opt::kRoundingNs) {
-      ev.calibrated_target_ns = calibrated;
-      Candidate c = run(plan(problem, solver, calibrated, ev.search));
-      ev.calibration_runs = 1;
-      if (better_within(c.run, kept.run, ev.target_ns)) {
-        kept = std::move(c), ev.calibration_kept = true;
-        model_target_ns = calibrated;
-      }
+      v.calibrated_target_ns = calibrated;
+      Candidate c = run(plan(problem, solver, calibrated, search));
+      v.calibration_runs = 1, ++runs;
+      if (better_within(c.run, kept.run, target_ns)) model_target_ns = calibrated;
+      take_if_better(kept, std::move(c), KeptPlan::calibrated, target_ns);
     }
   }
-  if (kept.run.time_ns <= ev.target_ns && ev.validation_runs < limit && profile.profiled_clocks_mhz.size() >= 2) {
+  if (kept.run.time_ns <= target_ns && runs < max_runs && profile.profiled_clocks_mhz.size() >= 2) {
     std::vector<int> probe = probe_choice(problem, profile, kept.plan.choice);
     if (probe != kept.plan.choice && problem.choices.schedule(probe).makespan_ns <= model_target_ns) {
-      Candidate c = run(plan_of(problem, std::move(probe)));
-      ev.probe_runs = 1;
-      if (better_within(c.run, kept.run, ev.target_ns))
-        kept = std::move(c), ev.probe_kept = true, ev.calibration_kept = false;
+      v.probe_runs = 1;
+      take_if_better(kept, run(plan_of(problem, std::move(probe))), KeptPlan::probe, target_ns);
     }
   }
-  return kept;
+  v.own_plan = evaluated(kept.run);
+  v.own_plan.clock_mhz = 0;
+  return out;
 }
 
 /// Stages 2–4 on the current profiles: the fit, the problem (owned: the solver refers to it), its
@@ -308,15 +336,21 @@ std::optional<std::vector<int>> uniform_choice(const ProblemStage& problem, doub
   return c;
 }
 
+/// The device of each pack of `packs`.
+std::vector<std::int32_t> device_of_packs(const pack::PackRun& packs) {
+  std::vector<std::int32_t> device_of_pack;
+  for (const pack::Pack& p : packs.packing.packs) device_of_pack.push_back(p.device);
+  return device_of_pack;
+}
+
 /// The models' best per-GPU static plan (opt::best_per_device_static_choice from the best static
 /// plan `model_static`, or every pack at f_max), measured by `run`, when the trace has several GPUs
 /// and that plan is neither the best static plan nor `own` (EMO's kept plan); else nullopt.
 template <typename RunFn>
 std::optional<Candidate> per_gpu_static(const ProblemStage& problem, const pack::PackRun& packs,
                                         const std::optional<std::vector<int>>& model_static, const std::vector<int>& own,
-                                        RunFn&& run, Evaluation& ev) {
-  std::vector<std::int32_t> device_of_pack;
-  for (const pack::Pack& p : packs.packing.packs) device_of_pack.push_back(p.device);
+                                        RunFn&& run) {
+  const std::vector<std::int32_t> device_of_pack = device_of_packs(packs);
   std::vector<std::int32_t> devices = device_of_pack;
   std::sort(devices.begin(), devices.end());
   if (std::unique(devices.begin(), devices.end()) - devices.begin() < 2) return std::nullopt;
@@ -324,67 +358,74 @@ std::optional<Candidate> per_gpu_static(const ProblemStage& problem, const pack:
   std::vector<int> choice = opt::best_per_device_static_choice(problem.choices, device_of_pack, start,
                                                                problem.target_ns + opt::kRoundingNs);
   if (choice == start || choice == own) return std::nullopt;
-  Candidate c = run(plan_of(problem, std::move(choice)));
-  ev.per_gpu_static = {c.run.time_ns, c.run.energy_j, 0};
+  return run(plan_of(problem, std::move(choice)));
+}
+
+/// The clock of each GPU in `plan` (ascending device), for a per-GPU static plan.
+std::vector<double> clock_per_gpu(const pack::PackRun& packs, const PlanStage& plan) {
+  const std::vector<std::int32_t> device_of_pack = device_of_packs(packs);
   std::map<std::int32_t, double> clock_of;
-  for (std::size_t p = 0; p < device_of_pack.size(); ++p) clock_of[device_of_pack[p]] = c.plan.pack_clock_mhz[p];
-  for (const auto& [device, mhz] : clock_of) ev.per_gpu_static_mhz.push_back(mhz);
-  return c;
+  for (std::size_t p = 0; p < device_of_pack.size(); ++p) clock_of[device_of_pack[p]] = plan.pack_clock_mhz[p];
+  std::vector<double> out;
+  for (const auto& [device, mhz] : clock_of) out.push_back(mhz);
+  return out;
 }
 
 /// A looser target must never save less (issue 26): where runs are affordable, the plans for
 /// tighter model targets (kTighterShares of the way from the predicted baseline to the model
 /// target; the same models) are measured too, and one replaces `kept` when it measures cheaper
-/// within the target. A plan that a tighter target's search finds is then a candidate of every
+/// within `target_ns`. A plan that a tighter target's search finds is then a candidate of every
 /// looser one; not a proof (each target profiles and fits on its own), a guard measured over
-/// generated jobs and random traces (Promises.*).
+/// generated jobs and random traces (Promises.*). Returns the runs.
 template <typename RunFn>
-void tighter_plans(const ProblemStage& problem, opt::FastSolver& solver, Candidate& kept, RunFn&& run, Evaluation& ev) {
+int tighter_plans(const ProblemStage& problem, opt::FastSolver& solver, Candidate& kept, TimeNs target_ns, RunFn&& run,
+                  opt::SearchStats& search) {
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   std::vector<std::vector<int>> tried{kept.plan.choice};
+  int runs = 0;
   for (const double share : kTighterShares) {
     const auto t = base_ns + static_cast<TimeNs>(share * static_cast<double>(problem.target_ns - base_ns));
     if (t >= problem.target_ns) continue;
-    PlanStage p = plan(problem, solver, t, ev.search);
+    PlanStage p = plan(problem, solver, t, search);
     if (std::find(tried.begin(), tried.end(), p.choice) != tried.end()) continue;
     tried.push_back(p.choice);
-    Candidate c = run(std::move(p));
-    ++ev.tighter_runs;
-    if (better_within(c.run, kept.run, ev.target_ns))
-      kept = std::move(c), ev.tighter_kept = true, ev.probe_kept = ev.calibration_kept = false;
+    ++runs;
+    take_if_better(kept, run(std::move(p)), KeptPlan::tighter, target_ns);
   }
+  return runs;
 }
 
 /// The last of EMO's guarantees on the kept plan (issue 26): the best static run measured by
 /// evaluate_static (every clock on the simulated device) replaces `kept` when it is cheaper within
 /// the target — never costlier than locking one clock; then, when `kept` misses the target, the
-/// baseline (its run defines the target) replaces it and ev.baseline_kept says so.
+/// baseline (its run defines the target) replaces it (KeptPlan::baseline, which the output says).
 template <typename WithPolicy>
 void static_or_baseline(const ProblemStage& problem, StaticRuns& runs, WithPolicy&& with_policy, Candidate& kept,
-                        Evaluation& ev) {
-  if (runs.best && better_within(*runs.best, kept.run, ev.target_ns)) {
+                        Candidates& candidates) {
+  const TimeNs target_ns = runs.sweep.target_ns;
+  if (runs.best && better_within(*runs.best, kept.run, target_ns)) {
     if (std::optional<std::vector<int>> k = uniform_choice(problem, runs.best->clock_mhz)) {
       kept = with_policy(plan_of(problem, std::move(*k)));
       kept.run = std::move(*runs.best);
-      ev.static_kept = true, ev.static_candidate_mhz = kept.run.clock_mhz;
-      ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
+      kept.kind = KeptPlan::static_clock;
+      candidates.static_mhz = kept.run.clock_mhz;
     }
   }
-  if (kept.run.time_ns > ev.target_ns) {
+  if (kept.run.time_ns > target_ns) {
     kept = with_policy(plan_of(problem, std::vector<int>(problem.choices.packs(), 0)));
     kept.run = std::move(runs.baseline);
-    ev.baseline_kept = true;
-    ev.static_kept = ev.per_gpu_static_kept = ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
+    kept.kind = KeptPlan::baseline;
   }
 }
 
 /// Moves the kept plan's measured figures, run breakdown, plan and policy into `ev`.
 void keep(Candidate kept, Evaluation& ev) {
+  ev.kept = kept.kind;
   ev.emo = {kept.run.time_ns, kept.run.energy_j, 0};
-  ev.clock_switches = kept.run.clock_switches;
-  ev.ops_at_other_clock = kept.run.ops_at_other_clock;
-  ev.emo_power = std::move(kept.run.power);  // issue 18: the report's power plot and pack table
-  ev.emo_packs = std::move(kept.run.pack_costs);
+  ev.emo_run.clock_switches = kept.run.clock_switches;
+  ev.emo_run.ops_at_other_clock = kept.run.ops_at_other_clock;
+  ev.emo_run.power = std::move(kept.run.power);  // issue 18: the report's power plot and pack table
+  ev.emo_run.packs = std::move(kept.run.pack_costs);
   ev.plan = std::move(kept.plan);
   ev.policy = std::move(kept.policy);
 }
@@ -393,12 +434,14 @@ void keep(Candidate kept, Evaluation& ev) {
 
 double OptimizeResult::savings() const {
   const Evaluation& e = evaluation;
-  return e.baseline.energy_j > 0 ? 1 - e.emo.energy_j / e.baseline.energy_j : 0;
+  const Evaluated& base = e.statics.baseline;
+  return base.energy_j > 0 ? 1 - e.emo.energy_j / base.energy_j : 0;
 }
 
 double OptimizeResult::slowdown() const {
   const Evaluation& e = evaluation;
-  return e.baseline.time_ns > 0 ? static_cast<double>(e.emo.time_ns) / static_cast<double>(e.baseline.time_ns) - 1 : 0;
+  const Evaluated& base = e.statics.baseline;
+  return base.time_ns > 0 ? static_cast<double>(e.emo.time_ns) / static_cast<double>(base.time_ns) - 1 : 0;
 }
 
 ProfileStage profile(const trace::Trace& trace, const pack::PackRun& packs, runtime::OptimizeBackend& backend,
@@ -501,6 +544,23 @@ ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle
   return ProblemStage{std::move(choices), std::move(pp), baseline, target_of(base_ns, max_slowdown)};
 }
 
+ModelTarget summary_of(const ProblemStage& problem) {
+  return {problem.predicted_baseline, problem.target_ns, problem.problem.negative_lags};
+}
+
+const char* kept_name(KeptPlan k) {
+  switch (k) {
+    case KeptPlan::own: return "own";
+    case KeptPlan::calibrated: return "calibrated";
+    case KeptPlan::probe: return "probe";
+    case KeptPlan::tighter: return "tighter";
+    case KeptPlan::static_clock: return "static";
+    case KeptPlan::per_gpu_static: return "per_gpu_static";
+    case KeptPlan::baseline: return "baseline";
+  }
+  return "?";
+}
+
 PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs model_target_ns, opt::SearchStats& stats) {
   return plan_of(problem, opt::solve_within(problem.choices, problem.problem, solver, model_target_ns, stats));
 }
@@ -553,13 +613,52 @@ std::vector<FrontierPoint> predicted_frontier(const ProblemStage& problem, opt::
   return frontier;
 }
 
+namespace {
+
+/// The measured static candidate of stage 6 on the simulated device (one clock for every pack):
+/// `uniform` (the models' best static plan, measured, or nullopt), the best static plan at the
+/// calibrated target and the best measured one stepped clock by clock (near the target the models'
+/// ranking of neighbouring clocks is within their error: the measurement decides). `kept` is EMO's
+/// own validated plan (a static one is stepped too). nullopt: none.
+template <typename RunFn>
+std::optional<Candidate> static_candidate(const ProblemStage& problem, const std::optional<std::vector<int>>& model_static,
+                                          std::optional<Candidate> uniform, const Candidate& kept,
+                                          TimeNs calibrated_target_ns, TimeNs target_ns, RunFn&& run, int& runs) {
+  if (calibrated_target_ns > 0) {
+    const auto calibrated = opt::best_static_choice(problem.choices, calibrated_target_ns + opt::kRoundingNs);
+    if (calibrated && calibrated != model_static && *calibrated != kept.plan.choice) {
+      Candidate c = run(plan_of(problem, *calibrated));
+      ++runs;
+      if (!uniform || better_within(c.run, uniform->run, target_ns)) uniform = std::move(c);
+    }
+  }
+  const std::vector<double>& kept_clocks = kept.plan.pack_clock_mhz;
+  const bool kept_static =
+      std::adjacent_find(kept_clocks.begin(), kept_clocks.end(), std::not_equal_to<>()) == kept_clocks.end();
+  const Candidate* base = uniform && uniform->run.time_ns <= target_ns       ? &*uniform
+                          : kept_static && kept.run.time_ns <= target_ns ? &kept
+                                                                          : nullptr;
+  if (base != nullptr) {
+    // Down first (the usual side: the lowest clock that fits); up when the first step down is not
+    // cheaper (the plan sits below the energy minimum, e.g. CPU-bound work near the voltage knee).
+    Candidate c = step_static(problem, *base, +1, target_ns, run, runs);
+    if (c.plan.choice == base->plan.choice) c = step_static(problem, *base, -1, target_ns, run, runs);
+    if (c.plan.choice != base->plan.choice) uniform = std::move(c);
+  }
+  return uniform;
+}
+
+}  // namespace
+
 Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
                     opt::FastSolver& solver, const ProfileStage& profile, PlanStage first, const model::GpuSpec& gpu,
                     const OptimizeOptions& options, runtime::OptimizeBackend& backend) {
   Evaluation ev;
-  const bool simulated = backend.device().simulated();
+  const bool simulated = backend.device().simulated(), oracle = backend.static_oracle();
   const std::optional<std::vector<int>> model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
-  StaticRuns static_runs = evaluate_static(trace, packs, problem, profile, model_static, options.max_slowdown, backend, ev);
+  StaticRuns static_runs = evaluate_static(trace, packs, problem, profile, model_static, options.max_slowdown, backend);
+  ev.statics = static_runs.sweep;
+  const TimeNs target_ns = ev.statics.target_ns;
   auto with_policy = [&](PlanStage p) {
     Candidate c{std::move(p), {}, {}};
     c.policy = plan_policy(trace, packs, problem, c.plan, gpu, options.max_slowdown, simulated);
@@ -568,68 +667,44 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   auto run = [&](PlanStage p) {
     Candidate c = with_policy(std::move(p));
     c.run = backend.run_policy(trace, packs, c.policy, c.plan.pack_clock_mhz);
-    ++ev.validation_runs;
+    ++ev.policy_runs;
     return c;
   };
-  // The models' best static plan, measured (a real GPU: the static run above is that plan).
-  std::optional<Candidate> uniform;
-  if (model_static && *model_static != first.choice) {
-    ev.static_candidate_mhz = problem.choices.clocks(*model_static)[0];
-    if (backend.static_oracle()) {
-      uniform = run(plan_of(problem, *model_static));
-      ev.static_candidate_runs = 1;
-    } else {
-      uniform = with_policy(plan_of(problem, *model_static));
-      uniform->run = {ev.static_best.time_ns, ev.static_best.energy_j, 0, 0, 0, {}, {}};  // not measured per pack
-    }
-  }
   auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
-  Candidate kept = validate(problem, solver, profile, std::move(first), backend, run, conservative, ev);
-  ev.own_plan = {kept.run.time_ns, kept.run.energy_j, 0};
-  if (backend.static_oracle()) tighter_plans(problem, solver, kept, run, ev);
-  // The static plan at the calibrated target too (the simulated device), when it differs.
-  if (ev.calibrated_target_ns > 0 && backend.static_oracle()) {
-    const auto calibrated = opt::best_static_choice(problem.choices, ev.calibrated_target_ns + opt::kRoundingNs);
-    if (calibrated && calibrated != model_static && *calibrated != kept.plan.choice) {
-      Candidate c = run(plan_of(problem, *calibrated));
-      ++ev.static_candidate_runs;
-      if (!uniform || better_within(c.run, uniform->run, ev.target_ns)) uniform = std::move(c);
+  // The models' best static plan, measured (a real GPU: the static run above is that plan).
+  std::optional<Candidate> c;
+  if (model_static && *model_static != first.choice) {
+    ev.candidates.static_mhz = problem.choices.clocks(*model_static)[0];
+    if (oracle) {
+      c = run(plan_of(problem, *model_static));
+      ev.candidates.static_runs = 1;
+    } else {
+      c = with_policy(plan_of(problem, *model_static));
+      c->run = {ev.statics.best.time_ns, ev.statics.best.energy_j, 0, 0, 0, {}, {}};  // not measured per pack
     }
   }
-  // The measured static plan within the target (the candidate, or EMO's own plan when it is one
-  // clock for every pack) stepped clock by clock: near the target the models' ranking of
-  // neighbouring clocks is within their error, the measurement decides (where static runs are
-  // affordable: the simulated device; a real GPU spends its one run on the models' static plan).
-  const std::vector<double>& kept_clocks = kept.plan.pack_clock_mhz;
-  const bool kept_static =
-      std::adjacent_find(kept_clocks.begin(), kept_clocks.end(), std::not_equal_to<>()) == kept_clocks.end();
-  const Candidate* base = uniform && uniform->run.time_ns <= ev.target_ns       ? &*uniform
-                          : kept_static && kept.run.time_ns <= ev.target_ns ? &kept
-                                                                             : nullptr;
-  if (base != nullptr && backend.static_oracle()) {
-    // Down first (the usual side: the lowest clock that fits); up when the first step down is not
-    // cheaper (the plan sits below the energy minimum, e.g. CPU-bound work near the voltage knee).
-    Candidate c = step_static(problem, *base, +1, ev.target_ns, run, ev.static_candidate_runs);
-    if (c.plan.choice == base->plan.choice) c = step_static(problem, *base, -1, ev.target_ns, run, ev.static_candidate_runs);
-    if (c.plan.choice != base->plan.choice) uniform = std::move(c);
+  Validated v = validate(problem, solver, profile, std::move(first), target_ns, backend.max_validation_runs(), run,
+                         conservative, ev.search);
+  ev.validation = v.validation;
+  Candidate kept = std::move(v.kept);
+  if (oracle) {
+    ev.candidates.tighter_runs = tighter_plans(problem, solver, kept, target_ns, run, ev.search);
+    c = static_candidate(problem, model_static, std::move(c), kept, ev.validation.calibrated_target_ns, target_ns, run,
+                         ev.candidates.static_runs);
   }
   // EMO keeps the cheapest measured plan within the target: its own or a static one.
-  if (uniform && better_within(uniform->run, kept.run, ev.target_ns)) {
-    ev.static_candidate_mhz = uniform->plan.pack_clock_mhz.front();
-    kept = std::move(*uniform);
-    ev.static_kept = true;
-    ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
-  }
+  if (c) take_if_better(kept, std::move(*c), KeptPlan::static_clock, target_ns);
+  if (kept.kind == KeptPlan::static_clock) ev.candidates.static_mhz = kept.plan.pack_clock_mhz.front();
   // Each GPU its own static clock (a job of several GPUs): the models' best, measured where runs
   // are affordable (the simulated device; a real GPU spends no run on it).
-  std::optional<Candidate> c;
-  if (backend.static_oracle()) c = per_gpu_static(problem, packs, model_static, kept.plan.choice, run, ev);
-  if (c && better_within(c->run, kept.run, ev.target_ns)) {
-    kept = std::move(*c);
-    ev.per_gpu_static_kept = true;
-    ev.static_kept = ev.probe_kept = ev.calibration_kept = ev.tighter_kept = false;
+  if (oracle) {
+    if (std::optional<Candidate> g = per_gpu_static(problem, packs, model_static, kept.plan.choice, run)) {
+      ev.candidates.per_gpu_static = {g->run.time_ns, g->run.energy_j, 0};
+      ev.candidates.per_gpu_static_mhz = clock_per_gpu(packs, g->plan);
+      take_if_better(kept, std::move(*g), KeptPlan::per_gpu_static, target_ns);
+    }
   }
-  static_or_baseline(problem, static_runs, with_policy, kept, ev);
+  static_or_baseline(problem, static_runs, with_policy, kept, ev.candidates);
   keep(std::move(kept), ev);
   return ev;
 }
@@ -677,9 +752,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   progress.finish();
   const ProblemStage& problem = *pl.problem;
   r.fit = pl.fit;
-  r.predicted_baseline = problem.predicted_baseline;
-  r.target_ns = problem.target_ns;
-  r.negative_lags = problem.problem.negative_lags;
+  r.model = summary_of(problem);
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   r.profiling_iterations = base_ns > 0 ? r.profile.measured.device_s / ns_to_s(base_ns) : 0;
   progress.start("frontier", 1);

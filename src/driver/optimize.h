@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "core/progress.h"
-#include "driver/true_optimum.h"
 #include "graph/dep_graph.h"
 #include "model/clock_model.h"
 #include "model/gpu_catalog.h"
@@ -94,46 +93,77 @@ struct PlanStage {
   Evaluated predicted;                 ///< Predicted time and energy.
 };
 
-/// Stage 6: what the device measured, and how the kept plan was found.
-struct Evaluation {
-  Evaluated baseline, static_best, emo;    ///< Measured on the device (simulated: ground truth + noise).
-  Evaluated own_plan;                      ///< EMO's own kept plan, measured, before the static candidates
-                                           ///< are compared with it (emo when no static plan is kept).
-  std::vector<Evaluated> static_curve;     ///< Every static run measured, descending clock (the simulated
+/// Which measured candidate stage 6 kept (Evaluation::kept): EMO's own plan as first validated,
+/// its re-plan at the calibrated target, the lowest-clock probe, a plan of a tighter model target,
+/// one static clock for every GPU, each GPU its own static clock, or — no candidate met the target
+/// on its evaluation run — the baseline (every pack at f_max; docs/optimize.md "The target holds").
+enum class KeptPlan { own, calibrated, probe, tighter, static_clock, per_gpu_static, baseline };
+
+/// Stage 6's static references, returned by evaluate_static: the baseline run at f_max, the
+/// measured target it defines and the static time–energy curve.
+struct StaticSweep {
+  Evaluated baseline;                      ///< Every pack at f_max, measured.
+  Evaluated best;                          ///< The cheapest static run within the target (the baseline when none).
+  std::vector<Evaluated> curve;            ///< Every static run measured, descending clock (the simulated
                                            ///< device: every option clock; a real GPU: the baseline and
-                                           ///< the models' best static clock): the static time–energy curve.
-  TimeNs target_ns = 0;                    ///< The measured baseline × (1 + max_slowdown), floored.
-  std::int64_t clock_switches = 0;         ///< Clock changes per iteration in EMO's run.
-  std::int64_t ops_at_other_clock = 0;     ///< GPU ops that ran before their pack's clock took effect.
-  PlanStage plan;                          ///< The kept plan.
-  policy::Policy policy;                   ///< Its policy.
-  opt::SearchStats search;                 ///< Summed over every plan() call.
-  int validation_runs = 0;                 ///< Policy runs (re-planned while one missed the target).
-  int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1; within validation_runs).
-  bool probe_kept = false;                 ///< The probe's plan measured cheaper within the target.
+                                           ///< the models' best static clock).
+  TimeNs target_ns = 0;                    ///< The measured baseline × (1 + max_slowdown), floored (target_of).
+  runtime::PowerSeries baseline_power;     ///< The baseline run's power over the iteration (issue 18's report;
+                                           ///< empty on a real GPU).
+};
+
+/// How EMO's own plan was validated (validate): the re-plans beyond the first run.
+struct Validation {
+  Evaluated own_plan;                      ///< EMO's own plan as validated, measured, before any other
+                                           ///< candidate is compared with it.
+  int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1).
   TimeNs calibrated_target_ns = 0;         ///< The model target that measured as the target (0: not calibrated).
-  int calibration_runs = 0;                ///< Runs of the plan at the calibrated target (0 or 1, within validation_runs).
-  bool calibration_kept = false;           ///< That plan measured cheaper within the target.
-  double static_candidate_mhz = 0;         ///< The models' best static plan's clock (0: none fits, or it is the first plan).
-  int static_candidate_runs = 0;           ///< Its policy runs (0 or 1, within validation_runs; 0 on a real GPU,
-                                           ///< where the static run is that plan).
-  bool static_kept = false;                ///< That static plan measured cheapest within the target: EMO keeps it.
+  int calibration_runs = 0;                ///< Runs of the plan at the calibrated target (0 or 1).
+  double floor_margin = 0;                 ///< The last conservative re-plan's margin at the floor
+                                           ///< (kFloorMargin, ×4 each); 0: none was needed.
+};
+
+/// The other candidates measured against EMO's own plan.
+struct Candidates {
+  double static_mhz = 0;                   ///< The static candidate's clock (the models' best static plan, or the
+                                           ///< kept static run's); 0: none fits, or it is the first plan.
+  int static_runs = 0;                     ///< Static plans run as policies (0 on a real GPU, where the static
+                                           ///< run is that plan).
   Evaluated per_gpu_static;                ///< The models' best per-GPU static plan (each GPU its own clock),
                                            ///< measured; time 0 when not run (one GPU, or it is another candidate).
   std::vector<double> per_gpu_static_mhz;  ///< Its clock per GPU (device order); empty when not run.
-  bool per_gpu_static_kept = false;        ///< It measured cheapest within the target: EMO keeps it.
   int tighter_runs = 0;                    ///< Plans for tighter model targets measured (tighter_plans).
-  bool tighter_kept = false;               ///< One of them measured cheaper within the target: kept.
-  double floor_margin = 0;                 ///< The last conservative re-plan's margin at the floor (validate:
-                                           ///< kFloorMargin, ×4 each); 0: none was needed.
-  bool baseline_kept = false;              ///< No candidate met the target on its evaluation run: EMO keeps the
-                                           ///< baseline (every pack at f_max; its run defines the target, so it
-                                           ///< meets it) and says so. EMO's promise (docs/optimize.md, "The target").
-  // Issue 18 (the report): what the baseline and the kept plan's runs spent over the iteration,
-  // where the backend measures it (runtime::RunMeasurement; the simulated device). Empty on a
-  // real GPU, and for a kept static plan that was not run as a policy (a real GPU).
-  runtime::PowerSeries baseline_power, emo_power;  ///< Power of every GPU over the iteration.
-  runtime::PackCosts emo_packs;                    ///< Per pack of the kept plan's run.
+};
+
+/// The kept plan's run, broken down (runtime::RunMeasurement; the simulated device measures every
+/// part, a real GPU the switch count only).
+struct RunBreakdown {
+  std::int64_t clock_switches = 0;         ///< Clock changes per iteration.
+  std::int64_t ops_at_other_clock = 0;     ///< GPU ops that ran before their pack's clock took effect.
+  runtime::PowerSeries power;              ///< Power of every GPU over the iteration (issue 18's report).
+  runtime::PackCosts packs;                ///< Per pack (empty for a kept static plan not run as a policy).
+};
+
+/// Stage 6: what the device measured and how the kept plan was found, one sub-record per helper
+/// that computes it.
+struct Evaluation {
+  StaticSweep statics;                     ///< evaluate_static.
+  Validation validation;                   ///< validate.
+  Candidates candidates;                   ///< The static, per-GPU static and tighter-target candidates.
+  KeptPlan kept = KeptPlan::own;           ///< Which candidate is kept.
+  Evaluated emo;                           ///< The kept plan's run (simulated: ground truth + noise).
+  RunBreakdown emo_run;                    ///< Its breakdown.
+  PlanStage plan;                          ///< The kept plan.
+  policy::Policy policy;                   ///< Its policy.
+  opt::SearchStats search;                 ///< Summed over every plan() call.
+  int policy_runs = 0;                     ///< Every policy run (validation, probe, calibration, candidates).
+};
+
+/// Stage 3's figures that the result reports (summary_of(ProblemStage)).
+struct ModelTarget {
+  Evaluated predicted_baseline;     ///< Every pack at f_max, from the models and the pack graph.
+  TimeNs target_ns = 0;             ///< The models' latency target: predicted_baseline × (1 + max_slowdown).
+  std::int64_t negative_lags = 0;   ///< From the problem reduction (opt::PackProblem).
 };
 
 /// Everything `emo optimize` computes for one trace: each stage's value.
@@ -146,19 +176,20 @@ struct OptimizeResult {
   pack::PackRun packs;              ///< Stage 0: analysis, packing, pack graph, exactness.
   ProfileStage profile;
   FitStage fit;
-  Evaluated predicted_baseline;     ///< From stage 3.
-  TimeNs target_ns = 0;             ///< From stage 3: the models' latency target.
-  std::int64_t negative_lags = 0;   ///< From stage 3's problem reduction.
+  ModelTarget model;                ///< Stage 3.
   std::vector<FrontierPoint> frontier;  ///< Predicted, Pareto-filtered, ascending time (the kept plan included).
   Evaluation evaluation;            ///< Stage 6, with the kept plan (stage 4) and policy (stage 5).
   double profiling_iterations = 0;  ///< Profiling device time / the predicted baseline iteration.
-  std::optional<TrueOptimum> true_optimum;  ///< `--true-optimum` only (driver/true_optimum.h); set by the caller.
 
   const PlanStage& plan() const { return evaluation.plan; }
   const policy::Policy& policy() const { return evaluation.policy; }
   double savings() const;   ///< 1 − EMO's energy / the baseline's (measured), 0 without a baseline.
   double slowdown() const;  ///< EMO's time / the baseline's − 1 (measured), 0 without a baseline.
 };
+
+/// The JSON word of `k` (--json's evaluation.kept): "own", "calibrated", "probe", "tighter",
+/// "static", "per_gpu_static", "baseline".
+const char* kept_name(KeptPlan k);
 
 /// Stage 1: the K profiling clocks of the device, the option clocks (interpolation range only) and
 /// every pack measured at the K clocks by `backend`. Throws std::invalid_argument naming
@@ -183,6 +214,9 @@ FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_ma
 /// Stage 3: the choices over `packs.pack_graph` (the result refers to it), the predicted
 /// baseline, the models' target and the linearised pack problem (opt::build_pack_problem).
 ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown);
+
+/// The figures of `problem` that OptimizeResult reports.
+ModelTarget summary_of(const ProblemStage& problem);
 
 /// Stage 3½, one round of "profile where you decide": per pack, the clock `plan` gives it, then the
 /// clock of `static_choice` (the best static plan; may be empty), each only where the pack has no

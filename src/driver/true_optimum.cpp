@@ -89,10 +89,10 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
     const policy::Policy pol = plan_policy(trace, r.packs, problem, o.plan, gpu, options.max_slowdown, true);
     o.run = backend.run_policy(trace, r.packs, pol, o.plan.pack_clock_mhz);
     runs.push_back(o);
-    if (o.run.time_ns <= ev.target_ns || model_target <= base_ns) break;
+    if (o.run.time_ns <= ev.statics.target_ns || model_target <= base_ns) break;
     const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(o.plan.predicted.time_ns) *
-                                                         static_cast<double>(ev.target_ns) / static_cast<double>(o.run.time_ns)));
-    model_target = std::max(base_ns, std::min(model_target - (o.run.time_ns - ev.target_ns) - 1000, by_ratio));
+                                                         static_cast<double>(ev.statics.target_ns) / static_cast<double>(o.run.time_ns)));
+    model_target = std::max(base_ns, std::min(model_target - (o.run.time_ns - ev.statics.target_ns) - 1000, by_ratio));
   }
   out.runs = static_cast<int>(runs.size());
   if (runs.empty()) {
@@ -101,7 +101,7 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   }
   const OracleRun* kept = &runs.back();
   for (const OracleRun& o : runs) {
-    if (o.run.time_ns <= ev.target_ns && (kept->run.time_ns > ev.target_ns || o.run.energy_j < kept->run.energy_j)) kept = &o;
+    if (o.run.time_ns <= ev.statics.target_ns && (kept->run.time_ns > ev.statics.target_ns || o.run.energy_j < kept->run.energy_j)) kept = &o;
   }
   out.computed = true;
   out.status = opt::exact_status_name(kept->solve.status);
@@ -111,8 +111,8 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   out.energy_j = kept->run.energy_j;
   out.predicted_time_ns = kept->plan.predicted.time_ns;
   out.predicted_energy_j = kept->plan.predicted.energy_j;
-  out.met_target = kept->run.time_ns <= ev.target_ns;
-  out.savings = ev.baseline.energy_j > 0 ? 1 - out.energy_j / ev.baseline.energy_j : 0;
+  out.met_target = kept->run.time_ns <= ev.statics.target_ns;
+  out.savings = ev.statics.baseline.energy_j > 0 ? 1 - out.energy_j / ev.statics.baseline.energy_j : 0;
   out.gap = out.energy_j > 0 ? ev.emo.energy_j / out.energy_j - 1 : 0;
   out.pack_clock_mhz = kept->plan.pack_clock_mhz;
   return out;
@@ -125,7 +125,7 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
                         "the true optimum needs the simulated device's ground truth (run without --device nvml)");
   runtime::SimBackend backend(gpu, options.seed);
   const runtime::RunMeasurement base = backend.run_static(trace, r.packs, r.profile.option_clocks_mhz.front());
-  if (base.time_ns != r.evaluation.baseline.time_ns || base.energy_j != r.evaluation.baseline.energy_j)
+  if (base.time_ns != r.evaluation.statics.baseline.time_ns || base.energy_j != r.evaluation.statics.baseline.energy_j)
     throw std::logic_error("true_optimum: the simulated device does not reproduce the measured baseline (another seed?)");
   return true_optimum(trace, r, gpu, options, backend, to);
 }

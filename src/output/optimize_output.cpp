@@ -18,9 +18,9 @@ using driver::OptimizeResult;
 
 /// The row label of the plan EMO keeps: its policy, a static clock, or the baseline.
 std::string kept_label(const driver::Evaluation& ev) {
-  if (ev.baseline_kept) return "EMO (baseline kept)";
-  if (ev.static_kept) return fmt::format("EMO (static {:.0f} MHz)", ev.static_candidate_mhz);
-  if (ev.per_gpu_static_kept) return "EMO (static per GPU)";
+  if (ev.kept == driver::KeptPlan::baseline) return "EMO (baseline kept)";
+  if (ev.kept == driver::KeptPlan::static_clock) return fmt::format("EMO (static {:.0f} MHz)", ev.candidates.static_mhz);
+  if (ev.kept == driver::KeptPlan::per_gpu_static) return "EMO (static per GPU)";
   return "EMO policy";
 }
 
@@ -30,11 +30,12 @@ double savings_of(const Evaluated& e, const Evaluated& baseline) {
 
 /// The measured per-GPU static plan (each GPU its own clock), or null when none was run.
 nlohmann::json per_gpu_static_json(const driver::Evaluation& ev) {
-  if (ev.per_gpu_static_mhz.empty()) return nullptr;
-  return {{"time_ns", ev.per_gpu_static.time_ns},
-          {"energy_j", ev.per_gpu_static.energy_j},
-          {"clocks_mhz", ev.per_gpu_static_mhz},
-          {"savings", savings_of(ev.per_gpu_static, ev.baseline)}};
+  const driver::Candidates& c = ev.candidates;
+  if (c.per_gpu_static_mhz.empty()) return nullptr;
+  return {{"time_ns", c.per_gpu_static.time_ns},
+          {"energy_j", c.per_gpu_static.energy_j},
+          {"clocks_mhz", c.per_gpu_static_mhz},
+          {"savings", savings_of(c.per_gpu_static, ev.statics.baseline)}};
 }
 
 double slowdown_of(const Evaluated& e, const Evaluated& baseline) {
@@ -68,8 +69,129 @@ nlohmann::json pack_profiles(const OptimizeResult& r) {
   return profiles;
 }
 
-/// `true_optimum` of --json (driver/true_optimum.h); every figure simulated.
-nlohmann::json true_optimum_json(const driver::TrueOptimum& t, const Evaluated& baseline) {
+}  // namespace
+
+nlohmann::json to_json(const OptimizeResult& r) {
+  const driver::Evaluation& ev = r.evaluation;
+  nlohmann::json frontier = nlohmann::json::array();
+  for (const auto& p : r.frontier) frontier.push_back({{"time_s", p.time_s}, {"energy_j", p.energy_j}});
+  nlohmann::json static_curve = nlohmann::json::array();
+  for (const auto& e : ev.statics.curve)
+    static_curve.push_back({{"clock_mhz", e.clock_mhz}, {"time_ns", e.time_ns}, {"energy_j", e.energy_j}});
+  std::map<double, int> clocks;
+  for (double f : ev.plan.pack_clock_mhz) clocks[f]++;
+  nlohmann::json clock_hist = nlohmann::json::object();
+  for (auto [f, n] : clocks) clock_hist[fmt::format("{:.0f}", f)] = n;
+  const driver::ProfileStage& prof = r.profile;
+  nlohmann::json out = {
+      {"trace", r.trace_path},
+      {"gpu", r.gpu},
+      {"simulated", r.simulated},
+      {"window", r.packs.analysis.graph.window.label},
+      {"baseline", {{"time_ns", ev.statics.baseline.time_ns}, {"energy_j", ev.statics.baseline.energy_j}, {"clock_mhz", ev.statics.baseline.clock_mhz}}},
+      {"static_best",
+       {{"clock_mhz", ev.statics.best.clock_mhz}, {"time_ns", ev.statics.best.time_ns}, {"energy_j", ev.statics.best.energy_j}}},
+      {"emo",
+       {{"time_ns", ev.emo.time_ns},
+        {"energy_j", ev.emo.energy_j},
+        {"predicted_time_ns", ev.plan.predicted.time_ns},
+        {"predicted_energy_j", ev.plan.predicted.energy_j}}},
+      {"savings", r.savings()},
+      {"slowdown", r.slowdown()},
+      {"static_savings", savings_of(ev.statics.best, ev.statics.baseline)},
+      {"static_slowdown", slowdown_of(ev.statics.best, ev.statics.baseline)},
+      {"target_ns", r.model.target_ns},
+      {"predicted_baseline", {{"time_ns", r.model.predicted_baseline.time_ns}, {"energy_j", r.model.predicted_baseline.energy_j}}},
+      {"packs", r.packs.pack_graph.packs},
+      {"ops", r.packs.packing.nodes.size()},
+      {"pack_clocks_mhz", clock_hist},
+      {"contraction_error", r.packs.contraction.contraction_error},
+      {"profiled_clocks_mhz", prof.profiled_clocks_mhz},
+      {"profiled_runs", prof.measured.runs},
+      {"profiling",
+       {{"pack_clock_profiles", prof.pack_clock_profiles},
+        {"refinement_profiles", prof.refinement_profiles},
+        {"refinement_rounds", prof.refinement_rounds},
+        {"every_clock_profiles", prof.every_clock_profiles},
+        {"device_s", prof.measured.device_s},
+        {"equivalent_iterations", r.profiling_iterations},
+        {"every_clock_equivalent_iterations", every_clock_iterations(r)}}},
+      {"clock_switches", ev.emo_run.clock_switches},
+      {"ops_at_other_clock", ev.emo_run.ops_at_other_clock},
+      {"deadline_repairs", ev.search.deadline_repairs},
+      {"polish_moves", ev.search.polish_moves},
+      {"greedy_wins", ev.search.greedy_wins},
+      {"static_wins", ev.search.static_wins},
+      {"static_candidate_mhz", ev.candidates.static_mhz},
+      {"static_kept", (ev.kept == driver::KeptPlan::static_clock)},
+      {"baseline_kept", (ev.kept == driver::KeptPlan::baseline)},
+      {"floor_margin", ev.validation.floor_margin},
+      {"tighter_runs", ev.candidates.tighter_runs},
+      {"tighter_kept", (ev.kept == driver::KeptPlan::tighter)},
+      {"per_gpu_static_kept", (ev.kept == driver::KeptPlan::per_gpu_static)},
+      {"per_gpu_static", per_gpu_static_json(ev)},
+      {"own_plan", {{"time_ns", ev.validation.own_plan.time_ns}, {"energy_j", ev.validation.own_plan.energy_j}}},
+      {"static_candidate_runs", ev.candidates.static_runs},
+      {"calibrated_target_ns", ev.validation.calibrated_target_ns},
+      {"calibration_runs", ev.validation.calibration_runs},
+      {"calibration_kept", (ev.kept == driver::KeptPlan::calibrated)},
+      {"probe_runs", ev.validation.probe_runs},
+      {"probe_kept", (ev.kept == driver::KeptPlan::probe)},
+      {"validation_runs", ev.policy_runs},
+      {"negative_lags", r.model.negative_lags},
+      {"frontier", frontier},
+      {"static_curve", static_curve}};
+  if (std::getenv("EMO_DEBUG_PROFILES")) out["pack_profiles"] = pack_profiles(r);
+  if (!r.simulated) {  // measured on a real GPU by running the workload (driver/workload_backend.h)
+    out["device"] = r.device_label;
+    out["workload_runs"] = r.workload_runs;
+    out["packs_at_run_power"] = prof.measured.packs_at_run_power;
+    out["pack_profiles"] = pack_profiles(r);
+  }
+  return out;
+}
+
+std::string to_text(const OptimizeResult& r) {
+  const driver::Evaluation& ev = r.evaluation;
+  const driver::ProfileStage& prof = r.profile;
+  const std::string sim = r.simulated ? " [SIMULATED]" : "";
+  std::string out = fmt::format("{}: {} ({}), GPU {}{}\n", r.trace_path, r.packs.analysis.graph.window.label,
+                                format_duration(ev.statics.baseline.time_ns), r.gpu,
+                                r.simulated ? " — simulated device: every time and energy below is simulated"
+                                            : fmt::format(" — measured on {} by running the workload ({} runs)",
+                                                          r.device_label, r.workload_runs));
+  out += fmt::format("  {} packs of {} GPU ops; profiled at {} MHz, then {} profiles where the plan decides ({} "
+                     "rounds): {} pack-clock profiles ({} runs, {:.2f} s of device time, {:.1f} iterations); every "
+                     "clock would be {} profiles (~{:.0f} iterations)\n",
+                     r.packs.pack_graph.packs, r.packs.packing.nodes.size(), fmt::join(prof.profiled_clocks_mhz, ","),
+                     prof.refinement_profiles, prof.refinement_rounds, prof.pack_clock_profiles, prof.measured.runs, prof.measured.device_s, r.profiling_iterations,
+                     prof.every_clock_profiles, every_clock_iterations(r));
+  out += fmt::format("  {:<26} {:>12} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
+  auto row = [&](const std::string& name, const Evaluated& e) {
+    return fmt::format("  {:<26} {:>12} {:>12.3f} {:>8.2f}% {:>8.2f}%{}\n", name, format_duration(e.time_ns),
+                       e.energy_j, 100 * savings_of(e, ev.statics.baseline), 100 * slowdown_of(e, ev.statics.baseline), sim);
+  };
+  out += row(fmt::format("baseline ({:.0f} MHz)", ev.statics.baseline.clock_mhz), ev.statics.baseline);
+  out += row(fmt::format("best static ({:.0f} MHz)", ev.statics.best.clock_mhz), ev.statics.best);
+  if (!ev.candidates.per_gpu_static_mhz.empty())
+    out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.candidates.per_gpu_static_mhz, ",")), ev.candidates.per_gpu_static);
+  out += row(kept_label(ev), ev.emo);
+  if ((ev.kept == driver::KeptPlan::baseline))
+    out += fmt::format("  no plan met the latency target on its evaluation run ({} policy runs; EMO's own plan {}, "
+                       "{:+.2f} %): the baseline (max clock) is kept\n",
+                       ev.policy_runs, format_duration(ev.validation.own_plan.time_ns), 100 * slowdown_of(ev.validation.own_plan, ev.statics.baseline));
+  out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
+                     "predicted {} and {:.3f} J; {} clock switches per window ({})\n",
+                     100 * (static_cast<double>(r.model.target_ns) / r.model.predicted_baseline.time_ns - 1),
+                     format_duration(static_cast<TimeNs>(std::floor(static_cast<double>(ev.statics.baseline.time_ns) *
+                                                                    static_cast<double>(r.model.target_ns) /
+                                                                    static_cast<double>(r.model.predicted_baseline.time_ns)))),
+                     format_duration(r.model.target_ns), format_duration(ev.plan.predicted.time_ns),
+                     ev.plan.predicted.energy_j, ev.emo_run.clock_switches, r.packs.analysis.graph.window.label);
+  return out;
+}
+
+nlohmann::json to_json(const driver::TrueOptimum& t, const Evaluated& baseline) {
   nlohmann::json j = {{"computed", t.computed}, {"packs", t.packs}, {"simulated", true}};
   if (!t.computed) {
     j["not_computed"] = t.not_computed;
@@ -97,134 +219,16 @@ nlohmann::json true_optimum_json(const driver::TrueOptimum& t, const Evaluated& 
   return j;
 }
 
-}  // namespace
 
-nlohmann::json to_json(const OptimizeResult& r) {
-  const driver::Evaluation& ev = r.evaluation;
-  nlohmann::json frontier = nlohmann::json::array();
-  for (const auto& p : r.frontier) frontier.push_back({{"time_s", p.time_s}, {"energy_j", p.energy_j}});
-  nlohmann::json static_curve = nlohmann::json::array();
-  for (const auto& e : ev.static_curve)
-    static_curve.push_back({{"clock_mhz", e.clock_mhz}, {"time_ns", e.time_ns}, {"energy_j", e.energy_j}});
-  std::map<double, int> clocks;
-  for (double f : ev.plan.pack_clock_mhz) clocks[f]++;
-  nlohmann::json clock_hist = nlohmann::json::object();
-  for (auto [f, n] : clocks) clock_hist[fmt::format("{:.0f}", f)] = n;
-  const driver::ProfileStage& prof = r.profile;
-  nlohmann::json out = {
-      {"trace", r.trace_path},
-      {"gpu", r.gpu},
-      {"simulated", r.simulated},
-      {"window", r.packs.analysis.graph.window.label},
-      {"baseline", {{"time_ns", ev.baseline.time_ns}, {"energy_j", ev.baseline.energy_j}, {"clock_mhz", ev.baseline.clock_mhz}}},
-      {"static_best",
-       {{"clock_mhz", ev.static_best.clock_mhz}, {"time_ns", ev.static_best.time_ns}, {"energy_j", ev.static_best.energy_j}}},
-      {"emo",
-       {{"time_ns", ev.emo.time_ns},
-        {"energy_j", ev.emo.energy_j},
-        {"predicted_time_ns", ev.plan.predicted.time_ns},
-        {"predicted_energy_j", ev.plan.predicted.energy_j}}},
-      {"savings", r.savings()},
-      {"slowdown", r.slowdown()},
-      {"static_savings", savings_of(ev.static_best, ev.baseline)},
-      {"static_slowdown", slowdown_of(ev.static_best, ev.baseline)},
-      {"target_ns", r.target_ns},
-      {"predicted_baseline", {{"time_ns", r.predicted_baseline.time_ns}, {"energy_j", r.predicted_baseline.energy_j}}},
-      {"packs", r.packs.pack_graph.packs},
-      {"ops", r.packs.packing.nodes.size()},
-      {"pack_clocks_mhz", clock_hist},
-      {"contraction_error", r.packs.contraction.contraction_error},
-      {"profiled_clocks_mhz", prof.profiled_clocks_mhz},
-      {"profiled_runs", prof.measured.runs},
-      {"profiling",
-       {{"pack_clock_profiles", prof.pack_clock_profiles},
-        {"refinement_profiles", prof.refinement_profiles},
-        {"refinement_rounds", prof.refinement_rounds},
-        {"every_clock_profiles", prof.every_clock_profiles},
-        {"device_s", prof.measured.device_s},
-        {"equivalent_iterations", r.profiling_iterations},
-        {"every_clock_equivalent_iterations", every_clock_iterations(r)}}},
-      {"clock_switches", ev.clock_switches},
-      {"ops_at_other_clock", ev.ops_at_other_clock},
-      {"deadline_repairs", ev.search.deadline_repairs},
-      {"polish_moves", ev.search.polish_moves},
-      {"greedy_wins", ev.search.greedy_wins},
-      {"static_wins", ev.search.static_wins},
-      {"static_candidate_mhz", ev.static_candidate_mhz},
-      {"static_kept", ev.static_kept},
-      {"baseline_kept", ev.baseline_kept},
-      {"floor_margin", ev.floor_margin},
-      {"tighter_runs", ev.tighter_runs},
-      {"tighter_kept", ev.tighter_kept},
-      {"per_gpu_static_kept", ev.per_gpu_static_kept},
-      {"per_gpu_static", per_gpu_static_json(ev)},
-      {"own_plan", {{"time_ns", ev.own_plan.time_ns}, {"energy_j", ev.own_plan.energy_j}}},
-      {"static_candidate_runs", ev.static_candidate_runs},
-      {"calibrated_target_ns", ev.calibrated_target_ns},
-      {"calibration_runs", ev.calibration_runs},
-      {"calibration_kept", ev.calibration_kept},
-      {"probe_runs", ev.probe_runs},
-      {"probe_kept", ev.probe_kept},
-      {"validation_runs", ev.validation_runs},
-      {"negative_lags", r.negative_lags},
-      {"frontier", frontier},
-      {"static_curve", static_curve}};
-  if (std::getenv("EMO_DEBUG_PROFILES")) out["pack_profiles"] = pack_profiles(r);
-  if (!r.simulated) {  // measured on a real GPU by running the workload (driver/workload_backend.h)
-    out["device"] = r.device_label;
-    out["workload_runs"] = r.workload_runs;
-    out["packs_at_run_power"] = prof.measured.packs_at_run_power;
-    out["pack_profiles"] = pack_profiles(r);
-  }
-  if (r.true_optimum) out["true_optimum"] = true_optimum_json(*r.true_optimum, ev.baseline);
-  return out;
-}
-
-std::string to_text(const OptimizeResult& r) {
-  const driver::Evaluation& ev = r.evaluation;
-  const driver::ProfileStage& prof = r.profile;
-  const std::string sim = r.simulated ? " [SIMULATED]" : "";
-  std::string out = fmt::format("{}: {} ({}), GPU {}{}\n", r.trace_path, r.packs.analysis.graph.window.label,
-                                format_duration(ev.baseline.time_ns), r.gpu,
-                                r.simulated ? " — simulated device: every time and energy below is simulated"
-                                            : fmt::format(" — measured on {} by running the workload ({} runs)",
-                                                          r.device_label, r.workload_runs));
-  out += fmt::format("  {} packs of {} GPU ops; profiled at {} MHz, then {} profiles where the plan decides ({} "
-                     "rounds): {} pack-clock profiles ({} runs, {:.2f} s of device time, {:.1f} iterations); every "
-                     "clock would be {} profiles (~{:.0f} iterations)\n",
-                     r.packs.pack_graph.packs, r.packs.packing.nodes.size(), fmt::join(prof.profiled_clocks_mhz, ","),
-                     prof.refinement_profiles, prof.refinement_rounds, prof.pack_clock_profiles, prof.measured.runs, prof.measured.device_s, r.profiling_iterations,
-                     prof.every_clock_profiles, every_clock_iterations(r));
-  out += fmt::format("  {:<26} {:>12} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
-  auto row = [&](const std::string& name, const Evaluated& e) {
-    return fmt::format("  {:<26} {:>12} {:>12.3f} {:>8.2f}% {:>8.2f}%{}\n", name, format_duration(e.time_ns),
-                       e.energy_j, 100 * savings_of(e, ev.baseline), 100 * slowdown_of(e, ev.baseline), sim);
-  };
-  out += row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline);
-  out += row(fmt::format("best static ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best);
-  if (!ev.per_gpu_static_mhz.empty())
-    out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.per_gpu_static_mhz, ",")), ev.per_gpu_static);
-  out += row(kept_label(ev), ev.emo);
-  if (ev.baseline_kept)
-    out += fmt::format("  no plan met the latency target on its evaluation run ({} policy runs; EMO's own plan {}, "
-                       "{:+.2f} %): the baseline (max clock) is kept\n",
-                       ev.validation_runs, format_duration(ev.own_plan.time_ns), 100 * slowdown_of(ev.own_plan, ev.baseline));
-  out += fmt::format("  target: +{:.1f} % ({} on the measured baseline, {} on the models' baseline); EMO "
-                     "predicted {} and {:.3f} J; {} clock switches per window ({})\n",
-                     100 * (static_cast<double>(r.target_ns) / r.predicted_baseline.time_ns - 1),
-                     format_duration(static_cast<TimeNs>(std::floor(static_cast<double>(ev.baseline.time_ns) *
-                                                                    static_cast<double>(r.target_ns) /
-                                                                    static_cast<double>(r.predicted_baseline.time_ns)))),
-                     format_duration(r.target_ns), format_duration(ev.plan.predicted.time_ns),
-                     ev.plan.predicted.energy_j, ev.clock_switches, r.packs.analysis.graph.window.label);
-  if (const auto& t = r.true_optimum; t && t->computed) {
-    out += row("true optimum (oracle)", {t->time_ns, t->energy_j, 0});
-    out += fmt::format("  true optimum: the same packs and target with true costs, solved exactly (CBC {}, {:.1f} s) "
-                       "and run on the simulated device{}; EMO's gap to it {:+.2f} % [SIMULATED]\n",
-                       t->status, t->seconds, t->met_target ? "" : " (misses the target)", 100 * t->gap);
-  } else if (t) {
-    out += fmt::format("  true optimum: not computed ({}) [SIMULATED]\n", t->not_computed);
-  }
+std::string to_text(const driver::TrueOptimum& t, const Evaluated& baseline) {
+  if (!t.computed) return fmt::format("  true optimum: not computed ({}) [SIMULATED]\n", t.not_computed);
+  const Evaluated e{t.time_ns, t.energy_j, 0};
+  std::string out = fmt::format("  {:<26} {:>12} {:>12.3f} {:>8.2f}% {:>8.2f}% [SIMULATED]\n", "true optimum (oracle)",
+                                format_duration(e.time_ns), e.energy_j, 100 * savings_of(e, baseline),
+                                100 * slowdown_of(e, baseline));
+  out += fmt::format("  true optimum: the same packs and target with true costs, solved exactly (CBC {}, {:.1f} s) "
+                     "and run on the simulated device{}; EMO's gap to it {:+.2f} % [SIMULATED]\n",
+                     t.status, t.seconds, t.met_target ? "" : " (misses the target)", 100 * t.gap);
   return out;
 }
 
@@ -291,16 +295,16 @@ void add_pack_rows(const OptimizeResult& r, HtmlReport& h) {
   const driver::Evaluation& ev = r.evaluation;
   const auto& packs = r.packs.packing.packs;
   const std::vector<double> predicted_j = predicted_pack_energy(r);
-  const bool measured = ev.emo_packs.packs.size() == packs.size();
+  const bool measured = ev.emo_run.packs.packs.size() == packs.size();
   for (std::uint32_t p = 0; p < packs.size(); ++p) {
     ReportPackRow row{static_cast<int>(p), packs[p].device, packs[p].count, packs[p].dur_ns(), r.packs.pack_slack[p],
                       ev.plan.pack_clock_mhz[p], r.plan().schedule.end(p) - r.plan().schedule.start(p),
                       predicted_j[p], std::nullopt, std::nullopt};
-    if (measured) row.measured_ns = ev.emo_packs.packs[p].time_ns, row.measured_j = ev.emo_packs.packs[p].energy_j;
+    if (measured) row.measured_ns = ev.emo_run.packs.packs[p].time_ns, row.measured_j = ev.emo_run.packs.packs[p].energy_j;
     h.pack_rows.push_back(row);
   }
   if (measured) {
-    h.outside_packs = ReportPoint{ns_to_s(ev.emo_packs.outside_ns), ev.emo_packs.outside_energy_j, "outside"};
+    h.outside_packs = ReportPoint{ns_to_s(ev.emo_run.packs.outside_ns), ev.emo_run.packs.outside_energy_j, "outside"};
     h.run_total = ReportPoint{ns_to_s(ev.emo.time_ns), ev.emo.energy_j, "total"};
   }
 }
@@ -310,14 +314,14 @@ void add_pack_rows(const OptimizeResult& r, HtmlReport& h) {
 void add_plot(const OptimizeResult& r, HtmlReport& h) {
   const driver::Evaluation& ev = r.evaluation;
   for (const auto& p : r.frontier) h.frontier.push_back({p.time_s, p.energy_j, ""});
-  for (const auto& e : ev.static_curve) h.static_curve.push_back({ns_to_s(e.time_ns), e.energy_j, ""});
-  h.markers = {{ns_to_s(ev.baseline.time_ns), ev.baseline.energy_j, "baseline"},
-               {ns_to_s(ev.static_best.time_ns), ev.static_best.energy_j, "static best"},
+  for (const auto& e : ev.statics.curve) h.static_curve.push_back({ns_to_s(e.time_ns), e.energy_j, ""});
+  h.markers = {{ns_to_s(ev.statics.baseline.time_ns), ev.statics.baseline.energy_j, "baseline"},
+               {ns_to_s(ev.statics.best.time_ns), ev.statics.best.energy_j, "static best"},
                {ns_to_s(ev.emo.time_ns), ev.emo.energy_j, "EMO"},
                {ns_to_s(ev.plan.predicted.time_ns), ev.plan.predicted.energy_j, "EMO (predicted)"}};
-  h.target_s = ns_to_s(ev.target_ns);
-  h.baseline_power = {ev.baseline_power.duration_ns, ev.baseline_power.power_w};
-  h.emo_power = {ev.emo_power.duration_ns, ev.emo_power.power_w};
+  h.target_s = ns_to_s(ev.statics.target_ns);
+  h.baseline_power = {ev.statics.baseline_power.duration_ns, ev.statics.baseline_power.power_w};
+  h.emo_power = {ev.emo_run.power.duration_ns, ev.emo_run.power.power_w};
 }
 
 }  // namespace
@@ -345,10 +349,10 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
   add_plot(r, h);
   add_pack_rows(r, h);
   auto row = [&](const std::string& name, const Evaluated& e) {
-    return ReportRow{name, ns_to_s(e.time_ns), e.energy_j, savings_of(e, ev.baseline), slowdown_of(e, ev.baseline)};
+    return ReportRow{name, ns_to_s(e.time_ns), e.energy_j, savings_of(e, ev.statics.baseline), slowdown_of(e, ev.statics.baseline)};
   };
-  h.rows = {row(fmt::format("baseline ({:.0f} MHz)", ev.baseline.clock_mhz), ev.baseline),
-            row(fmt::format("best static clock ({:.0f} MHz)", ev.static_best.clock_mhz), ev.static_best),
+  h.rows = {row(fmt::format("baseline ({:.0f} MHz)", ev.statics.baseline.clock_mhz), ev.statics.baseline),
+            row(fmt::format("best static clock ({:.0f} MHz)", ev.statics.best.clock_mhz), ev.statics.best),
             row(kept_label(ev), ev.emo)};
   h.notes = {fmt::format("Table: evaluated on the {} device. Energy–latency plot: EMO's frontier predicted by the pack "
                          "models; the static curve, the markers and the target {}.",
@@ -358,8 +362,8 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
                          r.profile.every_clock_profiles),
              fmt::format("Latency target {} (+{:.1f} % on the {} baseline; the models' target {}); {} clock switches "
                          "per window ({}).",
-                         format_duration(ev.target_ns), 100 * (static_cast<double>(ev.target_ns) / ev.baseline.time_ns - 1),
-                         r.simulated ? "simulated" : "measured", format_duration(r.target_ns), ev.clock_switches,
+                         format_duration(ev.statics.target_ns), 100 * (static_cast<double>(ev.statics.target_ns) / ev.statics.baseline.time_ns - 1),
+                         r.simulated ? "simulated" : "measured", format_duration(r.model.target_ns), ev.emo_run.clock_switches,
                          g.window.label)};
   return h;
 }

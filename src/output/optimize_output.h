@@ -8,6 +8,7 @@
 #include "driver/job_compare.h"
 #include "driver/job_solve.h"
 #include "driver/optimize.h"
+#include "driver/true_optimum.h"
 #include "output/html_report.h"
 #include "trace/trace.h"
 
@@ -24,6 +25,16 @@ nlohmann::json to_json(const driver::OptimizeResult& r);
 
 /// The text table (baseline, best static clock, EMO), labelled simulated where it is.
 std::string to_text(const driver::OptimizeResult& r);
+
+/// `--true-optimum` (driver/true_optimum.h) of the result whose measured baseline is `baseline`:
+/// the `true_optimum` object of --json {computed, packs, simulated; when computed: time_ns,
+/// energy_j, savings, slowdown, gap, met_target, solver_status, solver_gap, seconds, solves, runs,
+/// model_target_ns, predicted_time_ns, predicted_energy_j, emo_true_time_ns, emo_true_energy_j,
+/// pack_clocks_mhz; else not_computed}. Every figure simulated.
+nlohmann::json to_json(const driver::TrueOptimum& t, const driver::Evaluated& baseline);
+
+/// Its text, appended to to_text(OptimizeResult): a table row and a line, labelled [SIMULATED].
+std::string to_text(const driver::TrueOptimum& t, const driver::Evaluated& baseline);
 
 /// `--compare-independent`: {baseline, joint, independent: {time_ns, energy_j, savings, slowdown,
 /// within_target}, target_ns, ranks: [{rank, packs, savings, slowdown}] (each rank alone), simulated}.

@@ -86,8 +86,8 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   const model::GpuSpec& gpu = model::GpuCatalog::builtin().at("A100-SXM4-80GB");
   const driver::OptimizeResult r = driver::optimize(job, graph::Window{}, gpu, opts);
   const driver::Evaluation& ev = r.evaluation;
-  EXPECT_LE(ev.emo.time_ns, ev.target_ns) << "the joint plan misses the job's target";
-  EXPECT_LT(ev.emo.energy_j, ev.baseline.energy_j);
+  EXPECT_LE(ev.emo.time_ns, ev.statics.target_ns) << "the joint plan misses the job's target";
+  EXPECT_LT(ev.emo.energy_j, ev.statics.baseline.energy_j);
   // One policy section per rank.
   ASSERT_EQ(r.policy().gpus.size(), static_cast<std::size_t>(kRanks));
   for (int i = 0; i < kRanks; ++i) EXPECT_EQ(r.policy().gpus[static_cast<std::size_t>(i)].rank, i);

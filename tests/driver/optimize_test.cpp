@@ -74,11 +74,11 @@ TEST(Optimize, MeetsTheTargetOnTheDevice) {
     const driver::Evaluation& ev = r.evaluation;
     ASSERT_EQ(r.packs.pack_graph.packs, 3u);
     // The measured target, derived here from the measured baseline.
-    EXPECT_EQ(ev.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(ev.baseline.time_ns) * (1 + slowdown))));
-    EXPECT_LE(ev.emo.time_ns, ev.target_ns);
-    EXPECT_LE(ev.plan.predicted.time_ns, r.target_ns + opt::kRoundingNs);
+    EXPECT_EQ(ev.statics.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(ev.statics.baseline.time_ns) * (1 + slowdown))));
+    EXPECT_LE(ev.emo.time_ns, ev.statics.target_ns);
+    EXPECT_LE(ev.plan.predicted.time_ns, r.model.target_ns + opt::kRoundingNs);
     EXPECT_TRUE(r.simulated);
-    EXPECT_GE(ev.validation_runs, 1);
+    EXPECT_GE(ev.policy_runs, 1);
   }
 }
 
@@ -97,11 +97,11 @@ TEST(Optimize, BestStaticClockIsTheCheapestMeasuredStaticRunWithinTheTarget) {
       const runtime::RunMeasurement m = sim.run_static(t, r.packs, f);
       if (m.time_ns <= target && m.energy_j < best.energy_j) best = m;
     }
-    EXPECT_EQ(r.evaluation.baseline.time_ns, base.time_ns);
-    EXPECT_DOUBLE_EQ(r.evaluation.static_best.clock_mhz, best.clock_mhz);
-    EXPECT_DOUBLE_EQ(r.evaluation.static_best.energy_j, best.energy_j);
+    EXPECT_EQ(r.evaluation.statics.baseline.time_ns, base.time_ns);
+    EXPECT_DOUBLE_EQ(r.evaluation.statics.best.clock_mhz, best.clock_mhz);
+    EXPECT_DOUBLE_EQ(r.evaluation.statics.best.energy_j, best.energy_j);
     if (slowdown >= 0.3) {
-      EXPECT_LT(r.evaluation.static_best.clock_mhz, 1410);  // GPU idles: a lower clock fits
+      EXPECT_LT(r.evaluation.statics.best.clock_mhz, 1410);  // GPU idles: a lower clock fits
     }
   }
 }
@@ -148,7 +148,7 @@ TEST(Optimize, PolicyMatchesThePlan) {
   ASSERT_EQ(packs.size(), 3u);
   EXPECT_EQ(pol.predicted_time_ns, plan.predicted.time_ns);
   EXPECT_DOUBLE_EQ(pol.predicted_energy_j, plan.predicted.energy_j);
-  EXPECT_EQ(pol.latency_target_ns, r.target_ns);
+  EXPECT_EQ(pol.latency_target_ns, r.model.target_ns);
   EXPECT_TRUE(pol.simulated);
   const TimeNs origin = r.packs.analysis.graph.window_start_ns;
   for (std::uint32_t p = 0; p < 3; ++p) {  // one GPU: policy order = pack id order (phases in time order)
@@ -178,7 +178,7 @@ TEST(Optimize, PolicyMatchesThePlan) {
     prev = k.clock_mhz;
   }
   EXPECT_EQ(requests.size(), expected);
-  EXPECT_EQ(r.evaluation.clock_switches, static_cast<std::int64_t>(expected));
+  EXPECT_EQ(r.evaluation.emo_run.clock_switches, static_cast<std::int64_t>(expected));
 }
 
 /// The simulated device behind the OptimizeBackend interface, every call forwarded, for test
@@ -255,11 +255,11 @@ TEST(Optimize, TheBaselineIsKeptWhenNoPlanMeetsTheTarget) {
   const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(0.05), backend);
   const driver::Evaluation& ev = r.evaluation;
   ASSERT_GT(backend.policy_runs, 0) << "EMO measured no plan";
-  EXPECT_TRUE(ev.baseline_kept);
-  EXPECT_FALSE(ev.static_kept);
-  EXPECT_EQ(ev.emo.time_ns, ev.baseline.time_ns);
-  EXPECT_EQ(ev.emo.energy_j, ev.baseline.energy_j);
-  EXPECT_GT(ev.own_plan.time_ns, ev.target_ns) << "EMO's own plan (which missed) is reported";
+  EXPECT_TRUE(ev.kept == driver::KeptPlan::baseline);
+  EXPECT_FALSE(ev.kept == driver::KeptPlan::static_clock);
+  EXPECT_EQ(ev.emo.time_ns, ev.statics.baseline.time_ns);
+  EXPECT_EQ(ev.emo.energy_j, ev.statics.baseline.energy_j);
+  EXPECT_GT(ev.validation.own_plan.time_ns, ev.statics.target_ns) << "EMO's own plan (which missed) is reported";
   for (const double f : ev.plan.pack_clock_mhz) EXPECT_EQ(f, 1410.0);
   for (const auto& k : r.policy().gpus.at(0).packs) EXPECT_EQ(k.clock_mhz, 1410.0);
   const std::string text = output::to_text(r);
@@ -274,31 +274,31 @@ TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   const driver::OptimizeOptions o = options(0.3);
   ScriptedBackend rejected(+1e6, 4);  // the probe measures far worse: not kept
   const driver::OptimizeResult a = driver::optimize(t, {}, a100(), o, rejected);
-  ASSERT_EQ(a.evaluation.probe_runs, 1) << "the trace must trigger the probe";
-  EXPECT_FALSE(a.evaluation.probe_kept);
+  ASSERT_EQ(a.evaluation.validation.probe_runs, 1) << "the trace must trigger the probe";
+  EXPECT_FALSE(a.evaluation.kept == driver::KeptPlan::probe);
   // EMO's own plan is not the probe's (which measured 10^6 J more), whatever static plan follows.
-  EXPECT_LT(a.evaluation.own_plan.energy_j, 1e5);
-  EXPECT_EQ(rejected.policy_runs, a.evaluation.validation_runs);
+  EXPECT_LT(a.evaluation.validation.own_plan.energy_j, 1e5);
+  EXPECT_EQ(rejected.policy_runs, a.evaluation.policy_runs);
   // The same optimisation with no run left for the probe: what the result was before the probe.
   // (The models' best static plan and the plans of tighter targets are measured too, outside the
   // validation budget.)
-  ScriptedBackend no_probe(+1e6, a.evaluation.validation_runs - a.evaluation.static_candidate_runs -
-                                     a.evaluation.tighter_runs - 1);
+  ScriptedBackend no_probe(+1e6, a.evaluation.policy_runs - a.evaluation.candidates.static_runs -
+                                     a.evaluation.candidates.tighter_runs - 1);
   const driver::OptimizeResult b = driver::optimize(t, {}, a100(), o, no_probe);
-  EXPECT_EQ(b.evaluation.probe_runs, 0);
+  EXPECT_EQ(b.evaluation.validation.probe_runs, 0);
   EXPECT_EQ(a.plan().choice, b.plan().choice);
   EXPECT_EQ(a.plan().pack_clock_mhz, b.plan().pack_clock_mhz);
   EXPECT_EQ(policy::to_json(a.policy()), policy::to_json(b.policy()));
   EXPECT_EQ(a.evaluation.emo.time_ns, b.evaluation.emo.time_ns);
   EXPECT_DOUBLE_EQ(a.evaluation.emo.energy_j, b.evaluation.emo.energy_j);
-  EXPECT_EQ(a.evaluation.clock_switches, b.evaluation.clock_switches);
-  EXPECT_EQ(a.evaluation.validation_runs - a.evaluation.static_candidate_runs - a.evaluation.tighter_runs,
-            b.evaluation.validation_runs - b.evaluation.static_candidate_runs - b.evaluation.tighter_runs + 1);
+  EXPECT_EQ(a.evaluation.emo_run.clock_switches, b.evaluation.emo_run.clock_switches);
+  EXPECT_EQ(a.evaluation.policy_runs - a.evaluation.candidates.static_runs - a.evaluation.candidates.tighter_runs,
+            b.evaluation.policy_runs - b.evaluation.candidates.static_runs - b.evaluation.candidates.tighter_runs + 1);
   // And when the probe measures cheaper, it is kept: its plan has a pack at the lowest clock.
   ScriptedBackend accepted(-1e3, 4);
   const driver::OptimizeResult c = driver::optimize(t, {}, a100(), o, accepted);
-  ASSERT_EQ(c.evaluation.probe_runs, 1);
-  EXPECT_TRUE(c.evaluation.probe_kept);
+  ASSERT_EQ(c.evaluation.validation.probe_runs, 1);
+  EXPECT_TRUE(c.evaluation.kept == driver::KeptPlan::probe);
   const auto& clocks = c.plan().pack_clock_mhz;
   EXPECT_NE(std::find(clocks.begin(), clocks.end(), 705.0), clocks.end());
 }
@@ -434,7 +434,7 @@ TEST(Optimize, ReportsProgressStageByStageWithoutChangingTheResult) {
   EXPECT_EQ(profiling.size(), 6u);
   // Evaluation: a step per run; the start and the finish are not steps.
   const auto& evaluation = by_stage["evaluation"];
-  const std::size_t runs = r.profile.option_clocks_mhz.size() + static_cast<std::size_t>(r.evaluation.validation_runs);
+  const std::size_t runs = r.profile.option_clocks_mhz.size() + static_cast<std::size_t>(r.evaluation.policy_runs);
   EXPECT_EQ(evaluation.size(), runs + 2);
   EXPECT_EQ(evaluation[evaluation.size() - 2].done, static_cast<std::int64_t>(runs));
   // Reporting changes nothing.

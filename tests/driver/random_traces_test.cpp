@@ -55,14 +55,14 @@ Outcome outcome_of(const driver::OptimizeResult& r, std::string what) {
   Outcome out;
   out.what = std::move(what);
   out.packs = r.packs.packing.packs.size();
-  out.target_ns = ev.target_ns;
+  out.target_ns = ev.statics.target_ns;
   out.emo_ns = ev.emo.time_ns;
-  out.static_ns = ev.static_best.time_ns;
-  out.baseline_ns = ev.baseline.time_ns;
+  out.static_ns = ev.statics.best.time_ns;
+  out.baseline_ns = ev.statics.baseline.time_ns;
   out.emo_j = ev.emo.energy_j;
-  out.static_j = ev.static_best.energy_j;
-  out.baseline_j = ev.baseline.energy_j;
-  out.static_mhz = ev.static_best.clock_mhz;
+  out.static_j = ev.statics.best.energy_j;
+  out.baseline_j = ev.statics.baseline.energy_j;
+  out.static_mhz = ev.statics.best.clock_mhz;
   return out;
 }
 
@@ -239,16 +239,16 @@ void expect_never_loses_where_static_fits(int iterations, std::size_t packs) {
     const Outcome out =
         outcome_of(r, "static_fits_trace(" + std::to_string(iterations) + ") max_slowdown=" + std::to_string(slowdown));
     ASSERT_EQ(out.packs, packs) << out.what;
-    ASSERT_LT(ev.static_best.clock_mhz, 1410) << out.what << ": the premise, a static clock below f_max fits";
-    ASSERT_LE(ev.static_best.time_ns, ev.target_ns) << out.what;
+    ASSERT_LT(ev.statics.best.clock_mhz, 1410) << out.what << ": the premise, a static clock below f_max fits";
+    ASSERT_LE(ev.statics.best.time_ns, ev.statics.target_ns) << out.what;
     check(out);
     std::string clocks;
     for (const double f : r.plan().pack_clock_mhz) clocks += (clocks.empty() ? "" : ",") + std::to_string(static_cast<int>(f));
     std::printf("[static fits, %zu pack(s), +%.0f %%] static %.0f MHz: %.4f J, %.3f ms; EMO %s MHz: %.4f J, %.3f ms; "
                 "baseline %.4f J, %.3f ms; target %.3f ms\n",
-                out.packs, 100 * slowdown, out.static_mhz, out.static_j, static_cast<double>(ev.static_best.time_ns) / 1e6,
-                clocks.c_str(), out.emo_j, static_cast<double>(out.emo_ns) / 1e6, ev.baseline.energy_j,
-                static_cast<double>(ev.baseline.time_ns) / 1e6, static_cast<double>(ev.target_ns) / 1e6);
+                out.packs, 100 * slowdown, out.static_mhz, out.static_j, static_cast<double>(ev.statics.best.time_ns) / 1e6,
+                clocks.c_str(), out.emo_j, static_cast<double>(out.emo_ns) / 1e6, ev.statics.baseline.energy_j,
+                static_cast<double>(ev.statics.baseline.time_ns) / 1e6, static_cast<double>(ev.statics.target_ns) / 1e6);
   }
 }
 

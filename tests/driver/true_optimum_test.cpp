@@ -70,7 +70,7 @@ TEST(TrueOptimum, SameDeviceEitherWay) {
   EXPECT_EQ(fresh.pack_clock_mhz.size(), fresh.packs);
   EXPECT_DOUBLE_EQ(fresh.gap, r.result.evaluation.emo.energy_j / fresh.energy_j - 1);
   EXPECT_TRUE(fresh.met_target);
-  EXPECT_LE(fresh.time_ns, r.result.evaluation.target_ns);
+  EXPECT_LE(fresh.time_ns, r.result.evaluation.statics.target_ns);
   // Another seed is another device: its baseline differs from the run's, which is refused.
   driver::OptimizeOptions other = r.options;
   other.seed = 2;
