@@ -105,10 +105,10 @@ Evaluated evaluated(const runtime::RunMeasurement& m) { return Evaluated{m.time_
 
 /// The static references of stage 6: the baseline at f_max, the measured target (the baseline ×
 /// (1 + max_slowdown)) and the best static clock within it (an oracle over every option clock, or
-/// the models' best static plan, `model_static`, run once). Returns their runs and sweep.
-StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
-                           const ProfileStage& profile, const std::optional<std::vector<int>>& model_static,
-                           double max_slowdown, runtime::OptimizeBackend& backend) {
+/// the models' best static clock below f_max, `model_static_mhz`, run once). Returns their runs and sweep.
+StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, const ProfileStage& profile,
+                           std::optional<double> model_static_mhz, double max_slowdown,
+                           runtime::OptimizeBackend& backend) {
   const double f_max = profile.option_clocks_mhz.front();
   StaticRuns runs{backend.run_static(trace, packs, f_max), std::nullopt, {}};
   StaticSweep& s = runs.sweep;
@@ -128,8 +128,8 @@ StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs
     }
     return runs;
   }
-  if (model_static && (*model_static)[0] != 0) {
-    runtime::RunMeasurement m = backend.run_static(trace, packs, problem.choices.clocks(*model_static)[0]);
+  if (model_static_mhz) {
+    runtime::RunMeasurement m = backend.run_static(trace, packs, *model_static_mhz);
     s.best = evaluated(m);  // the one static run, within the target or not
     s.curve.push_back(s.best);
     if (m.time_ns <= s.target_ns) runs.best = std::move(m);
@@ -285,8 +285,10 @@ struct ProgressAttached {
 
 /// Evaluation runs at most, as a progress total: the static runs (every option clock, or the
 /// baseline and the models' static plan), the policy runs and up to 3 static candidates.
-std::int64_t evaluation_runs_estimate(const ProfileStage& profile, const runtime::OptimizeBackend& backend) {
+std::int64_t evaluation_runs_estimate(const ProfileStage& profile, const runtime::OptimizeBackend& backend,
+                                      std::size_t ladder_steps = 0) {
   const auto statics = backend.static_oracle() ? static_cast<std::int64_t>(profile.option_clocks_mhz.size()) : 2;
+  if (ladder_steps > 0) return statics + static_cast<std::int64_t>(ladder_steps) * (backend.max_validation_runs() + 1);
   return statics + backend.max_validation_runs() + (backend.static_oracle() ? 3 + static_cast<std::int64_t>(kTighterShares.size()) : 0);
 }
 
@@ -297,6 +299,26 @@ Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const P
   pl.problem = std::make_unique<ProblemStage>(build_problem(packs, pl.fit, idle_w, max_slowdown));
   pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem);
   pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
+  return pl;
+}
+
+/// Stages 2–4 with 3½ at `max_slowdown` on `profile`: plan, then profile each pack where the plan
+/// (and the best static plan) decide, refit and re-plan, until nothing is left to measure (at most
+/// kRefineRounds rounds; `extra_profiles` per pack beyond the K profiled clocks, over every round).
+Planning refined_planning(const trace::Trace& trace, const pack::PackRun& packs, ProfileStage& profile,
+                          runtime::OptimizeBackend& backend, double idle_w, double max_slowdown, int extra_profiles,
+                          opt::SearchStats& search) {
+  Planning pl = planning(trace, packs, profile, idle_w, max_slowdown, search);
+  for (int round = 0; round < kRefineRounds; ++round) {
+    const std::vector<int> uniform =
+        opt::best_static_choice(pl.problem->choices, pl.problem->target_ns + opt::kRoundingNs).value_or(std::vector<int>{});
+    const std::vector<std::vector<double>> clocks =
+        refinement_clocks(*pl.problem, profile, pl.first.choice, uniform, extra_profiles);
+    if (std::all_of(clocks.begin(), clocks.end(), [](const auto& c) { return c.empty(); })) break;
+    add_profiles(profile, backend.profile_pack_clocks(trace, packs, clocks));
+    ++profile.refinement_rounds;
+    pl = planning(trace, packs, profile, idle_w, max_slowdown, search);
+  }
   return pl;
 }
 
@@ -484,13 +506,14 @@ FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_ma
 }
 
 std::vector<std::vector<double>> refinement_clocks(const ProblemStage& problem, const ProfileStage& profile,
-                                                   const std::vector<int>& plan, const std::vector<int>& static_choice) {
+                                                   const std::vector<int>& plan, const std::vector<int>& static_choice,
+                                                   int extra_profiles) {
   const auto& options = problem.choices.options();
   const auto K = static_cast<int>(profile.profiled_clocks_mhz.size());
   std::vector<std::vector<double>> clocks(options.size());
   for (std::size_t p = 0; p < options.size(); ++p) {
     const auto& measured = profile.measured.points[p];
-    int budget = K + kRefineProfilesPerPack - static_cast<int>(measured.size());
+    int budget = K + extra_profiles - static_cast<int>(measured.size());
     auto want = [&](int k) {
       const double f = options[p][static_cast<std::size_t>(k)].clock_mhz;
       const bool known = is_measured(measured, f) || std::find(clocks[p].begin(), clocks[p].end(), f) != clocks[p].end();
@@ -656,7 +679,9 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   Evaluation ev;
   const bool simulated = backend.device().simulated(), oracle = backend.static_oracle();
   const std::optional<std::vector<int>> model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
-  StaticRuns static_runs = evaluate_static(trace, packs, problem, profile, model_static, options.max_slowdown, backend);
+  std::optional<double> model_static_mhz;
+  if (model_static && (*model_static)[0] != 0) model_static_mhz = problem.choices.clocks(*model_static)[0];
+  StaticRuns static_runs = evaluate_static(trace, packs, profile, model_static_mhz, options.max_slowdown, backend);
   ev.statics = static_runs.sweep;
   const TimeNs target_ns = ev.statics.target_ns;
   auto with_policy = [&](PlanStage p) {
@@ -709,6 +734,83 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   return ev;
 }
 
+std::vector<double> ladder_steps(double max_slowdown) {
+  std::vector<double> steps;
+  for (const double g : kTargetLadder) {
+    if (g == 0 || g <= max_slowdown * (1 + 1e-9)) steps.push_back(g);
+  }
+  return steps;
+}
+
+namespace {
+
+/// Replaces `best` by `c` when there is none yet, or c's run is better_within `target_ns`.
+void offer(std::optional<Candidate>& best, Candidate c, TimeNs target_ns) {
+  if (!best || better_within(c.run, best->run, target_ns)) best = std::move(c);
+}
+
+/// Stages 2–6 on the target ladder (the simulated device; kTargetLadder): the static sweep at the
+/// target; then at each ladder point g ≤ the target, ascending, stages 2–4 with 3½ at g (profiles
+/// accumulate, each step granted kRefineProfilesPerPack more per pack), EMO's plan validated
+/// against g's measured target (validate) and the models' per-GPU static plan at g, each measured;
+/// the cheapest run within the target over every step is kept, then static_or_baseline. Every
+/// step depends on g and the steps before it only, and the evaluation runs are deterministic, so
+/// the candidates of a target are among those of any looser one. `pl`: the last step's planning.
+Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, const model::GpuSpec& gpu,
+                              const OptimizeOptions& options, runtime::OptimizeBackend& backend, double idle_w,
+                              Planning& pl) {
+  Evaluation ev;
+  const pack::PackRun& packs = r.packs;
+  StaticRuns static_runs = evaluate_static(trace, packs, r.profile, std::nullopt, options.max_slowdown, backend);
+  ev.statics = static_runs.sweep;
+  const TimeNs target_ns = ev.statics.target_ns;
+  std::optional<Candidate> best;
+  ev.ladder = ladder_steps(options.max_slowdown);
+  for (std::size_t k = 0; k < ev.ladder.size(); ++k) {
+    const double g = ev.ladder[k];
+    pl = refined_planning(trace, packs, r.profile, backend, idle_w, g,
+                          kRefineProfilesPerPack * static_cast<int>(k + 1), ev.search);
+    const ProblemStage& problem = *pl.problem;
+    auto run = [&](PlanStage p) {
+      Candidate c{std::move(p), {}, {}};
+      c.policy = plan_policy(trace, packs, problem, c.plan, gpu, g, true);
+      c.run = backend.run_policy(trace, packs, c.policy, c.plan.pack_clock_mhz);
+      ++ev.policy_runs;
+      return c;
+    };
+    auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
+    Validated v = validate(problem, *pl.solver, r.profile, pl.first, target_of(ev.statics.baseline.time_ns, g),
+                           backend.max_validation_runs(), run, conservative, ev.search);
+    ev.validation = v.validation;
+    const std::vector<int> own = v.kept.plan.choice;
+    const auto before = best ? best->run.energy_j : -1;
+    offer(best, std::move(v.kept), target_ns);
+    const auto model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
+    if (std::optional<Candidate> c = per_gpu_static(problem, packs, model_static, own, run)) {
+      ev.candidates.per_gpu_static = {c->run.time_ns, c->run.energy_j, 0};
+      ev.candidates.per_gpu_static_mhz = clock_per_gpu(packs, c->plan);
+      c->kind = KeptPlan::per_gpu_static;
+      offer(best, std::move(*c), target_ns);
+    }
+    if (!best || best->run.energy_j != before) ev.kept_step = g;
+  }
+  Candidate kept = std::move(*best);
+  auto with_policy = [&](PlanStage p) {
+    Candidate c{std::move(p), {}, {}};
+    c.policy = plan_policy(trace, packs, *pl.problem, c.plan, gpu, options.max_slowdown, true);
+    return c;
+  };
+  static_or_baseline(*pl.problem, static_runs, with_policy, kept, ev.candidates);
+  if (kept.kind == KeptPlan::static_clock || kept.kind == KeptPlan::baseline) ev.kept_step = -1;
+  keep(std::move(kept), ev);
+  // The kept plan's policy states the target it was kept for (its step's models planned it).
+  ev.policy.max_slowdown = options.max_slowdown;
+  ev.policy.latency_target_ns = target_of(ev.policy.baseline_time_ns, options.max_slowdown);
+  return ev;
+}
+
+}  // namespace
+
 OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, const model::GpuSpec& gpu,
                         const OptimizeOptions& options) {
   runtime::SimBackend backend(gpu, options.seed);  // the options are checked by the overload below
@@ -737,30 +839,31 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   progress.start("profiling", 1);  // the backend expects its units
   r.profile = profile(trace, r.packs, backend, options.profile_clocks);
   progress.finish();
-  progress.start("refinement", 1);
   opt::SearchStats search;
-  Planning pl = planning(trace, r.packs, r.profile, idle_w, options.max_slowdown, search);
-  for (int round = 0; round < kRefineRounds; ++round) {
-    const std::vector<int> uniform =
-        opt::best_static_choice(pl.problem->choices, pl.problem->target_ns + opt::kRoundingNs).value_or(std::vector<int>{});
-    const std::vector<std::vector<double>> clocks = refinement_clocks(*pl.problem, r.profile, pl.first.choice, uniform);
-    if (std::all_of(clocks.begin(), clocks.end(), [](const auto& c) { return c.empty(); })) break;
-    add_profiles(r.profile, backend.profile_pack_clocks(trace, r.packs, clocks));
-    ++r.profile.refinement_rounds;
-    pl = planning(trace, r.packs, r.profile, idle_w, options.max_slowdown, search);
+  Planning pl;
+  if (options.target_ladder && backend.static_oracle()) {
+    // Stages 2–6 at each point of the target ladder up to the target (evaluate_on_ladder).
+    progress.start("evaluation", evaluation_runs_estimate(r.profile, backend, ladder_steps(options.max_slowdown).size()));
+    r.evaluation = evaluate_on_ladder(trace, r, gpu, options, backend, idle_w, pl);
+    progress.finish();
+  } else {
+    progress.start("refinement", 1);
+    pl = refined_planning(trace, r.packs, r.profile, backend, idle_w, options.max_slowdown, kRefineProfilesPerPack,
+                          search);
+    progress.finish();
+    // Stages 5–6: policy, evaluate (re-planning while a run misses the target).
+    progress.start("evaluation", evaluation_runs_estimate(r.profile, backend));
+    r.evaluation = evaluate(trace, r.packs, *pl.problem, *pl.solver, r.profile, std::move(pl.first), gpu, options, backend);
+    progress.finish();
   }
-  progress.finish();
   const ProblemStage& problem = *pl.problem;
   r.fit = pl.fit;
   r.model = summary_of(problem);
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
+  r.model.target_ns = target_of(base_ns, options.max_slowdown);  // the target's, where the ladder planned below it
   r.profiling_iterations = base_ns > 0 ? r.profile.measured.device_s / ns_to_s(base_ns) : 0;
   progress.start("frontier", 1);
   r.frontier = predicted_frontier(problem, *pl.solver, options.frontier_points);
-  progress.finish();
-  // Stages 5–6: policy, evaluate (re-planning while a run misses the target).
-  progress.start("evaluation", evaluation_runs_estimate(r.profile, backend));
-  r.evaluation = evaluate(trace, r.packs, problem, *pl.solver, r.profile, std::move(pl.first), gpu, options, backend);
   progress.finish();
   r.evaluation.search.deadline_repairs += search.deadline_repairs;
   r.evaluation.search.polish_moves += search.polish_moves;

@@ -20,6 +20,7 @@
 // (driver/workload_backend.h, `emo optimize --device nvml`).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,9 @@ struct OptimizeOptions {
   std::optional<TimeNs> min_pack_ns;        ///< Default: the catalog's switch latency (model::min_pack_for).
   std::uint64_t seed = 1;                   ///< Simulated device and evaluation noise.
   int frontier_points = 24;                 ///< Points of the predicted frontier (≥ 2).
+  bool target_ladder = true;                ///< Plan on the target ladder where the backend affords the runs
+                                            ///< (kTargetLadder; the simulated device); false: at the target
+                                            ///< alone (the decomposed solve's per-rank solves).
   ProgressSink* progress = nullptr;         ///< Told each stage's progress (core/progress.h; not owned):
                                             ///< packing, profiling, refinement, frontier, evaluation.
 };
@@ -112,6 +116,21 @@ struct StaticSweep {
                                            ///< empty on a real GPU).
 };
 
+/// EMO's target ladder (issue 26; docs/optimize.md "A looser target never saves less"), as
+/// fractions over the baseline. Where evaluation runs are affordable (the simulated device:
+/// OptimizeBackend::static_oracle), optimize() plans at every point of it up to the target, in
+/// ascending order, and keeps the cheapest measured plan within the target: the runs made for a
+/// target are a prefix of those made for any looser one, so a looser target never keeps a costlier
+/// plan. A target between two points is planned at the lower one and held to itself. Points: the
+/// usual targets (0, 0.5, 1, 2, 3, 5, 10 %) and, between them, steps of at most 2× (each step is a
+/// plan and its validation runs: 4 steps up to +1 %, 7 up to +5 %).
+inline constexpr std::array<double, 18> kTargetLadder = {0,    0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1,
+                                                        0.15, 0.2,    0.3,   0.5,  0.75, 1,    2,    5,     10};
+
+/// The points of kTargetLadder at or below `max_slowdown` (within 1e-9 relative: 0.5 / 100 is the
+/// point 0.005), ascending; at least {0}.
+std::vector<double> ladder_steps(double max_slowdown);
+
 /// How EMO's own plan was validated (validate): the re-plans beyond the first run.
 struct Validation {
   Evaluated own_plan;                      ///< EMO's own plan as validated, measured, before any other
@@ -157,6 +176,9 @@ struct Evaluation {
   policy::Policy policy;                   ///< Its policy.
   opt::SearchStats search;                 ///< Summed over every plan() call.
   int policy_runs = 0;                     ///< Every policy run (validation, probe, calibration, candidates).
+  std::vector<double> ladder;              ///< The target ladder's points planned at (ladder_steps); empty: the
+                                           ///< target alone (a real GPU, or OptimizeOptions::target_ladder off).
+  double kept_step = -1;                   ///< The ladder point whose plan is kept (-1: none, or no ladder).
 };
 
 /// Stage 3's figures that the result reports (summary_of(ProblemStage)).
@@ -221,9 +243,11 @@ ModelTarget summary_of(const ProblemStage& problem);
 /// Stage 3½, one round of "profile where you decide": per pack, the clock `plan` gives it, then the
 /// clock of `static_choice` (the best static plan; may be empty), each only where the pack has no
 /// measured point at that clock, and no more than kRefineProfilesPerPack beyond the K profiled
-/// clocks over all rounds. One list per pack (empty: nothing to measure).
+/// clocks over all rounds (`extra_profiles`: that budget; the target ladder grants it per step).
+/// One list per pack (empty: nothing to measure).
 std::vector<std::vector<double>> refinement_clocks(const ProblemStage& problem, const ProfileStage& profile,
-                                                   const std::vector<int>& plan, const std::vector<int>& static_choice);
+                                                   const std::vector<int>& plan, const std::vector<int>& static_choice,
+                                                   int extra_profiles = kRefineProfilesPerPack);
 
 /// Adds `extra` (OptimizeBackend::profile_pack_clocks's points, one list per pack) to `profile`:
 /// each pack's points stay in descending clock; runs, device time, pack_clock_profiles and

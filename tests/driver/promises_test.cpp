@@ -4,11 +4,11 @@
 //  1. the kept plan meets the latency target on its evaluation run (switch latency and minimum
 //     interval included: the simulated device runs the policy as `emo run` issues it), or the
 //     baseline is kept and the output says so (baseline_kept, and then EMO = the baseline);
-//  2. a looser target never saves less: over a ladder of targets, the measured savings never fall
-//     by more than kMonotoneSlack (1 point of the baseline's energy). Not 0: each target profiles,
-//     fits and searches on its own (refinement follows the plan), and the plans of tighter model
-//     targets measured as candidates (driver/optimize.cpp, tighter_plans) are a guard, not a proof;
-//     the largest drop seen is printed;
+//  2. a looser target never saves less: over a ladder of targets — points of EMO's target ladder
+//     (driver::kTargetLadder) and targets between them (0.4 %, 1.2 %) — the measured energy of the
+//     kept plan never rises. Exactly: on the simulated device EMO plans at every ladder point up
+//     to the target and the runs for a target are a prefix of those for a looser one (a target
+//     between points planned at the lower one), so the test allows no tolerance;
 //  3. never costlier than the best static clock — the measured oracle over every clock, one for all
 //     GPUs — nor than the per-GPU static plan EMO measured.
 // Inputs: generated jobs of every mode of tests/support/pipeline_job.h (SYNTHETIC: made-up 1F1B and
@@ -32,9 +32,7 @@ namespace emo::testing {
 namespace {
 
 constexpr TimeNs kMs = 1'000'000;
-const std::vector<double> kLadder = {0.0, 0.005, 0.01, 0.03};
-constexpr double kMonotoneSlack = 0.01;
-double worst_drop = 0;  ///< The largest fall of savings from one target to a looser one.
+const std::vector<double> kLadder = {0.0, 0.004, 0.005, 0.012, 0.03};
 
 const model::GpuSpec& a100() { return model::GpuCatalog::builtin().at("A100-SXM4-80GB"); }
 
@@ -63,17 +61,16 @@ double check_one(const driver::OptimizeResult& r, const std::string& what) {
 
 /// Optimises `t` at every target of the ladder: promises 1 and 3 at each, 2 across them.
 void check_ladder(const trace::Trace& t, const std::string& what, double& best_savings) {
-  double previous = -1;
+  double previous_j = 0;
   for (const double s : kLadder) {
     driver::OptimizeOptions o;
     o.max_slowdown = s;
     const std::string at = what + " at +" + std::to_string(100 * s) + " %";
     const driver::OptimizeResult res = driver::optimize(t, {}, a100(), o);
-    const double savings = check_one(res, at);
-    EXPECT_GE(savings, previous - kMonotoneSlack) << at << ": saves less than at a tighter target";
-    worst_drop = std::max(worst_drop, previous - savings);
-    previous = std::max(previous, savings);
-    best_savings = std::max(best_savings, savings);
+    best_savings = std::max(best_savings, check_one(res, at));
+    const double energy_j = res.evaluation.emo.energy_j;
+    if (s > 0) EXPECT_LE(energy_j, previous_j) << at << ": costlier than at a tighter target (saves less)";
+    previous_j = energy_j;
   }
 }
 
@@ -85,7 +82,6 @@ trace::Trace linked(const PipelineSpec& spec) {
 }
 
 TEST(Promises, GeneratedJobsOfEveryMode) {
-  worst_drop = 0;
   const std::vector<PipelineSpec> specs = {
       {.stages = 3, .microbatches = 4, .forward_ns = 12 * kMs, .stage_scale = {1.0, 1.0, 1.5}},
       {.stages = 2, .microbatches = 4, .virtual_stages = 2, .forward_ns = 16 * kMs},
@@ -100,19 +96,18 @@ TEST(Promises, GeneratedJobsOfEveryMode) {
     check_ladder(linked(spec), "SYNTHETIC job " + describe(spec), best);
   }
   EXPECT_GT(best, 0.05) << "no generated job saved 5 % at any target: the slack between GPUs is not spent";
-  std::printf("[ promises ] %zu generated jobs x %zu targets; best savings %.2f %%, largest drop at a looser target "
-              "%.2f points (SIMULATED)\n", specs.size(), kLadder.size(), 100 * best, 100 * worst_drop);
+  std::printf("[ promises ] %zu generated jobs x %zu targets; best savings %.2f %% (SIMULATED)\n", specs.size(),
+              kLadder.size(), 100 * best);
 }
 
 TEST(Promises, RandomTraces) {
-  worst_drop = 0;
   double best = 0;
   for (std::uint64_t seed = 1; seed <= 24; ++seed) {
     const RandomTraceParams p = random_trace_params(seed);
     check_ladder(random_trace(p), describe(p), best);
   }
-  std::printf("[ promises ] 24 random traces x %zu targets; best savings %.2f %%, largest drop at a looser target "
-              "%.2f points (SIMULATED)\n", kLadder.size(), 100 * best, 100 * worst_drop);
+  std::printf("[ promises ] 24 random traces x %zu targets; best savings %.2f %% (SIMULATED)\n", kLadder.size(),
+              100 * best);
 }
 
 }  // namespace
