@@ -323,6 +323,7 @@ class LocalRanks {
 OptimizeOptions rank_options(const OptimizeOptions& options) {
   OptimizeOptions o = options;
   o.max_slowdown = options.max_slowdown * kRankShare;
+  o.target_ladder = false;  // a rank's pinned solve: at its share alone (the ladder's cost × ranks)
   return o;
 }
 

@@ -24,6 +24,13 @@ std::string kept_label(const driver::Evaluation& ev) {
   return "EMO policy";
 }
 
+/// `fractions` as percentages (0.005 → 0.5).
+std::vector<double> percent_points(const std::vector<double>& fractions) {
+  std::vector<double> out;
+  for (const double f : fractions) out.push_back(100 * f);
+  return out;
+}
+
 double savings_of(const Evaluated& e, const Evaluated& baseline) {
   return baseline.energy_j > 0 ? 1 - e.energy_j / baseline.energy_j : 0;
 }
@@ -138,6 +145,8 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"probe_runs", ev.validation.probe_runs},
       {"probe_kept", (ev.kept == driver::KeptPlan::probe)},
       {"validation_runs", ev.policy_runs},
+      {"target_ladder", ev.ladder},
+      {"kept_ladder_step", ev.kept_step},
       {"negative_lags", r.model.negative_lags},
       {"frontier", frontier},
       {"static_curve", static_curve}};
@@ -176,6 +185,10 @@ std::string to_text(const OptimizeResult& r) {
   if (!ev.candidates.per_gpu_static_mhz.empty())
     out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.candidates.per_gpu_static_mhz, ",")), ev.candidates.per_gpu_static);
   out += row(kept_label(ev), ev.emo);
+  if (!ev.ladder.empty())
+    out += fmt::format("  planned at {} target-ladder point{} (+{} %){}\n", ev.ladder.size(), ev.ladder.size() == 1 ? "" : "s",
+                       fmt::join(percent_points(ev.ladder), ", +"),
+                       ev.kept_step >= 0 ? fmt::format("; kept: the plan of +{:g} %", 100 * ev.kept_step) : "");
   if ((ev.kept == driver::KeptPlan::baseline))
     out += fmt::format("  no plan met the latency target on its evaluation run ({} policy runs; EMO's own plan {}, "
                        "{:+.2f} %): the baseline (max clock) is kept\n",
