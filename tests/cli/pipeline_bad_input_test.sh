@@ -12,6 +12,7 @@ source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DA
 src="$DATA/kineto/hta_training_16rank_rank0.json.gz"
 require_data "$src"
 require_tool python3
+require_built "$EMO" "$MAKE_JOB"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 
 "$MAKE_JOB" "$src" "$out/job" --mode pipeline --stages 3 --microbatches 2 --forward-ms 2 > /dev/null ||

@@ -8,6 +8,7 @@ BUILD=${1:?usage: pipeline_crosscheck_test.sh BUILD_DIR}
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DATA
 require_data "$DATA/kineto/hta_training_16rank_rank0.json.gz"
 require_tool python3
+require_built "$BUILD/emo" "$BUILD/emo_make_job" "$BUILD/emo_pipeline_crosscheck"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 
