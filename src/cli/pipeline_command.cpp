@@ -1,16 +1,19 @@
 // `emo pipeline --stage-profile CSV --stages S --microbatches M [--schedule 1f1b] [--p-blocked W]
-//  [--gpu NAME] [--points N] [--frontier FILE] [--json FILE|-] [--plans]`: builds the synchronous
-// 1F1B DAG of a pipeline-parallel iteration from a Perseus stage profile and computes its
-// time–energy Pareto frontier with the fast solver, energies on the measured points.
+//  [--gpu NAME] [--points N] [--max-slowdown X] [--frontier FILE] [--json FILE|-] [--plans]`: builds
+// the synchronous 1F1B DAG of a pipeline-parallel iteration from a Perseus stage profile and
+// computes its time–energy Pareto frontier with the fast solver, energies on the measured points;
+// with --max-slowdown also its minimum-energy plan within (1 + X) × the all-max-clock time.
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "driver/front_end.h"
 #include "model/gpu_catalog.h"
 #include "model/measurements.h"
 #include "opt/pipeline.h"
@@ -30,6 +33,7 @@ struct PipelineOptions {
   int points = 100;
   std::string frontier_out;
   std::string json_out;
+  std::string max_slowdown;  ///< "" = no target plan.
   bool plans = false;
 };
 
@@ -44,6 +48,16 @@ nlohmann::json point_json(const opt::Problem& p, const opt::Solution& s, bool pl
     j["clock_mhz"] = std::move(clocks);
   }
   return j;
+}
+
+/// With --max-slowdown: the minimum-energy plan within `deadline_s` = (1 + X) × the all-max-clock
+/// time (the fastest schedule when every option is a measured clock point: the max clock is each
+/// pass's fastest); else nullopt. Throws InputError naming the profile when no plan fits.
+std::optional<opt::Solution> target_plan(const PipelineOptions& o, opt::FastSolver& solver, double deadline_s) {
+  if (o.max_slowdown.empty()) return std::nullopt;
+  std::optional<opt::Solution> target = solver.solve(deadline_s);
+  if (!target) throw InputError(o.profile, fmt::format("no plan within {:.6f} s", deadline_s));
+  return target;
 }
 
 int run_pipeline(const PipelineOptions& o) {
@@ -69,6 +83,8 @@ int run_pipeline(const PipelineOptions& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const opt::Schedule max_clock = opt::evaluate(p, opt::max_clock_assignment(p));
 
+  const double deadline_s = o.max_slowdown.empty() ? 0 : max_clock.makespan_s * (1 + driver::parse_max_slowdown(o.max_slowdown));
+  const std::optional<opt::Solution> target = target_plan(o, solver, deadline_s);
   if (!o.frontier_out.empty()) {
     std::string csv = "time,energy\n";
     for (const auto& s : frontier) csv += fmt::format("{:.9g},{:.9g}\n", s.makespan_s, s.energy_j);
@@ -87,6 +103,11 @@ int run_pipeline(const PipelineOptions& o) {
                  l.energy_j, 100 * (l.makespan_s / max_clock.makespan_s - 1), 100 * (l.energy_j / max_clock.energy_j - 1));
     }
     fmt::print("frontier: {} Pareto points from {} deadlines in {:.3f} s\n", frontier.size(), o.points, seconds);
+    if (target) {
+      fmt::print("target {} (<= {:.4f} s): {:.4f} s, {:.1f} J ({:+.2f}% time, {:+.2f}% energy vs max clock)\n",
+                 o.max_slowdown, deadline_s, target->makespan_s, target->energy_j,
+                 100 * (target->makespan_s / max_clock.makespan_s - 1), 100 * (target->energy_j / max_clock.energy_j - 1));
+    }
   }
   if (!o.json_out.empty()) {
     nlohmann::json doc;
@@ -101,6 +122,10 @@ int run_pipeline(const PipelineOptions& o) {
     doc["solve_seconds"] = seconds;
     doc["frontier"] = nlohmann::json::array();
     for (const auto& s : frontier) doc["frontier"].push_back(point_json(p, s, o.plans));
+    if (target) {
+      doc["target"] = point_json(p, *target, o.plans);
+      doc["target"]["max_slowdown"] = driver::parse_max_slowdown(o.max_slowdown);
+    }
     if (o.plans) {
       nlohmann::json names = nlohmann::json::array();
       for (const auto& n : p.nodes()) names.push_back(n.name);
@@ -128,6 +153,9 @@ Action add_pipeline_command(CLI::App& app) {
   cmd->add_option("--gpu", o->gpu, "GPU model for the default --p-blocked (default A100-SXM4-80GB)");
   cmd->add_option("--points", o->points, "Deadlines sampled between the fastest and the cheapest schedule "
                                          "(default 100)");
+  cmd->add_option("--max-slowdown", o->max_slowdown,
+                  "Also the minimum-energy plan within (1 + X) x the all-max-clock time (0.01 or 1%): "
+                  "printed, and in the JSON as 'target' (its clocks with --plans)");
   cmd->add_option("--frontier", o->frontier_out, "Write the frontier as CSV time,energy (s, J) to FILE ('-' = stdout)");
   cmd->add_option("--json", o->json_out, "Also write a JSON report to FILE ('-' = stdout only, no text)");
   cmd->add_flag("--plans", o->plans, "Include each frontier point's clock per pass in the JSON");

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <iterator>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
@@ -136,9 +137,9 @@ class Linker {
     }
     if (info_.world_size < 0) info_.world_size = static_cast<std::int32_t>(t_.size());
     if (static_cast<std::int32_t>(t_.size()) < info_.world_size) {
-      info_.warnings.push_back(fmt::format("{} of {} ranks given: collectives are linked among the ranks given; the "
-                                           "others' arrivals are not seen",
-                                           t_.size(), info_.world_size));
+      info_.warnings.push_back(fmt::format("{} of {} ranks given ({}): collectives are linked among the ranks given; "
+                                           "the others' arrivals are not seen",
+                                           t_.size(), info_.world_size, missing_ranks(seen, info_.world_size)));
     }
     used_.resize(t_.size());
     for (std::size_t i = 0; i < t_.size(); ++i) used_[i].assign(t_[i].collectives.size(), 0);
@@ -166,6 +167,7 @@ class Linker {
       for (std::size_t c = 0; c < ct.size(); ++c) {
         if (ct[c].src_rank == kNone && ct[c].dst_rank == kNone) continue;
         used_[i][c] = 1;
+        check_peer(i, ct[c]);
         const std::int32_t s = ct[c].src_rank == kNone ? r : ct[c].src_rank;
         const std::int32_t d = ct[c].dst_rank == kNone ? r : ct[c].dst_rank;
         if (s == d || (r != s && r != d)) {
@@ -181,7 +183,7 @@ class Linker {
     link_pairs(pairs);
     if (lone > 0) {
       info_.warnings.push_back(fmt::format("{} point-to-point kernels have their peer outside the ranks given "
-                                           "(e.g. {}): not linked",
+                                           "(e.g. {}): not linked, each keeps its recorded duration",
                                            lone, lone_example));
     }
     if (odd > 0) {
@@ -191,6 +193,41 @@ class Linker {
     }
   }
 
+  /// Throws InputError(the trace's path) when a point-to-point kernel of trace i names a peer that
+  /// cannot be a rank of the job: negative, or not below the world size the trace records.
+  void check_peer(std::size_t i, const RankDigest::Collective& k) const {
+    const RankDigest& t = t_[i];
+    for (const auto& [peer, role] : {std::pair{k.src_rank, "sender"}, std::pair{k.dst_rank, "receiver"}}) {
+      if (peer == kNone) continue;
+      if (peer < 0 || (t.world_size > 0 && peer >= t.world_size)) {
+        throw InputError(t.path, fmt::format("point-to-point kernel '{}' at {} ns names rank {} as its {}: outside the "
+                                             "job (world size {})",
+                                             k.name, k.start_ns, peer, role, t.world_size));
+      }
+    }
+  }
+
+  /// The path of the trace given for rank r (all ranks in a pair are given).
+  const std::string& path_of_rank(std::int32_t r) const {
+    for (const JobRank& jr : info_.ranks) {
+      if (jr.rank == r) return jr.path;
+    }
+    throw std::logic_error("path_of_rank: a rank not given");
+  }
+
+  /// "missing: rank 1" / "missing: ranks 1, 2, 5" (the first 8, then "…, N in all") of 0 .. world − 1.
+  static std::string missing_ranks(const std::map<std::int32_t, std::size_t>& given, std::int32_t world) {
+    std::vector<std::int32_t> missing;
+    for (std::int32_t r = 0; r < world; ++r) {
+      if (!given.contains(r)) missing.push_back(r);
+    }
+    const std::size_t shown = std::min<std::size_t>(missing.size(), 8);
+    std::string out = missing.size() > 1 ? "missing: ranks " : "missing: rank ";
+    for (std::size_t k = 0; k < shown; ++k) out += fmt::format("{}{}", k ? ", " : "", missing[k]);
+    if (shown < missing.size()) out += fmt::format(", …, {} in all", missing.size());
+    return out;
+  }
+
   /// Per (s, d): the k-th kernel of rank s with the k-th of rank d, when both have as many.
   void link_pairs(const std::map<std::pair<std::int32_t, std::int32_t>,
                                  std::pair<std::vector<Coll>, std::vector<Coll>>>& pairs) {
@@ -198,9 +235,10 @@ class Linker {
       const auto& [on_s, on_d] = kernels;
       if (on_s.size() != on_d.size()) {
         info_.warnings.push_back(fmt::format("point-to-point kernels from rank {} to rank {} differ in number between "
-                                             "the two (rank {}: {}, rank {}: {}): none of them linked, each keeps its "
-                                             "recorded duration",
-                                             key.first, key.second, key.first, on_s.size(), key.second, on_d.size()));
+                                             "the two (rank {}: {} in {}, rank {}: {} in {}): none of them linked, each "
+                                             "keeps its recorded duration",
+                                             key.first, key.second, key.first, on_s.size(), path_of_rank(key.first),
+                                             key.second, on_d.size(), path_of_rank(key.second)));
         continue;
       }
       for (std::size_t k = 0; k < on_s.size(); ++k) {

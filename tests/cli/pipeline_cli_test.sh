@@ -29,6 +29,29 @@ assert e[0] < j["max_clock"]["energy_j"] and t[0] <= j["max_clock"]["time_s"] + 
 PY
 then ok "frontier CSV and JSON"; else bad "frontier CSV/JSON content"; fi
 
+# --max-slowdown on a hand profile, 1 stage x 1 micro-batch (F then B), P_blocked 0: forward 1 s /
+# 100 J at 1410 MHz, 1.2 s / 70 J at 1005; backward 2 s / 200 J, 2.4 s / 150 J. Max clock: 3 s,
+# 300 J. Within +10 % (3.3 s): only F slowed fits (3.2 s, 270 J); +20 % (3.6 s): both (220 J);
+# +0 %: the max clock (300 J).
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,1,100\n0,forward,1005,1.2,70\n0,backward,1410,2,200\n0,backward,1005,2.4,150\n' > "$out/hand.csv"
+for case in "0% 3 300 1410,1410" "10% 3.2 270 1005,1410" "20% 3.6 220 1005,1005"; do
+  read -r x t e c <<< "$case"
+  if "$EMO" pipeline --stage-profile "$out/hand.csv" --stages 1 --microbatches 1 --p-blocked 0 --points 2 \
+       --max-slowdown "$x" --plans --json "$out/t.json" > "$out/t.txt" 2>&1 &&
+     python3 - "$out/t.json" "$x" "$t" "$e" "$c" <<'PY' &&
+import json, sys
+j = json.load(open(sys.argv[1])); x, t, e, c = sys.argv[2:]
+tg = j["target"]
+assert abs(tg["time_s"] - float(t)) < 1e-9 and abs(tg["energy_j"] - float(e)) < 1e-9, tg
+assert tg["clock_mhz"] == [float(v) for v in c.split(",")], tg["clock_mhz"]
+assert abs(tg["max_slowdown"] - float(x.rstrip("%")) / 100) < 1e-12
+PY
+     grep -q "^target $x" "$out/t.txt"; then
+    ok "--max-slowdown $x: the plan worked out by hand ($t s, $e J, clocks $c)"
+  else bad "--max-slowdown $x: $(cat "$out/t.txt")"; fi
+done
+expect_error "bad max-slowdown" "--max-slowdown" "$EMO" pipeline --stage-profile "$out/hand.csv" --stages 1 --microbatches 1 --max-slowdown 3
+
 printf 'stage,instruction,frequency,time,energy\n0,forward,1410,1,1\n0,backward,1410,2,2\n0,recompute,1410,1,1\n' > "$out/odd.csv"
 printf 'stage,instruction,frequency,time\n0,forward,1410,1\n' > "$out/nocol.csv"
 expect_error "missing file" "emo: error: $out/none.csv" "$EMO" pipeline --stage-profile "$out/none.csv" --stages 8 --microbatches 4

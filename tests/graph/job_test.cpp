@@ -432,8 +432,8 @@ TEST(LinkJobPeer, CountsThatDifferLeaveThePairUnlinked) {
   EXPECT_EQ(link.info.match_method, "");
   ASSERT_EQ(link.info.warnings.size(), 2u);
   EXPECT_EQ(link.info.warnings[0],
-            "point-to-point kernels from rank 0 to rank 1 differ in number between the two (rank 0: 2, rank 1: 1): "
-            "none of them linked, each keeps its recorded duration");
+            "point-to-point kernels from rank 0 to rank 1 differ in number between the two (rank 0: 2 in rank0.json, "
+            "rank 1: 1 in rank1.json): none of them linked, each keeps its recorded duration");
   EXPECT_NE(link.info.warnings[1].find("rank 1 shares no linked collective"), std::string::npos);
   EXPECT_EQ(link.info.ranks[1].offset_ns, 0);
 }
@@ -451,13 +451,41 @@ TEST(LinkJobPeer, APeerOutsideTheRanksGivenIsLeftUnlinked) {
   EXPECT_EQ(link.info.ranks[1].offset_ns, -1000);
   EXPECT_EQ(link.info.ranks[0].wait_ns, 100);  // only the linked (0 -> 1): 200 - 100
   ASSERT_EQ(link.info.warnings.size(), 3u);
-  EXPECT_NE(link.info.warnings[0].find("2 of 3 ranks given"), std::string::npos) << link.info.warnings[0];
+  EXPECT_NE(link.info.warnings[0].find("2 of 3 ranks given (missing: rank 2)"), std::string::npos)
+      << link.info.warnings[0];
   EXPECT_EQ(link.info.warnings[1],
             "1 point-to-point kernels have their peer outside the ranks given (e.g. from rank 0 to rank 2): not "
-            "linked");
+            "linked, each keeps its recorded duration");
   EXPECT_EQ(link.info.warnings[2],
             "1 point-to-point kernels name a sender and a receiver that are not their own rank and one other (e.g. "
             "on rank 1: from 0 to 2): not linked");
+}
+
+TEST(LinkJobPeer, APeerOutsideTheJobIsAnErrorNamingTheFile) {
+  // A job of 2 ranks: rank 1's second kernel names rank 5 (world size 2) as its receiver, then a
+  // sender of -3: no rank of the job, so a corrupt trace, not a rank missing from the list.
+  for (const std::int32_t peer : {5, 2, -3}) {
+    SCOPED_TRACE(peer);
+    std::vector<trace::Trace> v;
+    v.push_back(p2p_rank(0, 2, 0, {{100, 300, 0, 1}}));
+    v.push_back(p2p_rank(1, 2, 0, {{200, 300, 0, 1}, {400, 410, peer < 0 ? peer : 1, peer < 0 ? 0 : peer}}));
+    try {
+      trace::link_ranks(digests_of(v));
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("rank1.json"), std::string::npos) << what;
+      EXPECT_NE(what.find(fmt::format("names rank {} as its {}: outside the job (world size 2)", peer,
+                                      peer < 0 ? "sender" : "receiver")),
+                std::string::npos)
+          << what;
+    }
+  }
+  // Rank 1 of the same job naming rank 0: within it, linked.
+  std::vector<trace::Trace> v;
+  v.push_back(p2p_rank(0, 2, 0, {{100, 300, 0, 1}}));
+  v.push_back(p2p_rank(1, 2, 0, {{200, 300, 0, 1}}));
+  EXPECT_EQ(trace::link_ranks(digests_of(v)).info.collectives_linked, 1);
 }
 
 // Several transfers per (s -> d) pair, as a pipeline stage sends an activation per micro-batch:
