@@ -9,6 +9,7 @@ set -u
 EMO_BUILT=${1:?usage: serve_test.sh EMO FAKE_NVML}
 FAKE_BUILT=${2:?usage: serve_test.sh EMO FAKE_NVML}
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool
+source "$(dirname "$0")/serve_lib.sh"  # write_serve_conf, start_service, stop_service
 require_built "$FAKE_BUILT"
 require_tool python3 setpriv
 [[ $(id -u) -eq 0 ]] || skip_or_fail "the clock service test runs the service as root and clients as nobody: run it as root"
@@ -28,15 +29,7 @@ EMO=$dir/bin/emo FAKE=$dir/bin/libfake_nvml.so SOCK=$dir/run/emo.sock
 A100="NVIDIA A100-SXM4-80GB"
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_GPUS="$A100,$A100,$A100" EMO_FAKE_NVML_PROCS=$dir/procs
 unset EMO_FAKE_NVML_FAIL EMO_CLOCK_SERVICE XDG_RUNTIME_DIR
-cat > "$dir/serve.conf" <<CONF
-# the test's service: everything under $dir
-socket = $SOCK
-jobs_dir = $dir/jobs
-state_dir = $dir/state
-audit_log = $dir/audit.log
-min_switch_interval_ms = 0
-request_timeout_ms = 400
-CONF
+write_serve_conf "request_timeout_ms = 400"
 as_nobody() {
   setpriv --reuid nobody --regid nogroup --clear-groups env EMO_FAKE_NVML_ROOT_ONLY=1 EMO_CLOCK_SOCKET="$SOCK" \
     EMO_STATE_DIR="$dir/nobody/state" EMO_FAKE_NVML_LOG="$dir/nobody/cli.log" "$@"
@@ -49,14 +42,6 @@ as_nobody_exec() {
 # per_gpu "CALL;CALL;..." G: the calls on GPU G, in order.
 per_gpu() { tr ';' '\n' <<<"$1" | grep -E "^nvmlDevice[A-Za-z]+ $2( |$)" | tr '\n' ';'; }
 setters() { grep -E '^nvmlDevice(Set|Reset)' "${1:-$dir/svc.log}" 2>/dev/null | tr '\n' ';'; }
-svc_pid=""
-start_service() {  # start_service [CONFIG]
-  EMO_FAKE_NVML_LOG=$dir/svc.log "$EMO" serve --config "${1:-$dir/serve.conf}" 2>>"$dir/serve.err" &
-  svc_pid=$!; left+=("$svc_pid")
-  for _ in $(seq 300); do [[ -S "$SOCK" ]] && grep -q "listening on $SOCK (pid $svc_pid)" "$dir/serve.err" && return 0; sleep 0.01; done
-  bad "the service did not start: $(cat "$dir/serve.err")"; return 1
-}
-stop_service() { kill -TERM "$svc_pid" 2>/dev/null; wait "$svc_pid" 2>/dev/null; }
 # A raw emo-clock/1 client (as nobody): prints each answer; "sleep S" holds the connection.
 cat > "$dir/client.py" <<'PY'
 import socket, sys, time
