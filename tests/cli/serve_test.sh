@@ -90,6 +90,41 @@ done
 grep -q "uid 65534 pid [0-9]*: lock GPU 0 SM 990-990 MHz (asked 990-990)" "$dir/audit.log" \
   && ok "audit log: who, GPU, clock for each lock" || bad "audit log: $(head -5 "$dir/audit.log")"
 
+# --- a client whose NVML numbers the GPUs otherwise (a container, a device cgroup) ----------------------
+# It sees 2 GPUs: its GPU 0 is the node's GPU 2 (EMO_FAKE_NVML_UUIDS). A policy on its GPU 0 must
+# lock the node's GPU 2 — the request names the GPU by UUID — with the setter sequence root
+# applies to GPU 0 of the same policy directly; the node's GPUs 0 and 1 untouched.
+python3 "$(dirname "$0")/three_pack_policy.py" "$dir/p0.json" 0; chmod 0644 "$dir/p0.json"
+LOCK0='echo "P 0 1 0" >&$EMO_PROGRESS_FD; sleep 0.1'
+EMO_FAKE_NVML_LOG=$dir/root0.log EMO_STATE_DIR=$dir/rootstate "$EMO" run --policy "$dir/p0.json" --no-tracer -- bash -c "$LOCK0" 2>/dev/null
+: > "$dir/svc.log"
+as_nobody env EMO_FAKE_NVML_GPUS="$A100,$A100" EMO_FAKE_NVML_UUIDS=2,1 \
+  "$EMO" run --via-service --policy "$dir/p0.json" --no-tracer -- bash -c "$LOCK0" 2>"$dir/err"; rc=$?
+want0=$(per_gpu "$(setters "$dir/root0.log")" 0) got=$(setters)
+[[ $rc -eq 0 && -n "$want0" && "$(per_gpu "$got" 2 | sed 's/ 2\( \|;\)/ 0\1/g')" == "$want0" && "$(per_gpu "$got" 2)" == "$got" ]] \
+  && ok "a client seeing the node's GPU 2 as its GPU 0: the service locks GPU 2 (by UUID), root's sequence, nothing else" \
+  || bad "renumbered client: rc=$rc <<$(cat "$dir/err")>> got <<$got>> want (as GPU 0) <<$want0>>"
+
+# --- emo optimize --device nvml --via-service as nobody: every setter through the service ------------
+# The synthetic 3-pack trace and fake workload of cli_optimize_nvml (2 iterations a run). Checked:
+# it completes with a measured (not simulated) result and a policy; nobody's own NVML sees no
+# setter; the service's NVML gets them all, on GPU 0: the profiling runs lock 1410, 1065 and
+# 705 MHz first (the supported clocks nearest 1410 x {1, 0.75, 0.5}, ties to the higher, as
+# optimize_nvml_test.sh derives them), and the last call is a reset. (What the optimiser then
+# chooses depends on measured times, so the rest is not compared.)
+python3 "$(dirname "$0")/three_pack_trace.py" "$dir/t3.json"; install -m 0644 "$(dirname "$0")/fake_workload.py" "$dir/bin/"
+chmod 0644 "$dir/t3.json"; : > "$dir/svc.log"; rm -f "$dir/nobody/cli.log"
+as_nobody "$EMO" optimize "$dir/t3.json" --max-slowdown 0.1 --device nvml --no-tracer --via-service \
+  --json "$dir/nobody/opt.json" --policy "$dir/nobody/opt.policy.json" \
+  -- "$PY" "$dir/bin/fake_workload.py" 2 0 gemm_big=2:58 copy_mem=55:5 mixed_op=20:20 >/dev/null 2>"$dir/err"; rc=$?
+got=$(setters) direct=$(grep -c '^nvmlDevice\(Set\|Reset\)' "$dir/nobody/cli.log" 2>/dev/null)
+first=$(grep -o '^nvmlDeviceSetGpuLockedClocks 0 [0-9]*' "$dir/svc.log" | awk '{print $3}' | uniq | head -3 | tr '\n' ' ')
+simulated=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("simulated"))' "$dir/nobody/opt.json" 2>&1)
+[[ $rc -eq 0 && $direct -eq 0 && "$first" == "1410 1065 705 " && "$got" == *"nvmlDeviceResetGpuLockedClocks 0;" \
+   && "$(per_gpu "$got" 0)" == "$got" && "$simulated" == False && -s "$dir/nobody/opt.policy.json" ]] \
+  && ok "emo optimize --device nvml --via-service as nobody: measured, policy written; $(grep -o ';' <<<"$got" | wc -l) setter calls all through the service (GPU 0; profiling clocks $first; reset last)" \
+  || bad "optimize via service: rc=$rc direct=$direct first=<<$first>> simulated=$simulated err=<<$(tail -3 "$dir/err")>> got=<<$got>>"
+
 # --- a GPU another user's process runs on: refused with the reason ----------------------------------
 printf '0 %s\n1 %s\n1 %s\n2 %s\n' "$job" "$job" $$ "$job" > "$dir/procs"  # root's shell on GPU 1 too
 : > "$dir/svc.log"
