@@ -11,7 +11,7 @@ PKGS=(
   clang libclang-rt-14-dev
   coinor-libcbc-dev
   libopenmpi-dev openmpi-bin
-  python3 python3-dev pybind11-dev python3-matplotlib time
+  python3 python3-dev pybind11-dev python3-matplotlib python3-yaml time
   universal-ctags
   chromium
 )
@@ -42,4 +42,9 @@ fi
 if ! python3 -c 'import matplotlib' 2>/dev/null; then
   echo "setup-deps: installing matplotlib for $(command -v python3)"
   python3 -m pip install -q matplotlib
+fi
+# PyYAML for the Kubernetes manifests' test (deploy_manifests), as matplotlib: Debian's python3-yaml, else from PyPI.
+if ! python3 -c 'import yaml' 2>/dev/null; then
+  echo "setup-deps: installing PyYAML for $(command -v python3)"
+  python3 -m pip install -q pyyaml
 fi

@@ -31,6 +31,8 @@ except ImportError as _e:
     ) from None
 
 import emo as _emo
+# The pack-start reports need no torch: they live in emo.progress (one trigger per process, shared).
+from emo.progress import StepTrigger, step  # noqa: E402,F401
 
 __all__ = ["profiler", "on_trace_ready", "StepTrigger", "step"]
 
@@ -132,70 +134,3 @@ def on_trace_ready(dir, analyze=True, callback=None, what_if=()):
     return _TraceReady(dir, analyze, callback, what_if)
 
 
-class StepTrigger:
-    """Framework-side pack triggers for ``emo run --policy FILE --no-tracer -- CMD``: tells EMO's
-    runtime where each step (the policy's iteration) and, optionally, each pack begins, by writing
-    ``P DEVICE PACK ITERATION T_NS`` lines (T_NS: CLOCK_MONOTONIC, shared with ``emo run``) to the
-    pipe in ``$EMO_PROGRESS_FD`` (docs/runtime.md). The runtime anchors the policy's predicted pack
-    offsets at each reported start, so reporting pack 0 of every step is enough.
-
-    `devices`: the GPUs to report (default: those of ``$EMO_WATCH_FILE``, the policy's watch list,
-    else GPU 0). Without ``$EMO_PROGRESS_FD`` (not under ``emo run``) every call does nothing.
-    """
-
-    def __init__(self, devices=None, fd=None, watch_file=None):
-        env_fd = _os.environ.get("EMO_PROGRESS_FD")
-        self.fd = fd if fd is not None else (int(env_fd) if env_fd and env_fd.isdigit() else None)
-        self.iteration = -1
-        if devices is None:
-            devices = _watch_devices(watch_file or _os.environ.get("EMO_WATCH_FILE")) or [0]
-        self.devices = sorted({int(d) for d in devices})
-
-    @property
-    def active(self):
-        """True when the lines go to a pipe (under ``emo run``)."""
-        return self.fd is not None
-
-    def _write(self, device, pack, iteration):
-        if self.fd is None:
-            return
-        line = "P {} {} {} {}\n".format(device, pack, iteration, _time.clock_gettime_ns(_time.CLOCK_MONOTONIC))
-        _os.write(self.fd, line.encode())
-
-    def step(self):
-        """A new step begins: reports pack 0 of the next iteration on every device."""
-        self.iteration += 1
-        for d in self.devices:
-            self._write(d, 0, self.iteration)
-
-    def pack(self, index, device=None):
-        """Pack `index` of the current step begins (on `device`, default every device)."""
-        if self.iteration < 0:
-            raise ValueError("pack {}: call step() first (no step has begun)".format(index))
-        if int(index) < 0:
-            raise ValueError("pack {}: must be >= 0".format(index))
-        for d in ([device] if device is not None else self.devices):
-            self._write(int(d), int(index), self.iteration)
-
-
-def _watch_devices(path):
-    """The devices of an emo.watch/1 file's `pack DEVICE PACK STREAM ORDINAL NAME` lines."""
-    if not path:
-        return []
-    try:
-        with open(path) as f:
-            return sorted({int(line.split()[1]) for line in f if line.startswith("pack ") and len(line.split()) > 2})
-    except (OSError, ValueError):
-        return []
-
-
-_trigger = None
-
-
-def step():
-    """``StepTrigger().step()`` on one trigger per process, made on first use: call it where each
-    training step begins. Does nothing outside ``emo run --no-tracer``."""
-    global _trigger
-    if _trigger is None:
-        _trigger = StepTrigger()
-    _trigger.step()

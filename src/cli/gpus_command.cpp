@@ -1,4 +1,4 @@
-// `emo gpus [--json FILE|-]`: every GPU NVML sees — index, name, catalog id, current SM and
+// `emo gpus [--json FILE|-]`: every GPU NVML sees — index, name, UUID, catalog id, current SM and
 // memory clocks, supported SM clock range, power and the total-energy counter. Read-only.
 // `emo gpus --resolve NAME [--json FILE|-]`: the GPU catalog entry NAME means, as `emo optimize
 // --gpu NAME` and Python's optimize(gpu=NAME) choose it (driver::resolve_gpu); no NVML needed.
@@ -28,8 +28,8 @@ int run_gpus(const std::string& json_out) {
                                     ? "n/a"
                                     : fmt::format("{}-{} MHz ({} clocks)", g.sm_clocks_mhz.back(),
                                                   g.sm_clocks_mhz.front(), g.sm_clocks_mhz.size());
-      fmt::print("GPU {}: {}{}\n  SM clock {} MHz (supported {}), memory clock {} MHz\n  power {}, energy counter {}\n",
-                 g.index, g.name, g.catalog_id.empty() ? " (not in EMO's GPU catalog)" : " [" + g.catalog_id + "]",
+      fmt::print("GPU {}: {}{}\n  UUID {}\n  SM clock {} MHz (supported {}), memory clock {} MHz\n  power {}, energy counter {}\n",
+                 g.index, g.name, g.catalog_id.empty() ? " (not in EMO's GPU catalog)" : " [" + g.catalog_id + "]", g.uuid,
                  g.sm_clock_mhz, range, g.memory_clock_mhz,
                  g.power_w ? fmt::format("{:.1f} W", *g.power_w) : std::string("not supported"),
                  g.energy_j ? fmt::format("{:.3f} J", *g.energy_j) : std::string("not supported"));
@@ -40,6 +40,7 @@ int run_gpus(const std::string& json_out) {
     for (const auto& g : gpus) {
       doc.push_back({{"index", g.index},
                      {"name", g.name},
+                     {"uuid", g.uuid},
                      {"catalog_id", g.catalog_id},
                      {"sm_clock_mhz", g.sm_clock_mhz},
                      {"memory_clock_mhz", g.memory_clock_mhz},

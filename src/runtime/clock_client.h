@@ -12,7 +12,9 @@
 //   client: status                       → "ok N", then N lines "lease gpu=I uid=U pid=P sm=... mem=..."
 // A request not done is answered "refused CODE REASON" (CODE: the NVML status, 4 for a refusal
 // of the service's own rules) and the connection stays open; a malformed, oversized or too slow
-// request is answered "error REASON" and the connection is closed. GPU is the NVML index.
+// request is answered "error REASON" and the connection is closed. GPU is the GPU's UUID as NVML
+// prints it ("GPU-5a1c…"; what EMO's clients send: a job in a container or a device cgroup sees
+// its GPUs renumbered from 0, the service sees the node's NVML indices) or the service's NVML index.
 #pragma once
 
 #include <string>

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -39,6 +40,12 @@ std::optional<unsigned> parse_number(std::string_view s) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v >= kMaxMhz) return std::nullopt;
   return v;
+}
+
+/// "GPU-" then 1 to 80 letters, digits and '-': NVML's text form of a GPU UUID.
+bool is_gpu_uuid(std::string_view s) {
+  if (!s.starts_with("GPU-") || s.size() == 4 || s.size() > 84) return false;
+  return std::all_of(s.begin() + 4, s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-'; });
 }
 
 std::vector<std::string_view> words(std::string_view line) {
@@ -146,7 +153,11 @@ std::optional<ClockRequest> parse_clock_request(std::string_view line, std::stri
   ClockRequest r;
   r.verb = it->second.first;
   std::vector<unsigned> n;
-  for (std::size_t k = 1; k < w.size(); ++k) {
+  if (w.size() > 1 && is_gpu_uuid(w[1])) {
+    r.gpu_uuid.assign(w[1]);
+    n.push_back(0);  // the index: resolved by the service
+  }
+  for (std::size_t k = 1 + n.size(); k < w.size(); ++k) {
     const auto v = parse_number(w[k]);
     if (!v) {
       error = fmt::format("\"{}\" is not a number below {}", one_line(w[k], 40), kMaxMhz);
@@ -264,6 +275,7 @@ struct ClockService::Impl {
   int listen_fd = -1, signal_fd = -1, state_fd = -1, audit_fd = -1;
   gid_t admin_gid = static_cast<gid_t>(-1);
   std::map<unsigned, std::vector<unsigned>> sm_clocks, mem_clocks;  ///< Supported, per GPU (cached).
+  std::map<std::string, unsigned> uuid_index;  ///< NVML UUID -> NVML index (cached; refreshed on a miss).
 
   void audit(const ClockCaller* who, const std::string& what);
   void write_lease_record();
@@ -273,6 +285,7 @@ struct ClockService::Impl {
   bool read_client(Client& c);  ///< false: close it
   bool handle_line(Client& c, const std::string& line);
   std::string perform(Client& c, const ClockRequest& r);
+  std::optional<unsigned> index_of_uuid(const std::string& uuid);
   std::string apply(Client& c, const ClockRequest& r);
   GpuUse gpu_use(unsigned gpu);
   int open_jobs_dir();
@@ -469,8 +482,28 @@ bool ClockService::Impl::handle_line(Client& c, const std::string& line) {
   return keep;
 }
 
-std::string ClockService::Impl::perform(Client& c, const ClockRequest& r) {
+std::optional<unsigned> ClockService::Impl::index_of_uuid(const std::string& uuid) {
+  if (!uuid_index.contains(uuid)) {
+    uuid_index.clear();
+    for (unsigned i = 0, n = nvml->device_count(); i < n; ++i) {
+      try {
+        uuid_index[nvml->uuid(i)] = i;
+      } catch (const NvmlError&) {  // a GPU that cannot say its UUID cannot be named by one
+      }
+    }
+  }
+  const auto it = uuid_index.find(uuid);
+  return it == uuid_index.end() ? std::nullopt : std::optional<unsigned>(it->second);
+}
+
+std::string ClockService::Impl::perform(Client& c, const ClockRequest& asked) {
   using V = ClockRequest::Verb;
+  ClockRequest r = asked;
+  if (!r.gpu_uuid.empty() && r.verb != V::kStatus) {
+    const auto index = index_of_uuid(r.gpu_uuid);
+    if (!index) return fmt::format("refused {} {}: no such GPU on this node", static_cast<int>(NvmlStatus::kNotFound), r.gpu_uuid);
+    r.gpu = *index;
+  }
   if (r.verb == V::kStatus) {
     std::string text = fmt::format("ok {}", table.leases().size());
     for (const auto& [gpu, l] : table.leases()) {

@@ -59,14 +59,17 @@ ClockServiceConfig load_clock_service_config(const std::string& path, bool must_
 struct ClockRequest {
   enum class Verb { kSetSm, kResetSm, kSetMem, kResetMem, kStatus };
   Verb verb = Verb::kStatus;
-  unsigned gpu = 0;      ///< NVML index.
+  unsigned gpu = 0;      ///< NVML index (the service's), resolved from gpu_uuid when one is given.
+  std::string gpu_uuid;  ///< The GPU as the request named it by UUID ("GPU-…"), "" when by index.
   unsigned min_mhz = 0;  ///< set-*: the range asked for, MHz.
   unsigned max_mhz = 0;
 };
 
 /// Parses one request line (without "\n"). Returns the request, or the one-line reason it is
 /// malformed in `error` (unknown verb, wrong arity, a number that is not a decimal in [0, 10^6),
-/// MIN > MAX, a control character).
+/// a GPU that is neither such a number nor a UUID — "GPU-" then at most 80 letters, digits and
+/// '-' —, MIN > MAX, a control character). parse_clock_request("set-sm GPU-ab12 990 990", e)
+/// == {kSetSm, gpu 0, gpu_uuid "GPU-ab12", 990, 990}.
 std::optional<ClockRequest> parse_clock_request(std::string_view line, std::string& error);
 
 /// Who is asking: SO_PEERCRED's uid, gid, pid; `admin` = root or a member of the admin group.

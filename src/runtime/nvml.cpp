@@ -249,7 +249,13 @@ void Nvml::write_clocks(unsigned index, const std::string& request, int (*call)(
     }
   }
   if (!service_) service_ = std::make_unique<ClockServiceClient>(clock_service_socket());
-  service_->call(index, request);
+  // The service's NVML may number the GPUs otherwise (this process in a container or a device
+  // cgroup): the request names the GPU by its UUID ("set-sm 0 …" → "set-sm GPU-… …").
+  auto& uuid = service_uuids_[index];
+  if (uuid.empty()) uuid = this->uuid(index);
+  const std::size_t verb_end = request.find(' '), gpu_end = request.find(' ', verb_end + 1);
+  service_->call(index, request.substr(0, verb_end + 1) + uuid +
+                            (gpu_end == std::string::npos ? std::string() : request.substr(gpu_end)));
 }
 
 void Nvml::set_locked_sm_clocks(unsigned index, unsigned min_mhz, unsigned max_mhz) {

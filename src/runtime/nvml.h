@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -129,7 +130,8 @@ class Nvml {
 
  private:
   Nvml();
-  /// A setter: `call` through NVML, or `request` (clock protocol) through the clock service.
+  /// A setter: `call` through NVML, or `request` (clock protocol, "set-sm INDEX MIN MAX") through
+  /// the clock service, where it is sent with the GPU's UUID in place of INDEX.
   void write_clocks(unsigned index, const std::string& request, int (*call)(Api&, Handle, unsigned, unsigned),
                     unsigned min_mhz, unsigned max_mhz, const char* function);
   /// Throws NvmlError for GPU `index` when `rc` is not success.
@@ -141,6 +143,7 @@ class Nvml {
   std::vector<std::string> names_;  ///< Cached product names, for messages.
   ClockRoute route_ = ClockRoute::kAuto;
   std::unique_ptr<ClockServiceClient> service_;  ///< Connected on the first routed setter.
+  std::map<unsigned, std::string> service_uuids_;  ///< UUIDs of the GPUs asked of the service, by index.
 };
 
 }  // namespace emo::runtime

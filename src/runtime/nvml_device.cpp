@@ -46,6 +46,7 @@ std::vector<GpuStatus> query_gpus(Nvml& nvml) {
     GpuStatus s;
     s.index = i;
     s.name = nvml.name(i);
+    s.uuid = nvml.uuid(i);
     if (const auto* spec = model::GpuCatalog::builtin().find(s.name)) s.catalog_id = spec->id;
     s.sm_clock_mhz = nvml.clock_mhz(i, NvmlClock::kSm);
     s.memory_clock_mhz = nvml.clock_mhz(i, NvmlClock::kMemory);

@@ -23,6 +23,7 @@ namespace emo::runtime {
 struct GpuStatus {
   unsigned index = 0;
   std::string name;                  ///< NVML name, e.g. "NVIDIA A100-SXM4-80GB".
+  std::string uuid;                  ///< nvmlDeviceGetUUID, e.g. "GPU-5a1c0e3b-…" (not remapped by CUDA_VISIBLE_DEVICES).
   std::string catalog_id;            ///< Catalog id ("A100-SXM4-80GB"), "" if unknown.
   unsigned sm_clock_mhz = 0;         ///< Current SM clock.
   unsigned memory_clock_mhz = 0;     ///< Current memory clock.

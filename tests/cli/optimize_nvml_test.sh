@@ -27,26 +27,7 @@ setters() { grep -E '^nvmlDevice(Set|Reset)GpuLocked' "$1" 2>/dev/null | tr '\n'
 # Packs: name, MEM ms, COMP ms (time at f: MEM + COMP * 1410 / f). Pack 0 is two kernels in the
 # trace (gemm_big + gemm_big_tail); the workload times the pack as a whole.
 PACKS="gemm_big=2:58 copy_mem=55:5 mixed_op=20:20"
-python3 - "$dir/trace.json" <<'PY'
-import json, sys
-packs = [("gemm_big", 2, 58), ("copy_mem", 55, 5), ("mixed_op", 20, 20)]
-ev, t, corr = [], 1000.0, 1   # us
-def x(cat, name, ts, dur, **args):
-    e = {"ph": "X", "cat": cat, "name": name, "ts": round(ts, 3), "dur": round(dur, 3), "args": args}
-    e.update({"pid": 0, "tid": 7} if cat == "kernel" else {"pid": 10, "tid": 11})
-    ev.append(e)
-for name, mem, comp in packs:
-    kernels = [(name, (mem + comp) / 2), (name + "_tail", (mem + comp) / 2)] if name == "gemm_big" else [(name, mem + comp)]
-    k_start = t + 10
-    for kname, ms in kernels:
-        x("cuda_runtime", "cudaLaunchKernel", t, 5, correlation=corr)
-        x("kernel", kname, k_start, ms * 1000, device=0, stream=7, correlation=corr)
-        corr += 1; t += 6; k_start += ms * 1000
-    x("cuda_runtime", "cudaDeviceSynchronize", t, k_start + 5 - t, correlation=corr)
-    corr += 1; t = k_start + 10
-doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": ev}
-open(sys.argv[1], "w").write(json.dumps(doc))
-PY
+python3 "$HERE/three_pack_trace.py" "$dir/trace.json"
 
 # The target sits between the 1170 and 1185 MHz static clocks (0.37 % from each), so that the
 # best static clock is not decided by measurement noise.

@@ -43,8 +43,8 @@ fresh
 out=$("$EMO" gpus 2>&1); rc=$?
 if [[ $rc -eq 0 && "$out" == *"GPU 0: NVIDIA A100-SXM4-80GB [A100-SXM4-80GB]"* && "$out" == *"210-1410 MHz (81 clocks)"* && -z "$(setters)" ]]; then
   ok "gpus lists the GPU, changes nothing"; else bad "gpus: rc=$rc <<$out>> setters=$(setters)"; fi
-"$EMO" gpus --json - | python3 -c 'import json,sys; d=json.load(sys.stdin); g=d["gpus"][0]; assert g["sm_clock_mhz"]==1410 and g["power_w"]==100 and g["energy_j"]>0, d' \
-  && ok "gpus --json" || bad "gpus --json"
+"$EMO" gpus --json - | python3 -c 'import json,sys; d=json.load(sys.stdin); g=d["gpus"][0]; assert g["sm_clock_mhz"]==1410 and g["power_w"]==100 and g["energy_j"]>0 and g["uuid"]=="GPU-fake-0000-0000-0000-000000000000", d' \
+  && ok "gpus --json (with the UUID)" || bad "gpus --json"
 expect_error gpus_no_driver "no NVIDIA driver installed" env EMO_NVML_LIBRARY=$dir/none/libnvidia-ml.so.1 "$EMO" gpus
 expect_error gpus_driver_not_loaded "the NVIDIA driver is not loaded" env EMO_FAKE_NVML_FAIL=nvmlInit_v2=9 "$EMO" gpus
 

@@ -28,22 +28,10 @@ fresh() { rm -f "$dir/nvml.log"; }
 
 # Job policy: section r is rank r; 3 packs at 0/10/20 ms; default 1410 MHz.
 #   rank 0: 1395 1200 1005   rank 1: 1380 1185 990   rank 2: 1365 1170 975   rank 3: 1350 1155 960
-python3 - "$dir/job.json" "$dir/job15.json" <<'PY'
-import json, sys
-clocks = [[1395, 1200, 1005], [1380, 1185, 990], [1365, 1170, 975], [1350, 1155, 960]]
-gpus = [{"device": r, "rank": r, "default_clock_mhz": 1410,
-         "packs": [{"index": i, "start": {"op_name": f"kernel_{i}", "stream": 7, "ordinal": 0},
-                    "start_offset_ns": 10_000_000 * i, "duration_ns": 10_000_000, "ops": 3,
-                    "clock_mhz": float(c), "predicted_energy_j": 1.0} for i, c in enumerate(cs)]}
-        for r, cs in enumerate(clocks)]
-doc = {"schema": "emo.policy/1", "emo_version": "0.1.0", "gpu": "A100-SXM4-80GB", "trace": "job",
-       "iteration_marker": "", "max_slowdown": 0.05, "latency_target_ns": 31_500_000,
-       "baseline": {"time_ns": 30_000_000, "energy_j": 4.0}, "predicted": {"time_ns": 31_000_000, "energy_j": 3.0},
-       "switch_latency_ms": 2, "simulated": True, "gpus": gpus}
-open(sys.argv[1], "w").write(json.dumps(doc))
-doc["min_switch_interval_ms"] = 15
-open(sys.argv[2], "w").write(json.dumps(doc))
-PY
+POLICY="$(dirname "$0")/three_pack_policy.py"
+python3 "$POLICY" "$dir/job.json" --job 1395,1200,1005 1380,1185,990 1365,1170,975 1350,1155,960
+python3 "$POLICY" "$dir/job15.json" --job 1395,1200,1005 1380,1185,990 1365,1170,975 1350,1155,960 \
+  --min-switch-interval-ms 15
 # By hand: a worker reports pack 0 at t0; its clock is not the one requested (none yet), so a
 # late switch to pack 0's clock at once; pack 1 at t0+10 ms and pack 2 at t0+20 ms get their
 # switches 2 ms early; the default 1410 follows pack 2's end (t0+30 ms, 2 ms early). Reset before

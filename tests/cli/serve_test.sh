@@ -9,6 +9,7 @@ set -u
 EMO_BUILT=${1:?usage: serve_test.sh EMO FAKE_NVML}
 FAKE_BUILT=${2:?usage: serve_test.sh EMO FAKE_NVML}
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_tool
+source "$(dirname "$0")/serve_lib.sh"  # write_serve_conf, start_service, stop_service
 require_built "$FAKE_BUILT"
 require_tool python3 setpriv
 [[ $(id -u) -eq 0 ]] || skip_or_fail "the clock service test runs the service as root and clients as nobody: run it as root"
@@ -28,15 +29,7 @@ EMO=$dir/bin/emo FAKE=$dir/bin/libfake_nvml.so SOCK=$dir/run/emo.sock
 A100="NVIDIA A100-SXM4-80GB"
 export EMO_NVML_LIBRARY=$FAKE EMO_FAKE_NVML_GPUS="$A100,$A100,$A100" EMO_FAKE_NVML_PROCS=$dir/procs
 unset EMO_FAKE_NVML_FAIL EMO_CLOCK_SERVICE XDG_RUNTIME_DIR
-cat > "$dir/serve.conf" <<CONF
-# the test's service: everything under $dir
-socket = $SOCK
-jobs_dir = $dir/jobs
-state_dir = $dir/state
-audit_log = $dir/audit.log
-min_switch_interval_ms = 0
-request_timeout_ms = 400
-CONF
+write_serve_conf "request_timeout_ms = 400"
 as_nobody() {
   setpriv --reuid nobody --regid nogroup --clear-groups env EMO_FAKE_NVML_ROOT_ONLY=1 EMO_CLOCK_SOCKET="$SOCK" \
     EMO_STATE_DIR="$dir/nobody/state" EMO_FAKE_NVML_LOG="$dir/nobody/cli.log" "$@"
@@ -49,14 +42,6 @@ as_nobody_exec() {
 # per_gpu "CALL;CALL;..." G: the calls on GPU G, in order.
 per_gpu() { tr ';' '\n' <<<"$1" | grep -E "^nvmlDevice[A-Za-z]+ $2( |$)" | tr '\n' ';'; }
 setters() { grep -E '^nvmlDevice(Set|Reset)' "${1:-$dir/svc.log}" 2>/dev/null | tr '\n' ';'; }
-svc_pid=""
-start_service() {  # start_service [CONFIG]
-  EMO_FAKE_NVML_LOG=$dir/svc.log "$EMO" serve --config "${1:-$dir/serve.conf}" 2>>"$dir/serve.err" &
-  svc_pid=$!; left+=("$svc_pid")
-  for _ in $(seq 300); do [[ -S "$SOCK" ]] && grep -q "listening on $SOCK (pid $svc_pid)" "$dir/serve.err" && return 0; sleep 0.01; done
-  bad "the service did not start: $(cat "$dir/serve.err")"; return 1
-}
-stop_service() { kill -TERM "$svc_pid" 2>/dev/null; wait "$svc_pid" 2>/dev/null; }
 # A raw emo-clock/1 client (as nobody): prints each answer; "sleep S" holds the connection.
 cat > "$dir/client.py" <<'PY'
 import socket, sys, time
@@ -104,6 +89,41 @@ for mode in auto via-service; do
 done
 grep -q "uid 65534 pid [0-9]*: lock GPU 0 SM 990-990 MHz (asked 990-990)" "$dir/audit.log" \
   && ok "audit log: who, GPU, clock for each lock" || bad "audit log: $(head -5 "$dir/audit.log")"
+
+# --- a client whose NVML numbers the GPUs otherwise (a container, a device cgroup) ----------------------
+# It sees 2 GPUs: its GPU 0 is the node's GPU 2 (EMO_FAKE_NVML_UUIDS). A policy on its GPU 0 must
+# lock the node's GPU 2 — the request names the GPU by UUID — with the setter sequence root
+# applies to GPU 0 of the same policy directly; the node's GPUs 0 and 1 untouched.
+python3 "$(dirname "$0")/three_pack_policy.py" "$dir/p0.json" 0; chmod 0644 "$dir/p0.json"
+LOCK0='echo "P 0 1 0" >&$EMO_PROGRESS_FD; sleep 0.1'
+EMO_FAKE_NVML_LOG=$dir/root0.log EMO_STATE_DIR=$dir/rootstate "$EMO" run --policy "$dir/p0.json" --no-tracer -- bash -c "$LOCK0" 2>/dev/null
+: > "$dir/svc.log"
+as_nobody env EMO_FAKE_NVML_GPUS="$A100,$A100" EMO_FAKE_NVML_UUIDS=2,1 \
+  "$EMO" run --via-service --policy "$dir/p0.json" --no-tracer -- bash -c "$LOCK0" 2>"$dir/err"; rc=$?
+want0=$(per_gpu "$(setters "$dir/root0.log")" 0) got=$(setters)
+[[ $rc -eq 0 && -n "$want0" && "$(per_gpu "$got" 2 | sed 's/ 2\( \|;\)/ 0\1/g')" == "$want0" && "$(per_gpu "$got" 2)" == "$got" ]] \
+  && ok "a client seeing the node's GPU 2 as its GPU 0: the service locks GPU 2 (by UUID), root's sequence, nothing else" \
+  || bad "renumbered client: rc=$rc <<$(cat "$dir/err")>> got <<$got>> want (as GPU 0) <<$want0>>"
+
+# --- emo optimize --device nvml --via-service as nobody: every setter through the service ------------
+# The synthetic 3-pack trace and fake workload of cli_optimize_nvml (2 iterations a run). Checked:
+# it completes with a measured (not simulated) result and a policy; nobody's own NVML sees no
+# setter; the service's NVML gets them all, on GPU 0: the profiling runs lock 1410, 1065 and
+# 705 MHz first (the supported clocks nearest 1410 x {1, 0.75, 0.5}, ties to the higher, as
+# optimize_nvml_test.sh derives them), and the last call is a reset. (What the optimiser then
+# chooses depends on measured times, so the rest is not compared.)
+python3 "$(dirname "$0")/three_pack_trace.py" "$dir/t3.json"; install -m 0644 "$(dirname "$0")/fake_workload.py" "$dir/bin/"
+chmod 0644 "$dir/t3.json"; : > "$dir/svc.log"; rm -f "$dir/nobody/cli.log"
+as_nobody "$EMO" optimize "$dir/t3.json" --max-slowdown 0.1 --device nvml --no-tracer --via-service \
+  --json "$dir/nobody/opt.json" --policy "$dir/nobody/opt.policy.json" \
+  -- "$PY" "$dir/bin/fake_workload.py" 2 0 gemm_big=2:58 copy_mem=55:5 mixed_op=20:20 >/dev/null 2>"$dir/err"; rc=$?
+got=$(setters) direct=$(grep -c '^nvmlDevice\(Set\|Reset\)' "$dir/nobody/cli.log" 2>/dev/null)
+first=$(grep -o '^nvmlDeviceSetGpuLockedClocks 0 [0-9]*' "$dir/svc.log" | awk '{print $3}' | uniq | head -3 | tr '\n' ' ')
+simulated=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("simulated"))' "$dir/nobody/opt.json" 2>&1)
+[[ $rc -eq 0 && $direct -eq 0 && "$first" == "1410 1065 705 " && "$got" == *"nvmlDeviceResetGpuLockedClocks 0;" \
+   && "$(per_gpu "$got" 0)" == "$got" && "$simulated" == False && -s "$dir/nobody/opt.policy.json" ]] \
+  && ok "emo optimize --device nvml --via-service as nobody: measured, policy written; $(grep -o ';' <<<"$got" | wc -l) setter calls all through the service (GPU 0; profiling clocks $first; reset last)" \
+  || bad "optimize via service: rc=$rc direct=$direct first=<<$first>> simulated=$simulated err=<<$(tail -3 "$dir/err")>> got=<<$got>>"
 
 # --- a GPU another user's process runs on: refused with the reason ----------------------------------
 printf '0 %s\n1 %s\n1 %s\n2 %s\n' "$job" "$job" $$ "$job" > "$dir/procs"  # root's shell on GPU 1 too

@@ -272,7 +272,8 @@ def test_real_torch_step(monkeypatch):
     r, w = os.pipe()
     monkeypatch.setenv("EMO_PROGRESS_FD", str(w))
     monkeypatch.delenv("EMO_WATCH_FILE", raising=False)
-    monkeypatch.setattr(et, "_trigger", None)
+    import emo.progress
+    monkeypatch.setattr(emo.progress, "_trigger", None)  # emo.torch.step is emo.progress.step
     et.step()
     et.step()
     os.close(w)
@@ -295,3 +296,11 @@ def test_readme_python_lines_run(fake_torch, tmp_path, monkeypatch, capsys):
     assert steps == [0, 1, 2, 3, 4]
     assert len(out) == 1 and out[0].startswith("<emo.OptimizeResult savings ") and out[0].endswith("[SIMULATED]>"), out
     assert len(list((tmp_path / "traces").iterdir())) == 1
+
+
+def test_step_is_emo_progress_step(fake_torch):
+    """emo.torch's pack-start reports are emo.progress's (torch-free; its rank routing is tested in
+    test_progress.py and end to end under a launcher in tests/cli/torch_ranks_test.sh)."""
+    import emo.progress
+    import emo.torch as et
+    assert et.step is emo.progress.step and et.StepTrigger is emo.progress.StepTrigger

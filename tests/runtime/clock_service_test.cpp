@@ -40,6 +40,25 @@ TEST(ClockService, ParsesTheFiveRequests) {
   EXPECT_EQ(parse_clock_request("status", error)->verb, V::kStatus);
 }
 
+TEST(ClockService, ParsesAGpuNamedByItsUuid) {
+  std::string error;
+  auto r = parse_clock_request("set-sm GPU-5a1c0e3b-8f2d-4c6e-9a7b-0d1e2f3a4b5c 990 1410", error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->gpu_uuid, "GPU-5a1c0e3b-8f2d-4c6e-9a7b-0d1e2f3a4b5c");
+  EXPECT_EQ(r->min_mhz, 990u);
+  EXPECT_EQ(r->max_mhz, 1410u);
+  r = parse_clock_request("reset-mem GPU-fake-0000-0000-0000-000000000002", error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->verb, V::kResetMem);
+  EXPECT_EQ(r->gpu_uuid, "GPU-fake-0000-0000-0000-000000000002");
+  EXPECT_EQ(parse_clock_request("reset-sm 1", error)->gpu_uuid, "");  // by index: no UUID
+  EXPECT_EQ(error_of("reset-sm GPU-"), "\"GPU-\" is not a number below 1000000");              // nothing after GPU-
+  EXPECT_EQ(error_of("reset-sm GPU-a/b"), "\"GPU-a/b\" is not a number below 1000000");        // not a UUID's letter
+  EXPECT_EQ(error_of("reset-sm MIG-ab"), "\"MIG-ab\" is not a number below 1000000");          // a MIG instance: no clocks
+  EXPECT_NE(error_of("reset-sm GPU-" + std::string(81, 'a')).find("is not a number below"), std::string::npos);  // > 80
+  EXPECT_EQ(error_of("set-sm GPU-ab 1410 990"), "MIN 1410 MHz is above MAX 990 MHz");
+}
+
 TEST(ClockService, RefusesMalformedRequestsWithAReason) {
   EXPECT_EQ(error_of(""), "unknown request \"\"");
   EXPECT_EQ(error_of("lock 0 990"), "unknown request \"lock\"");

@@ -25,7 +25,10 @@
 //                        nvmlDeviceGetComputeRunningProcesses_v3: the compute processes on GPU INDEX
 //   EMO_FAKE_NVML_ROOT_ONLY  "1": the four clock setters return 4 (no permission) unless the
 //                        caller's effective uid is 0, as the driver does (the call is still logged)
-// Identities: GPU i has the UUID "GPU-fake-0000-0000-0000-00000000000i" (i in decimal, 12 digits).
+// Identities: GPU i has the UUID "GPU-fake-0000-0000-0000-00000000000i" (i in decimal, 12 digits);
+//   EMO_FAKE_NVML_UUIDS  "H0,H1,...": instead, GPU i has the UUID of the node's GPU Hi (the view
+//                        of a process in a container or a device cgroup, whose NVML numbers the
+//                        node's GPUs H0, H1, ... from 0)
 // Supported clocks: memory 1593 MHz; SM 1410 down to 210 MHz in 15 MHz steps (an A100's).
 #include <fcntl.h>
 #include <unistd.h>
@@ -43,6 +46,7 @@ namespace {
 
 struct FakeGpu {
   std::string name;
+  int uuid_number = 0;      // its UUID ends in this number (EMO_FAKE_NVML_UUIDS; default its index)
   unsigned locked_sm = 0;   // 0 = not locked
   unsigned locked_mem = 0;
   double energy_mj = 0;     // EMO_FAKE_NVML_POWER_CURVE: accumulated up to since_s
@@ -155,6 +159,13 @@ __attribute__((visibility("default"))) int nvmlInit_v2() {
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
+  const char* uuids = std::getenv("EMO_FAKE_NVML_UUIDS");
+  for (std::size_t i = 0; i < g_gpus.size(); ++i) g_gpus[i].uuid_number = static_cast<int>(i);
+  for (std::size_t i = 0, at = 0; uuids != nullptr && i < g_gpus.size() && uuids[at] != '\0'; ++i) {
+    char* end = nullptr;
+    g_gpus[i].uuid_number = static_cast<int>(std::strtol(uuids + at, &end, 10));
+    at = static_cast<std::size_t>(end - uuids) + (*end == ',' ? 1 : 0);
+  }
   if (const char* fail = std::getenv("EMO_FAKE_NVML_FAIL")) {
     std::string f = fail;
     std::size_t p = 0;
@@ -215,7 +226,7 @@ __attribute__((visibility("default"))) int nvmlDeviceGetUUID(void* h, char* uuid
   const int i = index_of(h);
   if (int rc = enter("nvmlDeviceGetUUID", to_s(i))) return rc;
   if (i < 0) return 2;
-  std::snprintf(uuid, length, "GPU-fake-0000-0000-0000-%012d", i);
+  std::snprintf(uuid, length, "GPU-fake-0000-0000-0000-%012d", g_gpus[i].uuid_number);
   return 0;
 }
 

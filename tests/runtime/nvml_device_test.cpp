@@ -183,6 +183,7 @@ TEST_F(FakeNvml, UnknownGpuIndex) {
   const auto gpus = query_gpus(*nvml);
   ASSERT_EQ(gpus.size(), 2u);
   EXPECT_EQ(gpus[1].catalog_id, "H200-SXM-141GB");
+  EXPECT_EQ(gpus[1].uuid, "GPU-fake-0000-0000-0000-000000000001");  // the stand-in's naming (fake_nvml.cpp)
   EXPECT_EQ(gpus[1].sm_clocks_mhz.size(), 81u);
   EXPECT_EQ(gpus[1].memory_clocks_mhz, std::vector<unsigned>{1593});
 }
