@@ -751,7 +751,7 @@ void offer(std::optional<Candidate>& best, Candidate c, TimeNs target_ns) {
 
 /// Stages 2–6 on the target ladder (the simulated device; kTargetLadder): the static sweep at the
 /// target; then at each ladder point g ≤ the target, ascending, stages 2–4 with 3½ at g (profiles
-/// accumulate, each step granted kRefineProfilesPerPack more per pack), EMO's plan validated
+/// accumulate: kRefineProfilesPerPack per pack beyond the K clocks, one more for each further step), EMO's plan validated
 /// against g's measured target (validate) and the models' per-GPU static plan at g, each measured;
 /// the cheapest run within the target over every step is kept, then static_or_baseline. Every
 /// step depends on g and the steps before it only, and the evaluation runs are deterministic, so
@@ -769,7 +769,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
   for (std::size_t k = 0; k < ev.ladder.size(); ++k) {
     const double g = ev.ladder[k];
     pl = refined_planning(trace, packs, r.profile, backend, idle_w, g,
-                          kRefineProfilesPerPack * static_cast<int>(k + 1), ev.search);
+                          kRefineProfilesPerPack + static_cast<int>(k), ev.search);
     const ProblemStage& problem = *pl.problem;
     auto run = [&](PlanStage p) {
       Candidate c{std::move(p), {}, {}};
