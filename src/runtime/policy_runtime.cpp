@@ -24,9 +24,8 @@
 #include "core/json_text.h"
 #include "runtime/guardian.h"
 #include "runtime/nvml_device.h"
+#include "runtime/spawn.h"
 #include "runtime/start_tally.h"
-
-extern char** environ;
 
 namespace emo::runtime {
 
@@ -178,24 +177,19 @@ struct TempFile {
   }
 };
 
+/// The command's environment: emo's, with the progress pipe, the watch list and, when tracing, the
+/// tracer's injection (NVTX_INJECTION64_PATH only when emo's environment does not set it).
 std::vector<std::string> child_environment(const RunOptions& o, int progress_fd, const std::string& watch_path) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view kv(*e);
-    if (kv.starts_with("EMO_PROGRESS_FD=") || kv.starts_with("EMO_WATCH_FILE=")) continue;
-    if (!o.tracer_library.empty() && kv.starts_with("CUDA_INJECTION64_PATH=")) continue;
-    env.emplace_back(kv);
-  }
-  env.push_back(fmt::format("EMO_PROGRESS_FD={}", progress_fd));
-  if (!watch_path.empty()) env.push_back("EMO_WATCH_FILE=" + watch_path);
+  std::vector<std::string> overrides = {fmt::format("EMO_PROGRESS_FD={}", progress_fd),
+                                        watch_path.empty() ? "EMO_WATCH_FILE" : "EMO_WATCH_FILE=" + watch_path};
   if (!o.tracer_library.empty()) {
-    env.push_back("CUDA_INJECTION64_PATH=" + o.tracer_library);
-    env.push_back("EMO_TRACER_MODE=follow");
+    overrides.push_back("CUDA_INJECTION64_PATH=" + o.tracer_library);
+    overrides.push_back("EMO_TRACER_MODE=follow");
     if (!o.cupti_library.empty() && std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
-      env.push_back("NVTX_INJECTION64_PATH=" + o.cupti_library);
+      overrides.push_back("NVTX_INJECTION64_PATH=" + o.cupti_library);
     }
   }
-  return env;
+  return merged_environment(overrides);
 }
 
 std::string command_json(const std::vector<std::string>& cmd) {
@@ -275,60 +269,29 @@ class PolicyRun {
     if (sfd_.fd < 0) throw std::runtime_error("signalfd failed");
   }
 
-  /// Forks and execs the command with the progress pipe open; throws InputError when exec fails.
+  /// Starts the command (runtime/spawn.h) in its own process group, given the terminal when emo run
+  /// had it, with the progress pipe open and emo run's signal mask; throws InputError when exec fails.
   void start_child() {
-    int pipe_fds[2], exec_fds[2];
+    int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create the progress pipe");
     progress_read_.fd = pipe_fds[0];
     Fd progress_write{pipe_fds[1]};
-    if (pipe2(exec_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
-    Fd exec_read{exec_fds[0]}, exec_write{exec_fds[1]};
     fcntl(progress_read_.fd, F_SETFL, O_NONBLOCK);
-
-    const std::vector<std::string> env = child_environment(o_, progress_write.fd, watch_ ? watch_->path : "");
-    std::vector<char*> envp, argv;
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    for (const auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
     log_.event("start",
                fmt::format("\"policy\":{},\"command\":{},\"dry_run\":{},\"tracer\":{},\"switch_latency_ms\":{}",
                            json_quote(o_.policy_path), command_json(o_.command), o_.dry_run,
                            json_quote(o_.tracer_library), o_.policy.switch_latency_ms),
                t0_);
-
     own_tty_ = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-    const bool own_tty = own_tty_;
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
-    if (pid_ == 0) {
-      // Child: only async-signal-safe calls until exec. Its own process group (the timeout and
-      // the guardian stop the whole job), given the terminal when emo run had it.
-      setpgid(0, 0);
-      if (own_tty) {
-        sigset_t ttou;
-        sigemptyset(&ttou);
-        sigaddset(&ttou, SIGTTOU);
-        sigprocmask(SIG_BLOCK, &ttou, nullptr);
-        tcsetpgrp(STDIN_FILENO, getpid());
-      }
-      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-      fcntl(progress_write.fd, F_SETFD, 0);  // the progress pipe survives exec
-      execvpe(argv[0], argv.data(), envp.data());
-      const int err = errno;
-      (void)!::write(exec_write.fd, &err, sizeof err);
-      _exit(127);
-    }
-    setpgid(pid_, pid_);  // also here: no race with the signals below
+    SpawnOptions child;
+    child.argv = o_.command;
+    child.env = child_environment(o_, progress_write.fd, watch_ ? watch_->path : "");
+    child.new_process_group = true;  // the timeout and the guardian stop the whole job
+    child.take_terminal = own_tty_;
+    child.fds = {{progress_write.fd, progress_write.fd}};  // the progress pipe survives exec
+    child.sigmask = old_mask_;
+    pid_ = spawn(child);
     timeout_ns_ = now_ns() + static_cast<std::int64_t>(o_.timeout_s * kNsPerS);
-    ::close(exec_write.fd);
-    exec_write.fd = -1;
-    int exec_errno = 0;
-    if (::read(exec_read.fd, &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      throw InputError(o_.command[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
-    }
     if (guardian_) guardian_->job_started(pid_);
   }
 
@@ -486,12 +449,7 @@ class PolicyRun {
   void take_terminal_back() {
     if (!own_tty_) return;
     own_tty_ = false;
-    sigset_t ttou, old;
-    sigemptyset(&ttou);
-    sigaddset(&ttou, SIGTTOU);
-    sigprocmask(SIG_BLOCK, &ttou, &old);
-    tcsetpgrp(STDIN_FILENO, getpgrp());
-    sigprocmask(SIG_SETMASK, &old, nullptr);
+    make_foreground(getpgrp());
   }
 
   /// Once any process has said hello (or the policy is a job's), a section nobody claimed and
