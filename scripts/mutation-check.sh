@@ -44,10 +44,10 @@ mutations=(
   "r@src/timing/ports.cpp@start = std::max(start, a);@start = start == kNoTime ? a : std::min(start, a);@emo_timing_tests@^Ports\\.@a collective's transfer starts at its first participant's arrival, not its last (job timing from ports)"
   # The runtime (issue 29): the guardian, the switch planner, the GPU router.
   "s@src/runtime/guardian.cpp@reset.push_back(g);@reset.push_back(g);\n      break;@emo emo_runtime_tests emo_fake_nvml@^(GuardianTest\\.|cli_guardian$)@the guardian resets only the first of its GPUs"
-  "t@src/runtime/policy_runtime.cpp@start_offset_ns - lead_for(before(j), packs[j].clock_mhz)@start_offset_ns@emo emo_runtime_tests emo_fake_nvml@^(SwitchPlanner|RunPolicy|cli_runtime)@the switch planner issues each switch at its pack's predicted start, not one switch latency before"
-  "u@src/runtime/policy_runtime.cpp@if (min_interval_ns_ > 0 && now_ns < earliest) {@if (false) {@emo emo_runtime_tests emo_fake_nvml@^(SwitchPlanner|RunPolicy|cli_runtime)@the switch planner ignores the minimum switch interval"
-  "v@src/runtime/policy_runtime.cpp@return o != owner_.end() && o->second.gpu >= 0 ? o->second.gpu : device;@return false ? o->second.gpu : device;@emo emo_runtime_tests emo_fake_nvml@^(GpuRouter|RunPolicy|cli_runtime)@the GPU router sends a claimed section's switches to the GPU of the section's index (the CUDA ordinal), not the GPU its process named"
-  "w@src/runtime/policy_runtime.cpp@if (gpu >= 0 && o.gpu == gpu) {@if (false) {@emo emo_runtime_tests emo_fake_nvml@^(GpuRouter|RunPolicy|cli_runtime)@the GPU router lets two sections claim one GPU"
+  "t@src/runtime/switch_planner.cpp@start_offset_ns - lead_for(before(j), packs[j].clock_mhz)@start_offset_ns@emo emo_runtime_tests emo_fake_nvml@^(SwitchPlanner|RunPolicy|cli_runtime)@the switch planner issues each switch at its pack's predicted start, not one switch latency before"
+  "u@src/runtime/switch_planner.cpp@if (min_interval_ns_ > 0 && now_ns < earliest) {@if (false) {@emo emo_runtime_tests emo_fake_nvml@^(SwitchPlanner|RunPolicy|cli_runtime)@the switch planner ignores the minimum switch interval"
+  "v@src/runtime/gpu_router.cpp@return o != owner_.end() && o->second.gpu >= 0 ? o->second.gpu : device;@return false ? o->second.gpu : device;@emo emo_runtime_tests emo_fake_nvml@^(GpuRouter|RunPolicy|cli_runtime)@the GPU router sends a claimed section's switches to the GPU of the section's index (the CUDA ordinal), not the GPU its process named"
+  "w@src/runtime/gpu_router.cpp@if (gpu >= 0 && o.gpu == gpu) {@if (false) {@emo emo_runtime_tests emo_fake_nvml@^(GpuRouter|RunPolicy|cli_runtime)@the GPU router lets two sections claim one GPU"
 )
 
 declare -A backup=()

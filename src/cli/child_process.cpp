@@ -1,6 +1,5 @@
 #include "cli/child_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,15 +8,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
-
-extern char** environ;
+#include "runtime/spawn.h"
 
 namespace emo::cli {
 namespace {
@@ -59,47 +54,19 @@ void require_command(const std::vector<std::string>& argv, const std::string& ve
 
 ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
   if (argv.empty()) throw InputError("emo", "no command given after --");
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view kv(*e);
-    bool replaced = false;
-    for (const auto& x : extra_env) {
-      const auto eq = x.find('=');
-      if (kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, eq + 1)) replaced = true;
-    }
-    if (!replaced) env.emplace_back(kv);
-  }
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp, args;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& a : argv_copy) args.push_back(a.data());
-  args.push_back(nullptr);
-
-  int exec_pipe[2];
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  runtime::SpawnOptions child;
+  child.argv = argv;
+  child.env = runtime::merged_environment(extra_env);
   struct sigaction sa {}, old_int{}, old_term{}, old_hup{};
   sa.sa_sigaction = forward;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    execvpe(args[0], args.data(), envp.data());
-    const int err = errno;
-    (void)!::write(exec_pipe[1], &err, sizeof err);
-    _exit(127);
-  }
+  const pid_t pid = runtime::spawn(child);  // throws InputError when the exec fails
   g_child_pid = pid;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
-  ::close(exec_pipe[1]);
-  int exec_errno = 0;
-  const bool exec_failed = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno);
-  ::close(exec_pipe[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -108,7 +75,6 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::vector<st
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
-  if (exec_failed) throw InputError(argv[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
   ChildResult r;
   r.duration_s = std::chrono::duration<double>(t1 - t0).count();
   if (WIFSIGNALED(status)) {

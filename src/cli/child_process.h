@@ -1,6 +1,6 @@
-// Running the user's command for `emo measure` and `emo trace`: fork + exec with extra
-// environment variables, wait, pass its exit status on. (`emo run` has its own loop in
-// runtime/policy_runtime.cpp, because it also follows the command's progress.)
+// Running the user's command for `emo measure` and `emo trace`: start it with extra environment
+// variables (runtime/spawn.h, the one fork + exec), wait, pass its exit status on. (`emo run` has
+// its own loop in runtime/policy_runtime.cpp, because it also follows the command's progress.)
 #pragma once
 
 #include <filesystem>

@@ -7,11 +7,11 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "trace/job.h"
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace emo::output {
 
@@ -29,8 +29,6 @@ std::string us(TimeNs ns) {
   return fmt::format("{}{}.{:03d}", neg ? "-" : "", a / 1000, a % 1000);
 }
 
-std::string json_quoted(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
-
 constexpr std::int64_t kPathPid = 1'000'000'000;     // the critical-path track
 constexpr std::int64_t kSlackPidBase = 1'000'000'100;  // + device: slack windows
 
@@ -42,7 +40,7 @@ void name_rank_processes(const trace::Trace& t, W& w) {
   if (ranks.empty()) return;
   for (std::size_t d = 0; d < ranks.size(); ++d) {
     w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": {}}}}})", d,
-                        json_quoted(fmt::format("rank {} GPU ({})", ranks[d].rank, ranks[d].path))));
+                        json_quote(fmt::format("rank {} GPU ({})", ranks[d].rank, ranks[d].path))));
     w.event(fmt::format(R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "tid": 0, "args": {{"sort_index": {}}}}})",
                         d, 2 * d));
   }
@@ -112,7 +110,7 @@ void write_ops(const trace::Trace& t, const timing::Analysis& a, TimeNs origin, 
                           on_path[n] ? "true" : "false");
     }
     w.event(fmt::format(R"({{"ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{{}}}}})",
-                        trace::op_kind_name(k), json_quoted(t.strings.view(ops.name[i])), pid, tid,
+                        trace::op_kind_name(k), json_quote(t.strings.view(ops.name[i])), pid, tid,
                         us(ops.start_ns[i] - origin), us(ops.dur_ns[i]), args));
   }
 }
@@ -129,7 +127,7 @@ void write_critical_path(const trace::Trace& t, const timing::Analysis& a, TimeN
     // GPU steps on thread 1, host steps on thread 2: a GPU op and the sync call that waits for
     // it overlap in time without nesting.
     w.event(fmt::format(R"({{"ph": "X", "cat": "critical_path", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"id": {}, "via": "{}"}}}})",
-                        json_quoted(t.strings.view(ops.name[row])), kPathPid, g.gpu[st.node] ? 1 : 2,
+                        json_quote(t.strings.view(ops.name[row])), kPathPid, g.gpu[st.node] ? 1 : 2,
                         rel(a.schedule.start(st.node)),
                         us(a.schedule.end(st.node) - a.schedule.start(st.node)), row,
                         st.via_edge ? graph::edge_type_name(st.edge) : "start"));
@@ -166,7 +164,7 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
   Writer w(path);
   w.put(fmt::format("{{\"displayTimeUnit\": \"ns\", \"otherData\": {{\"emo_origin_ns\": {}, "
                     "\"emo_trace\": {}}}, \"traceEvents\": [",
-                    origin, json_quoted(t.meta.path)));
+                    origin, json_quote(t.meta.path)));
   w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO critical path"}}}})", kPathPid));
   for (const GpuSlack& gs : a.gpus) {
     w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO slack windows, GPU {}"}}}})",
@@ -183,10 +181,10 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
   }
   for (const OverlayTrack& track : extra) {
     w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": {}}}}})",
-                        track.pid, json_quoted(track.name)));
+                        track.pid, json_quote(track.name)));
     for (const OverlayTrack::Slice& sl : track.slices) {
       w.event(fmt::format(R"({{"ph": "X", "cat": "emo", "name": {}, "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {}}})",
-                          json_quoted(sl.name), track.pid, rel(sl.start_ns), us(sl.dur_ns), sl.args_json));
+                          json_quote(sl.name), track.pid, rel(sl.start_ns), us(sl.dur_ns), sl.args_json));
     }
   }
   w.put("\n]}\n");

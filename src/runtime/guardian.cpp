@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "runtime/spawn.h"
 
 namespace emo::runtime {
 namespace {
@@ -113,30 +114,6 @@ std::string unpredictable_tmp_name() {
     r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ ::getpid();
   }
   return fmt::format(".emo-run-{}.{:016x}.tmp", ::getpid(), r);
-}
-
-/// In the forked child, before exec: own session, the socket as fd 3, stdin/stdout /dev/null,
-/// every other descriptor closed, no blocked signal. Only async-signal-safe calls.
-[[noreturn]] void exec_guardian(int sock, const char* path, char* const argv[]) {
-  ::setsid();
-  if (sock == kGuardianFd) {
-    ::fcntl(sock, F_SETFD, 0);
-  } else {
-    ::dup2(sock, kGuardianFd);  // dup2 clears FD_CLOEXEC
-  }
-  const int null = ::open("/dev/null", O_RDWR);
-  if (null >= 0) {
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(null, STDOUT_FILENO);
-  }
-  if (::close_range(kGuardianFd + 1, ~0U, 0) != 0) {
-    for (int fd = kGuardianFd + 1; fd < 65536; ++fd) ::close(fd);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execv(path, argv);
-  _exit(127);
 }
 
 /// Reads one line from `fd` within `timeout_ms`; "" on end-of-file or timeout.
@@ -264,25 +241,33 @@ Guardian::Guardian(const std::vector<std::string>& command, std::string state_di
     ::close(dir_fd_);
     throw InputError("emo run", fmt::format("cannot create the guardian's socket: {}", std::strerror(errno)));
   }
-  std::vector<std::string> args = command;
-  args.push_back(std::to_string(kGuardianFd));
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_ = ::fork();
-  if (pid_ == 0) exec_guardian(sv[1], argv[0], argv.data());
+  // Its own session, the socket as fd 3, stdin/stdout /dev/null, every other descriptor closed,
+  // no blocked signal; `command` as given (no PATH search).
+  SpawnOptions guardian;
+  guardian.argv = command;
+  guardian.argv.push_back(std::to_string(kGuardianFd));
+  guardian.search_path = false;
+  guardian.new_session = true;
+  guardian.fds = {{sv[1], kGuardianFd}};
+  guardian.null_stdin_stdout = true;
+  guardian.close_from = kGuardianFd + 1;
+  guardian.sigmask.emplace();
+  sigemptyset(&*guardian.sigmask);
+  try {
+    pid_ = spawn(guardian);
+  } catch (const std::exception& e) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+    ::close(dir_fd_);
+    throw InputError("emo run", "cannot start the guardian that resets clocks if emo run is killed: " +
+                                    one_line(e.what()));
+  }
   ::close(sv[1]);
   fd_ = sv[0];
-  if (pid_ < 0) {
-    const int err = errno;
-    ::close(fd_);
-    ::close(dir_fd_);
-    throw InputError("emo run", fmt::format("cannot start the guardian: {}", std::strerror(err)));
-  }
   const std::string answer = read_line(fd_, kReadyTimeoutMs);
   if (answer != "ready") {
     const std::string why = answer.starts_with("error ") ? answer.substr(6)
-                            : answer.empty() ? fmt::format("{} did not answer", args[0])
+                            : answer.empty() ? fmt::format("{} did not answer", command[0])
                                              : "unexpected answer: " + one_line(answer, 80);
     ::close(fd_);
     ::close(dir_fd_);

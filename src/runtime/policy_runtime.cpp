@@ -1,7 +1,5 @@
 #include "runtime/policy_runtime.h"
 
-#include "runtime/switch_timing.h"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,14 +9,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cctype>
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -30,283 +24,12 @@
 #include "core/json_text.h"
 #include "runtime/guardian.h"
 #include "runtime/nvml_device.h"
+#include "runtime/spawn.h"
 #include "runtime/start_tally.h"
-
-extern char** environ;
 
 namespace emo::runtime {
 
-tracer::WatchList watch_list_of(const policy::Policy& p) {
-  tracer::WatchList w;
-  w.marker = p.iteration_marker;
-  for (const auto& g : p.gpus) {
-    w.sections.push_back({g.device, g.rank});
-    for (const auto& k : g.packs) {
-      tracer::WatchEntry e{g.device, k.index, k.start.stream, k.start.ordinal, k.start.op_name};
-      switch (k.start.observed_by) {
-        case policy::ObservedBy::kNone: continue;  // refused by run_policy
-        case policy::ObservedBy::kKernel: e.kind = tracer::WatchKind::kKernel; break;
-        case policy::ObservedBy::kCopy: e.kind = tracer::WatchKind::kCopy; break;
-        case policy::ObservedBy::kMemset: e.kind = tracer::WatchKind::kMemset; break;
-        case policy::ObservedBy::kGraph:
-          e.kind = tracer::WatchKind::kGraph;
-          e.name = k.start.graph.first_kernel;
-          e.graph_kernels = k.start.graph.kernels;
-          e.graph_index = k.start.graph.index;
-          break;
-      }
-      w.entries.push_back(std::move(e));
-    }
-  }
-  return w;
-}
-
-std::optional<PackStarted> parse_progress_line(std::string_view line, std::int64_t now_ns) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (!line.starts_with("P ")) return std::nullopt;
-  line.remove_prefix(2);
-  std::int64_t v[5] = {0, 0, 0, now_ns, 0};
-  int n = 0;
-  while (!line.empty()) {
-    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    if (line.empty()) break;
-    if (n == 5) return std::nullopt;
-    const auto r = std::from_chars(line.data(), line.data() + line.size(), v[n]);
-    if (r.ec != std::errc() || (r.ptr != line.data() + line.size() && *r.ptr != ' ')) return std::nullopt;
-    line.remove_prefix(static_cast<std::size_t>(r.ptr - line.data()));
-    ++n;
-  }
-  if (n < 3 || v[0] < 0 || v[0] > 1 << 20 || v[1] < 0 || v[1] > 1 << 30 || v[2] < 0 || v[4] < 0) return std::nullopt;
-  return PackStarted{static_cast<std::int32_t>(v[0]), static_cast<std::int32_t>(v[1]), v[2], v[3], v[4]};
-}
-
-namespace {
-
-/// Splits off the next space-separated word of `line`.
-std::string_view next_word(std::string_view& line) {
-  while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-  const std::size_t end = std::min(line.find(' '), line.size());
-  const std::string_view w = line.substr(0, end);
-  line.remove_prefix(end);
-  return w;
-}
-
-template <typename T>
-bool whole_int(std::string_view s, T& out) {
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
-/// Lower case; a PCI bus id's domain ("00000000:3b:00.0") cut to its last 4 digits.
-std::string canonical_gpu_id(std::string_view id) {
-  std::string s(id);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::size_t colon = s.find(':');
-  if (!s.starts_with("gpu-") && colon != std::string::npos && colon > 4) s.erase(0, colon - 4);
-  return s;
-}
-
-}  // namespace
-
-std::optional<ProcessHello> parse_hello_line(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (!line.starts_with("H ")) return std::nullopt;
-  line.remove_prefix(2);
-  ProcessHello h;
-  if (!whole_int(next_word(line), h.pid) || !whole_int(next_word(line), h.rank) ||
-      !whole_int(next_word(line), h.device)) {
-    return std::nullopt;
-  }
-  const std::string_view id = next_word(line);
-  if (id.empty() || !next_word(line).empty() || h.pid <= 0 || h.rank < -1 || h.device < 0) return std::nullopt;
-  if (id != "-") h.gpu_id.assign(id);
-  return h;
-}
-
-bool same_gpu_id(std::string_view a, std::string_view b) {
-  return !a.empty() && !b.empty() && canonical_gpu_id(a) == canonical_gpu_id(b);
-}
-
-// ---- GpuRouter -----------------------------------------------------------------------------------
-
-GpuRouter::GpuRouter(const policy::Policy& p, std::vector<GpuIdentity> gpus) : gpus_(std::move(gpus)) {
-  for (const auto& g : p.gpus) {
-    section_rank_[g.device] = g.rank;
-    order_.push_back(g.device);
-    job_ = job_ || g.rank >= 0;
-  }
-}
-
-std::string GpuRouter::claim(const ProcessHello& h) {
-  const auto who = fmt::format("process {} (rank {})", h.pid, h.rank);
-  const auto sec = section_rank_.find(h.device);
-  if (sec == section_rank_.end()) return fmt::format("{} follows section {}, which the policy does not have", who, h.device);
-  if (job_ && h.rank >= 0 && sec->second != h.rank) {
-    return fmt::format("{} claims section {}, which is rank {}'s", who, h.device, sec->second);
-  }
-  std::int32_t gpu = -1;
-  if (!gpus_.empty()) {
-    for (const auto& g : gpus_) {
-      if (same_gpu_id(g.uuid, h.gpu_id) || same_gpu_id(g.pci_bus_id, h.gpu_id)) gpu = g.nvml_index;
-    }
-    if (gpu < 0) return fmt::format("{} runs on GPU '{}', which is not among the GPUs emo run drives (NVML sees no such GPU, or the policy does not name it)", who, h.gpu_id);
-  }
-  if (const auto o = owner_.find(h.device); o != owner_.end()) {
-    if (o->second.pid == h.pid && o->second.gpu == gpu) return "";  // the same hello again
-    return fmt::format("{} claims section {}, already claimed by process {}", who, h.device, o->second.pid);
-  }
-  for (const auto& [device, o] : owner_) {
-    if (gpu >= 0 && o.gpu == gpu) {
-      return fmt::format("{} claims GPU {} for section {}, already claimed by process {} for section {}", who, gpu,
-                         h.device, o.pid, device);
-    }
-  }
-  owner_[h.device] = {h.pid, gpu};
-  return "";
-}
-
-bool GpuRouter::accepts(const PackStarted& p) const {
-  if (!section_rank_.contains(p.device)) return false;
-  if (const auto o = owner_.find(p.device); o != owner_.end()) return o->second.pid == p.pid;
-  if (gpus_.empty()) return true;
-  return std::any_of(gpus_.begin(), gpus_.end(), [&](const GpuIdentity& g) { return g.nvml_index == p.device; });
-}
-
-std::int32_t GpuRouter::gpu_of(std::int32_t device) const {
-  const auto o = owner_.find(device);
-  return o != owner_.end() && o->second.gpu >= 0 ? o->second.gpu : device;
-}
-
-std::vector<std::int32_t> GpuRouter::unclaimed() const {
-  std::vector<std::int32_t> out;
-  for (std::int32_t d : order_) {
-    if (!owner_.contains(d)) out.push_back(d);
-  }
-  return out;
-}
-
-std::string_view switch_reason_name(SwitchReason r) noexcept {
-  switch (r) {
-    case SwitchReason::kEarly: return "early";
-    case SwitchReason::kLate: return "late";
-    case SwitchReason::kDefault: return "default";
-  }
-  return "?";
-}
-
-// ---- SwitchPlanner -------------------------------------------------------------------------------
-
-SwitchPlanner::SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double current_clock_mhz,
-                             std::int64_t min_interval_ns)
-    : gpu_(std::move(gpu)),
-      lead_ns_(std::max<std::int64_t>(0, lead_ns)),
-      requested_mhz_(current_clock_mhz),
-      min_interval_ns_(std::max<std::int64_t>(0, min_interval_ns)) {}
-
-std::int64_t SwitchPlanner::lead_for(double from_mhz, double to_mhz) const noexcept {
-  return switch_lead_ns(from_mhz, to_mhz, lead_ns_);
-}
-
-std::optional<Switch> SwitchPlanner::issue_or_hold(Switch s, std::int64_t now_ns) {
-  const std::int64_t earliest = last_issued_ns_ ? *last_issued_ns_ + min_interval_ns_ : now_ns;
-  if (min_interval_ns_ > 0 && now_ns < earliest) {
-    if (held_) ++dropped_;  // replaced: only the newest clock matters
-    held_ = s;
-    return std::nullopt;
-  }
-  if (std::abs(s.clock_mhz - requested_mhz_) <= 0.5) {  // redundant (a held one counts as dropped)
-    ++(s.deferred ? dropped_ : skipped_);
-    return std::nullopt;
-  }
-  if (s.deferred) {
-    ++deferred_;
-    s.t_ns = earliest;
-  }
-  requested_mhz_ = s.clock_mhz;
-  last_issued_ns_ = s.deferred ? earliest : now_ns;
-  return s;
-}
-
-std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
-  const auto& packs = gpu_.packs;
-  if (p.pack < 0 || static_cast<std::size_t>(p.pack) >= packs.size()) return std::nullopt;
-  const auto k = static_cast<std::size_t>(p.pack);
-  // An observation is of the op the start is observed by (its anchor): the pack's own first op,
-  // or a graph launch / moved start at anchor_offset_ns. Seen at or after the pack's start, the
-  // pack has begun (a late switch if needed); seen before it, the pack's own switch is planned.
-  const std::int64_t anchor_offset = packs[k].anchor_offset_ns();
-  const bool begun = anchor_offset >= packs[k].start_offset_ns;
-  if (held_) {  // an observed start supersedes a held switch: the replan below recreates what is still due
-    held_.reset();
-    ++dropped_;
-  }
-  const std::int64_t anchor = p.t_ns - anchor_offset;
-  iteration_anchor_ns_[p.iteration] = anchor;
-  while (iteration_anchor_ns_.size() > 2) iteration_anchor_ns_.erase(iteration_anchor_ns_.begin());
-
-  plan_.clear();
-  // The clock before pack j: the previous pack's, or for pack 0 the default (else the last pack's).
-  const double before_first = gpu_.default_clock_mhz > 0 ? gpu_.default_clock_mhz : packs.back().clock_mhz;
-  auto before = [&](std::size_t j) { return j > 0 ? packs[j - 1].clock_mhz : before_first; };
-  for (std::size_t j = begun ? k + 1 : k; j < packs.size(); ++j) {
-    plan_.push_back({anchor + packs[j].start_offset_ns - lead_for(before(j), packs[j].clock_mhz), gpu_.device,
-                     packs[j].index, p.iteration, packs[j].clock_mhz, SwitchReason::kEarly});
-  }
-  if (gpu_.default_clock_mhz > 0) {
-    const auto& last = packs.back();
-    plan_.push_back({anchor + last.start_offset_ns + last.duration_ns - lead_for(last.clock_mhz, gpu_.default_clock_mhz),
-                     gpu_.device, -1, p.iteration, gpu_.default_clock_mhz, SwitchReason::kDefault});
-  }
-  const auto prev = iteration_anchor_ns_.find(p.iteration - 1);
-  if (prev != iteration_anchor_ns_.end() && anchor > prev->second) {
-    const std::int64_t period = anchor - prev->second;
-    plan_.push_back({anchor + period + packs.front().start_offset_ns - lead_for(before_first, packs.front().clock_mhz),
-                     gpu_.device, packs.front().index, p.iteration + 1, packs.front().clock_mhz, SwitchReason::kEarly});
-  }
-  // In pack order: a switch asked for no earlier than a later one is overtaken (switch_timing.h);
-  // so is the default clock when it would land after the next iteration's first switch.
-  drop_overtaken(plan_, [](const Switch& s) { return s.t_ns; });
-  std::stable_sort(plan_.begin(), plan_.end(), [](const Switch& a, const Switch& b) { return a.t_ns < b.t_ns; });
-
-  if (begun && std::abs(requested_mhz_ - packs[k].clock_mhz) > 0.5) {
-    return issue_or_hold(
-        Switch{p.t_ns, gpu_.device, packs[k].index, p.iteration, packs[k].clock_mhz, SwitchReason::kLate}, p.t_ns);
-  }
-  return std::nullopt;
-}
-
-std::vector<Switch> SwitchPlanner::due(std::int64_t now_ns) {
-  std::vector<Switch> out;
-  // Releases the held switch if its time has come by `t` (events are taken in time order).
-  auto release_by = [&](std::int64_t t) {
-    if (!held_ || !last_issued_ns_ || t < *last_issued_ns_ + min_interval_ns_) return;
-    Switch h = *held_;
-    held_.reset();
-    h.deferred = true;
-    if (auto s = issue_or_hold(h, *last_issued_ns_ + min_interval_ns_)) out.push_back(*s);
-  };
-  std::size_t i = 0;
-  for (; i < plan_.size() && plan_[i].t_ns <= now_ns; ++i) {
-    release_by(plan_[i].t_ns);
-    if (std::abs(plan_[i].clock_mhz - requested_mhz_) <= 0.5 && !held_) {
-      ++skipped_;
-      continue;
-    }
-    if (auto s = issue_or_hold(plan_[i], plan_[i].t_ns)) out.push_back(*s);
-  }
-  plan_.erase(plan_.begin(), plan_.begin() + static_cast<std::ptrdiff_t>(i));
-  release_by(now_ns);
-  return out;
-}
-
-std::optional<std::int64_t> SwitchPlanner::next_due_ns() const {
-  std::optional<std::int64_t> t;
-  if (!plan_.empty()) t = plan_.front().t_ns;
-  if (held_ && last_issued_ns_) t = std::min(t.value_or(INT64_MAX), *last_issued_ns_ + min_interval_ns_);
-  return t;
-}
-
-// ---- the runner ----------------------------------------------------------------------------------
+// ---- the runner: the log, the clock guard and the event loop around the command ----------------
 
 namespace {
 
@@ -454,24 +177,19 @@ struct TempFile {
   }
 };
 
+/// The command's environment: emo's, with the progress pipe, the watch list and, when tracing, the
+/// tracer's injection (NVTX_INJECTION64_PATH only when emo's environment does not set it).
 std::vector<std::string> child_environment(const RunOptions& o, int progress_fd, const std::string& watch_path) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view kv(*e);
-    if (kv.starts_with("EMO_PROGRESS_FD=") || kv.starts_with("EMO_WATCH_FILE=")) continue;
-    if (!o.tracer_library.empty() && kv.starts_with("CUDA_INJECTION64_PATH=")) continue;
-    env.emplace_back(kv);
-  }
-  env.push_back(fmt::format("EMO_PROGRESS_FD={}", progress_fd));
-  if (!watch_path.empty()) env.push_back("EMO_WATCH_FILE=" + watch_path);
+  std::vector<std::string> overrides = {fmt::format("EMO_PROGRESS_FD={}", progress_fd),
+                                        watch_path.empty() ? "EMO_WATCH_FILE" : "EMO_WATCH_FILE=" + watch_path};
   if (!o.tracer_library.empty()) {
-    env.push_back("CUDA_INJECTION64_PATH=" + o.tracer_library);
-    env.push_back("EMO_TRACER_MODE=follow");
+    overrides.push_back("CUDA_INJECTION64_PATH=" + o.tracer_library);
+    overrides.push_back("EMO_TRACER_MODE=follow");
     if (!o.cupti_library.empty() && std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
-      env.push_back("NVTX_INJECTION64_PATH=" + o.cupti_library);
+      overrides.push_back("NVTX_INJECTION64_PATH=" + o.cupti_library);
     }
   }
-  return env;
+  return merged_environment(overrides);
 }
 
 std::string command_json(const std::vector<std::string>& cmd) {
@@ -551,60 +269,29 @@ class PolicyRun {
     if (sfd_.fd < 0) throw std::runtime_error("signalfd failed");
   }
 
-  /// Forks and execs the command with the progress pipe open; throws InputError when exec fails.
+  /// Starts the command (runtime/spawn.h) in its own process group, given the terminal when emo run
+  /// had it, with the progress pipe open and emo run's signal mask; throws InputError when exec fails.
   void start_child() {
-    int pipe_fds[2], exec_fds[2];
+    int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create the progress pipe");
     progress_read_.fd = pipe_fds[0];
     Fd progress_write{pipe_fds[1]};
-    if (pipe2(exec_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
-    Fd exec_read{exec_fds[0]}, exec_write{exec_fds[1]};
     fcntl(progress_read_.fd, F_SETFL, O_NONBLOCK);
-
-    const std::vector<std::string> env = child_environment(o_, progress_write.fd, watch_ ? watch_->path : "");
-    std::vector<char*> envp, argv;
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    for (const auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
     log_.event("start",
                fmt::format("\"policy\":{},\"command\":{},\"dry_run\":{},\"tracer\":{},\"switch_latency_ms\":{}",
                            json_quote(o_.policy_path), command_json(o_.command), o_.dry_run,
                            json_quote(o_.tracer_library), o_.policy.switch_latency_ms),
                t0_);
-
     own_tty_ = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-    const bool own_tty = own_tty_;
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
-    if (pid_ == 0) {
-      // Child: only async-signal-safe calls until exec. Its own process group (the timeout and
-      // the guardian stop the whole job), given the terminal when emo run had it.
-      setpgid(0, 0);
-      if (own_tty) {
-        sigset_t ttou;
-        sigemptyset(&ttou);
-        sigaddset(&ttou, SIGTTOU);
-        sigprocmask(SIG_BLOCK, &ttou, nullptr);
-        tcsetpgrp(STDIN_FILENO, getpid());
-      }
-      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-      fcntl(progress_write.fd, F_SETFD, 0);  // the progress pipe survives exec
-      execvpe(argv[0], argv.data(), envp.data());
-      const int err = errno;
-      (void)!::write(exec_write.fd, &err, sizeof err);
-      _exit(127);
-    }
-    setpgid(pid_, pid_);  // also here: no race with the signals below
+    SpawnOptions child;
+    child.argv = o_.command;
+    child.env = child_environment(o_, progress_write.fd, watch_ ? watch_->path : "");
+    child.new_process_group = true;  // the timeout and the guardian stop the whole job
+    child.take_terminal = own_tty_;
+    child.fds = {{progress_write.fd, progress_write.fd}};  // the progress pipe survives exec
+    child.sigmask = old_mask_;
+    pid_ = spawn(child);
     timeout_ns_ = now_ns() + static_cast<std::int64_t>(o_.timeout_s * kNsPerS);
-    ::close(exec_write.fd);
-    exec_write.fd = -1;
-    int exec_errno = 0;
-    if (::read(exec_read.fd, &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      throw InputError(o_.command[0], fmt::format("cannot run the command: {}", std::strerror(exec_errno)));
-    }
     if (guardian_) guardian_->job_started(pid_);
   }
 
@@ -762,12 +449,7 @@ class PolicyRun {
   void take_terminal_back() {
     if (!own_tty_) return;
     own_tty_ = false;
-    sigset_t ttou, old;
-    sigemptyset(&ttou);
-    sigaddset(&ttou, SIGTTOU);
-    sigprocmask(SIG_BLOCK, &ttou, &old);
-    tcsetpgrp(STDIN_FILENO, getpgrp());
-    sigprocmask(SIG_SETMASK, &old, nullptr);
+    make_foreground(getpgrp());
   }
 
   /// Once any process has said hello (or the policy is a job's), a section nobody claimed and

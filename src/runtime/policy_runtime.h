@@ -8,14 +8,18 @@
 //   * The child runs with the CUPTI tracer injected (CUDA_INJECTION64_PATH). The tracer
 //     recognises pack starts from kernel launches (tracer/pack_matcher.h), records a CUDA event
 //     just before each, and when the GPU reaches it, writes a progress line to the pipe whose
-//     descriptor is in $EMO_PROGRESS_FD:
+//     descriptor is in $EMO_PROGRESS_FD (runtime/progress_protocol.h):
 //         P DEVICE PACK ITERATION [T_NS]
 //     T_NS is CLOCK_MONOTONIC (absent: the parent stamps the line on receipt). Any program can
 //     write these lines itself instead (`emo run --no-tracer`).
-//   * The parent's SwitchPlanner (pure, below) anchors the policy's predicted pack offsets at
-//     the observed start and issues each next switch `switch_latency` before the predicted start
-//     of its pack; a pack observed to start at a clock other than its own gets its switch at once
-//     ("late"); a switch to the clock already requested is skipped.
+//   * The parent's GpuRouter (pure, runtime/gpu_router.h) says which GPU each policy section's
+//     switches go to; its SwitchPlanner per section (pure, runtime/switch_planner.h) anchors the
+//     policy's predicted pack offsets at the observed start and issues each next switch
+//     `switch_latency` before the predicted start of its pack; a pack observed to start at a clock
+//     other than its own gets its switch at once ("late"); a switch to the clock already requested
+//     is skipped.
+//   * This file keeps the rest: the run's log, the clock guard that resets on every exit path,
+//     and the event loop around the command (started by runtime/spawn.h).
 #pragma once
 
 #include <cstdint>
@@ -27,173 +31,11 @@
 
 #include "policy/policy.h"
 #include "runtime/device.h"
-#include "tracer/pack_matcher.h"
+#include "runtime/gpu_router.h"         // GpuIdentity, GpuRouter (re-exported: callers of run_policy use them)
+#include "runtime/progress_protocol.h"  // PackStarted, the P and H lines, watch_list_of
+#include "runtime/switch_planner.h"     // SwitchPlanner, Switch
 
 namespace emo::runtime {
-
-/// The watch list the tracer matches launches against: every pack of every GPU of `p`.
-tracer::WatchList watch_list_of(const policy::Policy& p);
-
-/// One progress report: pack `pack` of iteration `iteration` started on GPU `device` at `t_ns`.
-struct PackStarted {
-  std::int32_t device = 0;
-  std::int32_t pack = 0;
-  std::int64_t iteration = 0;
-  std::int64_t t_ns = 0;  ///< CLOCK_MONOTONIC (steady_clock) ns.
-  std::int64_t pid = 0;   ///< Reporting process (its hello line), 0 = not given.
-};
-
-/// Parses a progress line "P DEVICE PACK ITERATION [T_NS [PID]]"; `now_ns` stamps a line without
-/// T_NS. Returns nullopt for anything else (ignored, counted by the runner).
-std::optional<PackStarted> parse_progress_line(std::string_view line, std::int64_t now_ns);
-
-/// A process's hello (docs/runtime.md, "Many GPUs, many processes"): "H PID RANK DEVICE GPU_ID":
-/// process PID, of distributed rank RANK (-1: none in its environment), follows the policy
-/// section `device` on the GPU whose identity is GPU_ID (NVML-style UUID "GPU-…", or PCI bus id
-/// "0000:3b:00.0"; "-" = unknown). One per (process, CUDA device), before its first P line.
-struct ProcessHello {
-  std::int64_t pid = 0;
-  std::int32_t rank = -1;
-  std::int32_t device = 0;  ///< Policy section (GpuPolicy::device) the process follows.
-  std::string gpu_id;       ///< "" when the line said "-".
-};
-
-/// Parses a hello line; nullopt for anything else. parse_hello_line("H 42 3 3 GPU-ab") ==
-/// ProcessHello{42, 3, 3, "GPU-ab"}.
-std::optional<ProcessHello> parse_hello_line(std::string_view line);
-
-/// One GPU `emo run` may set clocks on: its NVML index and identities.
-struct GpuIdentity {
-  std::int32_t nvml_index = 0;
-  std::string uuid;        ///< nvmlDeviceGetUUID, e.g. "GPU-5a1c…".
-  std::string pci_bus_id;  ///< e.g. "00000000:3B:00.0" ("" when not known).
-};
-
-/// True when `a` and `b` name the same GPU: UUIDs equal ignoring case, or PCI bus ids equal
-/// ignoring case and the domain's leading zeros ("00000000:3B:00.0" == "0000:3b:00.0").
-bool same_gpu_id(std::string_view a, std::string_view b);
-
-/// Which GPU each policy section's clock switches go to. Pure: fed hello lines, it answers.
-///
-/// A section nobody claimed goes to the NVML GPU of the section's own index (the one-process
-/// behaviour: CUDA and NVML order agree, docs/runtime.md). A hello claims section DEVICE for its
-/// process on the GPU it names. Rules (each refusal is one warning line; the hello is ignored
-/// and that process's pack starts with it):
-///   * the section must exist; in a job policy (sections with ranks) a hello that names a rank
-///     must name the section's rank;
-///   * its GPU must be one of `gpus` (when `gpus` is empty, as in a dry run without NVML, the
-///     claim is kept without a GPU);
-///   * first come, first served: a second process claiming a claimed section, or a claimed GPU
-///     for another section, is refused (two processes cannot both own one GPU's clock).
-class GpuRouter {
- public:
-  GpuRouter(const policy::Policy& p, std::vector<GpuIdentity> gpus);
-
-  /// Records a hello. Returns "" when accepted, else the warning (without a prefix).
-  std::string claim(const ProcessHello& h);
-  /// Whether to plan on a pack start: its section is claimed by its process, or unclaimed and
-  /// its index is one of the GPUs (the one-process case). Unknown sections: false.
-  bool accepts(const PackStarted& p) const;
-  /// NVML index of the GPU section `device`'s switches go to: the claimed GPU, else `device`.
-  std::int32_t gpu_of(std::int32_t device) const;
-  /// Sections (by device) no process has claimed, in policy order.
-  std::vector<std::int32_t> unclaimed() const;
-  std::size_t claims() const noexcept { return owner_.size(); }
-
- private:
-  struct Owner {
-    std::int64_t pid = 0;
-    std::int32_t gpu = -1;  ///< NVML index, -1 = unknown (no identities).
-  };
-  std::map<std::int32_t, std::int32_t> section_rank_;  ///< device -> rank (-1 none)
-  std::vector<std::int32_t> order_;                     ///< sections in policy order
-  bool job_ = false;                                    ///< some section has a rank
-  std::vector<GpuIdentity> gpus_;
-  std::map<std::int32_t, Owner> owner_;                 ///< section -> owner
-};
-
-/// Why a switch is issued.
-enum class SwitchReason : std::uint8_t {
-  kEarly,    ///< switch_latency before the predicted start of its pack
-  kLate,     ///< its pack was seen starting at another clock
-  kDefault,  ///< the default clock after the last pack of the iteration
-};
-std::string_view switch_reason_name(SwitchReason r) noexcept;  ///< "early", "late", "default"
-
-/// A clock change to issue at `t_ns`.
-struct Switch {
-  std::int64_t t_ns = 0;
-  std::int32_t device = 0;
-  std::int32_t pack = -1;      ///< Pack it is for; -1 for the default clock after the last pack.
-  std::int64_t iteration = 0;
-  double clock_mhz = 0;
-  SwitchReason reason = SwitchReason::kEarly;
-  bool deferred = false;       ///< Held back by the minimum switch interval (t_ns is when it was released).
-};
-
-/// Decides when to switch one GPU's clock, from observed pack starts. Pure: no clocks, no I/O.
-///
-/// On observing pack k of iteration i at t: the iteration's anchor is a = t − anchor_k, where
-/// anchor_k is the predicted offset of the op the start is observed by (PackClock::
-/// anchor_offset_ns(): offset_k itself, or a graph launch's or moved start's earlier or later
-/// offset); pack j>k (j≥k when anchor_k < offset_k: the pack has not begun, its own switch is
-/// planned) is predicted at a + offset_j and gets a switch at a + offset_j − lead; the default clock
-/// follows at a + offset_last + duration_last − lead; once two iterations have been seen, pack 0
-/// of the next one is predicted one observed iteration period later. Each observation replaces
-/// the plan. Example (lead 2 ms; packs at 0/10/20 ms with clocks 1410/1200/1410; default 1410):
-/// observe(pack 0 at 100 ms) plans {108 ms → 1200 (pack 1), 118 ms → 1410 (pack 2)}; the
-/// default-clock switch equals pack 2's clock and is skipped when due. With pack 1 inside a CUDA
-/// graph whose launch starts at 4 ms (anchor_offset_ns 4 ms): observing pack 1 (its graph launch)
-/// at 105 ms anchors the iteration at 101 ms and plans {109 ms → 1200 (pack 1), 119 ms → 1410}.
-///
-/// Minimum interval (`min_interval_ns` > 0, the policy's min_switch_interval_ms): a switch that
-/// would come sooner than the interval after the previous one issued on this GPU is *deferred*
-/// to previous + interval; a switch that falls due while one is held replaces it (the held one
-/// is dropped and counted in dropped(): only the newest clock matters), and a held switch to the
-/// clock already requested is dropped as redundant. Example (lead 2 ms, interval 15 ms, packs at
-/// 0/10/20/30 ms at 1200/990/1410/1100 MHz): pack 0 seen at 100 ms → 1200 at 100 (late); 990
-/// due at 108 is held and issued at 115; 1410 due at 118 is held, replaced by 1100 due at 128,
-/// which is issued at 130; the default 1410 due at 138 is issued at 145.
-class SwitchPlanner {
- public:
-  /// `gpu` from the policy; `lead_ns` = switch latency; `current_clock_mhz` = the clock in force
-  /// (0 = unknown: the first switch is never skipped); `min_interval_ns` as above (0 = none).
-  SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double current_clock_mhz = 0,
-                std::int64_t min_interval_ns = 0);
-
-  /// Records an observed pack start and replans. Returns a late switch for that pack when the
-  /// clock requested last is not its clock (issue it now), else nothing (also when the minimum
-  /// interval holds it back: due() releases it). Unknown pack indices are ignored.
-  std::optional<Switch> observe(const PackStarted& p);
-  /// Planned switches with t_ns ≤ now_ns, in time order, removed from the plan. Those to the
-  /// clock requested last are dropped (counted in skipped()); the others become the new
-  /// requested clock, unless the minimum interval holds them back (above).
-  std::vector<Switch> due(std::int64_t now_ns);
-  /// When the next planned or held switch is due, or nullopt when none is.
-  std::optional<std::int64_t> next_due_ns() const;
-
-  double requested_clock_mhz() const noexcept { return requested_mhz_; }
-  std::int64_t skipped() const noexcept { return skipped_; }
-  std::int64_t deferred() const noexcept { return deferred_; }  ///< Switches issued late by the interval.
-  std::int64_t dropped() const noexcept { return dropped_; }    ///< Held switches replaced or made redundant.
-  const policy::GpuPolicy& gpu() const noexcept { return gpu_; }
-
- private:
-  /// How early a switch from `from_mhz` to `to_mhz` is planned before its pack (switch_timing.h).
-  std::int64_t lead_for(double from_mhz, double to_mhz) const noexcept;
-  /// Issues `s` at `now_ns` if the interval allows (returns it), else holds it.
-  std::optional<Switch> issue_or_hold(Switch s, std::int64_t now_ns);
-
-  policy::GpuPolicy gpu_;
-  std::int64_t lead_ns_;
-  double requested_mhz_;
-  std::int64_t min_interval_ns_;
-  std::vector<Switch> plan_;                 ///< Sorted by t_ns.
-  std::map<std::int64_t, std::int64_t> iteration_anchor_ns_;  ///< iteration -> anchor
-  std::optional<Switch> held_;               ///< Held back by the minimum interval.
-  std::optional<std::int64_t> last_issued_ns_;
-  std::int64_t skipped_ = 0, deferred_ = 0, dropped_ = 0;
-};
 
 /// What `emo run` is asked to do.
 struct RunOptions {

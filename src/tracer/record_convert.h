@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_text.h"  // json_quote: how the records' strings are written
+
 namespace emo::tracer {
 
 inline constexpr std::string_view kTraceFormat = "emo.trace/1";
@@ -135,8 +137,5 @@ std::string to_line(const RangeRecord& r);
 /// {"kind":"gpu",...}: one GPU's properties (CUPTI_ACTIVITY_KIND_DEVICE arrives after the header).
 std::string to_line(const GpuProps& g);
 std::string trailer_line(std::int64_t records, std::int64_t dropped);
-
-/// JSON string literal of `s` (quotes included); invalid UTF-8 bytes become U+FFFD.
-std::string json_quote(std::string_view s);
 
 }  // namespace emo::tracer
