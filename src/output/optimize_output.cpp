@@ -76,6 +76,30 @@ nlohmann::json pack_profiles(const OptimizeResult& r) {
   return profiles;
 }
 
+/// How the kept plan was found: the candidates, the re-plans and which one is kept (top-level keys
+/// of --json).
+nlohmann::json candidates_json(const driver::Evaluation& ev) {
+  return {
+          {"static_candidate_mhz", ev.candidates.static_mhz},
+          {"static_kept", (ev.kept == driver::KeptPlan::static_clock)},
+          {"baseline_kept", (ev.kept == driver::KeptPlan::baseline)},
+          {"floor_margin", ev.validation.floor_margin},
+          {"tighter_runs", ev.candidates.tighter_runs},
+          {"tighter_kept", (ev.kept == driver::KeptPlan::tighter)},
+          {"per_gpu_static_kept", (ev.kept == driver::KeptPlan::per_gpu_static)},
+          {"per_gpu_static", per_gpu_static_json(ev)},
+          {"own_plan", {{"time_ns", ev.validation.own_plan.time_ns}, {"energy_j", ev.validation.own_plan.energy_j}}},
+          {"static_candidate_runs", ev.candidates.static_runs},
+          {"calibrated_target_ns", ev.validation.calibrated_target_ns},
+          {"calibration_runs", ev.validation.calibration_runs},
+          {"calibration_kept", (ev.kept == driver::KeptPlan::calibrated)},
+          {"probe_runs", ev.validation.probe_runs},
+          {"probe_kept", (ev.kept == driver::KeptPlan::probe)},
+          {"validation_runs", ev.policy_runs},
+          {"target_ladder", ev.ladder},
+          {"kept_ladder_step", ev.kept_step}};
+}
+
 }  // namespace
 
 nlohmann::json to_json(const OptimizeResult& r) {
@@ -129,27 +153,10 @@ nlohmann::json to_json(const OptimizeResult& r) {
       {"polish_moves", ev.search.polish_moves},
       {"greedy_wins", ev.search.greedy_wins},
       {"static_wins", ev.search.static_wins},
-      {"static_candidate_mhz", ev.candidates.static_mhz},
-      {"static_kept", (ev.kept == driver::KeptPlan::static_clock)},
-      {"baseline_kept", (ev.kept == driver::KeptPlan::baseline)},
-      {"floor_margin", ev.validation.floor_margin},
-      {"tighter_runs", ev.candidates.tighter_runs},
-      {"tighter_kept", (ev.kept == driver::KeptPlan::tighter)},
-      {"per_gpu_static_kept", (ev.kept == driver::KeptPlan::per_gpu_static)},
-      {"per_gpu_static", per_gpu_static_json(ev)},
-      {"own_plan", {{"time_ns", ev.validation.own_plan.time_ns}, {"energy_j", ev.validation.own_plan.energy_j}}},
-      {"static_candidate_runs", ev.candidates.static_runs},
-      {"calibrated_target_ns", ev.validation.calibrated_target_ns},
-      {"calibration_runs", ev.validation.calibration_runs},
-      {"calibration_kept", (ev.kept == driver::KeptPlan::calibrated)},
-      {"probe_runs", ev.validation.probe_runs},
-      {"probe_kept", (ev.kept == driver::KeptPlan::probe)},
-      {"validation_runs", ev.policy_runs},
-      {"target_ladder", ev.ladder},
-      {"kept_ladder_step", ev.kept_step},
       {"negative_lags", r.model.negative_lags},
       {"frontier", frontier},
       {"static_curve", static_curve}};
+  out.update(candidates_json(ev));
   if (std::getenv("EMO_DEBUG_PROFILES")) out["pack_profiles"] = pack_profiles(r);
   if (!r.simulated) {  // measured on a real GPU by running the workload (driver/workload_backend.h)
     out["device"] = r.device_label;
