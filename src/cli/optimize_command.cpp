@@ -471,7 +471,7 @@ int run_optimize(OptimizeCliOptions o) {
     if (cmp) docs.back()["independent"] = output::to_json(*cmp);
     if (!o.policy_out.empty()) write_output(nth(o.policy_out, i, n), policy::to_json(r.policy()));
     if (!o.report_out.empty()) write_output(nth(o.report_out, i, n), output::render_html_report(output::to_report(t, r)));
-    if (!o.overlay_out.empty()) output::write_pack_overlay(t, r.packs, nth(o.overlay_out, i, n), r.plan().pack_clock_mhz);
+    if (!o.overlay_out.empty()) output::write_optimize_overlay(t, r, nth(o.overlay_out, i, n));
   }
   write_json(o, docs);
   return 0;

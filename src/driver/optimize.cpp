@@ -114,6 +114,7 @@ StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs
   StaticSweep& s = runs.sweep;
   s.baseline = evaluated(runs.baseline);
   s.baseline_power = runs.baseline.power;  // issue 18: the report's power plot
+  s.baseline_gpu_j = runs.baseline.gpu_energy_j;  // issue 26: the job report's per-rank savings
   s.target_ns = target_of(s.baseline.time_ns, max_slowdown);
   s.best = s.baseline;
   s.curve = {s.baseline};
@@ -448,6 +449,7 @@ void keep(Candidate kept, Evaluation& ev) {
   ev.emo_run.ops_at_other_clock = kept.run.ops_at_other_clock;
   ev.emo_run.power = std::move(kept.run.power);  // issue 18: the report's power plot and pack table
   ev.emo_run.packs = std::move(kept.run.pack_costs);
+  ev.emo_run.gpu_energy_j = std::move(kept.run.gpu_energy_j);
   ev.plan = std::move(kept.plan);
   ev.policy = std::move(kept.policy);
 }
@@ -705,7 +707,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
       ev.candidates.static_runs = 1;
     } else {
       c = with_policy(plan_of(problem, *model_static));
-      c->run = {ev.statics.best.time_ns, ev.statics.best.energy_j, 0, 0, 0, {}, {}};  // not measured per pack
+      c->run = {ev.statics.best.time_ns, ev.statics.best.energy_j, 0, 0, 0, {}, {}, {}};  // not measured per pack
     }
   }
   Validated v = validate(problem, solver, profile, std::move(first), target_ns, backend.max_validation_runs(), run,

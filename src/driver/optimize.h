@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -114,6 +115,9 @@ struct StaticSweep {
   TimeNs target_ns = 0;                    ///< The measured baseline × (1 + max_slowdown), floored (target_of).
   runtime::PowerSeries baseline_power;     ///< The baseline run's power over the iteration (issue 18's report;
                                            ///< empty on a real GPU).
+  std::map<std::int32_t, double> baseline_gpu_j;  ///< Each GPU's energy in the baseline run, J, by device (a
+                                           ///< linked job's rank position); sums to baseline.energy_j (issue 26's
+                                           ///< job report; empty on a real GPU).
 };
 
 /// EMO's target ladder (issue 26; docs/optimize.md "A looser target never saves less"), as
@@ -161,6 +165,8 @@ struct RunBreakdown {
   std::int64_t ops_at_other_clock = 0;     ///< GPU ops that ran before their pack's clock took effect.
   runtime::PowerSeries power;              ///< Power of every GPU over the iteration (issue 18's report).
   runtime::PackCosts packs;                ///< Per pack (empty for a kept static plan not run as a policy).
+  std::map<std::int32_t, double> gpu_energy_j;  ///< Each GPU's energy, J, by device; sums to the run's energy
+                                           ///< (issue 26's job report; empty on a real GPU).
 };
 
 /// Stage 6: what the device measured and how the kept plan was found, one sub-record per helper

@@ -101,14 +101,6 @@ nlohmann::json durations_json(const Analysis& a) {
   return durations;
 }
 
-/// A stretch of the critical path on one rank.
-struct RankSegment {
-  std::int32_t index = -1;  ///< In meta.job.ranks.
-  TimeNs start_ns = 0;
-  TimeNs end_ns = 0;
-  std::int64_t ops = 0;
-};
-
 /// The slack of GPU `device` (GpuSlack::slack_ns), or nullopt when the analysis has none for it.
 std::optional<TimeNs> gpu_slack_of(const Analysis& a, std::int32_t device) {
   for (const GpuSlack& gs : a.gpus) {
@@ -117,18 +109,6 @@ std::optional<TimeNs> gpu_slack_of(const Analysis& a, std::int32_t device) {
   return std::nullopt;
 }
 
-/// Which rank the critical path is on, when: consecutive steps on one rank merged.
-std::vector<RankSegment> rank_segments(const trace::Trace& t, const Analysis& a) {
-  std::vector<RankSegment> out;
-  for (const PathStep& st : a.path.steps) {
-    const std::int32_t r = trace::job_rank_index(t, a.graph.op[st.node]);
-    if (r < 0) continue;
-    if (out.empty() || out.back().index != r) out.push_back({r, a.schedule.start(st.node), a.schedule.end(st.node), 0});
-    out.back().end_ns = std::max(out.back().end_ns, a.schedule.end(st.node));
-    ++out.back().ops;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -166,6 +146,18 @@ std::string job_head_text(const trace::JobInfo& job) {
 }
 
 }  // namespace
+
+std::vector<RankSegment> rank_segments(const trace::Trace& t, const Analysis& a) {
+  std::vector<RankSegment> out;
+  for (const PathStep& st : a.path.steps) {
+    const std::int32_t r = trace::job_rank_index(t, a.graph.op[st.node]);
+    if (r < 0) continue;
+    if (out.empty() || out.back().index != r) out.push_back({r, a.schedule.start(st.node), a.schedule.end(st.node), 0});
+    out.back().end_ns = std::max(out.back().end_ns, a.schedule.end(st.node));
+    ++out.back().ops;
+  }
+  return out;
+}
 
 nlohmann::json job_json(const trace::JobInfo& job) {
   if (job.ranks.empty()) return nlohmann::json();

@@ -1,7 +1,9 @@
 // What `emo analyze` writes: the JSON object and the text summary of an analysis.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,6 +34,20 @@ nlohmann::json job_json(const trace::Trace& trace, const timing::Analysis& a);
 /// The text lines of a linked job (the job, a line per rank, the critical path by rank, the job's
 /// warnings), as `emo analyze` prints them; "" for one trace.
 std::string job_text(const trace::Trace& trace, const timing::Analysis& a);
+
+/// A stretch of the critical path on one rank of a linked job.
+struct RankSegment {
+  std::int32_t index = -1;  ///< In trace.meta.job.ranks (= the rank's device in the linked trace).
+  TimeNs start_ns = 0;      ///< The stretch's first step's start in a.schedule (trace time, ns).
+  TimeNs end_ns = 0;        ///< Its last step's end (ns).
+  std::int64_t ops = 0;     ///< Path steps in it.
+};
+
+/// Which rank the critical path of `a` (an analysis of the linked job `trace`) is on, when: its
+/// steps in path order, consecutive steps on one rank merged (host steps count for their rank).
+/// Example: a 2-stage pipeline's path F0 (rank 0) → F0, B0 (rank 1) → B0 (rank 0) gives three
+/// stretches on ranks 0, 1, 0. Empty for a trace that is not a linked job.
+std::vector<RankSegment> rank_segments(const trace::Trace& trace, const timing::Analysis& a);
 
 /// The same from the link alone (a job solved decomposed has no graph of the whole job): no
 /// slack, no critical path by rank; the text lists the first 16 ranks. Null / "" for no ranks.

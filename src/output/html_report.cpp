@@ -117,6 +117,28 @@ const ay=top+rows.length*lh+14;el('line',{x1:left,x2:sx(d.makespan_ns),y1:ay-10,
 for(let i=0;i<=5;i++){const t=d.makespan_ns*i/5;el('text',{x:sx(t)-10,y:ay+4,'font-size':10},tl,(t/1e6).toFixed(2)+' ms');}
 )";
 
+// The job view (a linked job only): one lane per rank (its GPU's packs coloured by clock, its
+// savings at the right) and the critical path by rank (thick on each stretch's lane, dashed from
+// rank to rank); body[data-rank-drawn] = "<lanes>,<packs>,<stretches>".
+constexpr const char* kScriptRanks = R"(
+if(d.ranks.length){const rl=16,rt=6,RW=W+40,RH=rt+rl*d.ranks.length+28;
+  const rs=el('svg',{width:RW,height:RH,id:'ranks'},document.getElementById('ranks-box'));
+  const yOf=[];let rp=0;
+  d.ranks.forEach((rk,i)=>{const y=rt+i*rl;yOf.push(y+rl/2);
+    el('rect',{x:0,y:y,width:RW,height:rl,fill:i%2?'#f4f7fb':'#ffffff',class:'rank-lane'},rs);
+    el('text',{x:4,y:y+12,'font-size':11},rs,'rank '+rk.rank);
+    for(const p of d.packs.filter(p=>p.gpu===rk.gpu)){const r=el('rect',{x:sx(p.start_ns),y:y+2,width:Math.max(1,sx(p.end_ns)-sx(p.start_ns)),height:rl-4,fill:clockColour(p.clock_mhz),stroke:'#333','stroke-width':0.5,class:'rank-pack'},rs);
+      el('title',{},r,'rank '+rk.rank+': '+p.clock_mhz+' MHz, '+p.ops+' ops, '+((p.end_ns-p.start_ns)/1e6).toFixed(3)+' ms');rp++;}
+    el('text',{x:W-44,y:y+12,'font-size':11,class:'rank-savings'},rs,rk.savings===null?'n/m':(100*rk.savings).toFixed(1)+' %');});
+  if(d.rank_path.length){const pts=[];let steps='';
+    for(const s of d.rank_path){const y=yOf[s[0]];pts.push(sx(s[1])+','+y,sx(s[2])+','+y);
+      steps+='M'+sx(s[1])+' '+y+'H'+Math.max(sx(s[2]),sx(s[1])+1);}
+    el('polyline',{points:pts.join(' '),fill:'none',stroke:'#111','stroke-width':1,'stroke-dasharray':'4,3',class:'rank-critical-path'},rs);
+    el('path',{d:steps,fill:'none',stroke:'#111','stroke-width':3,class:'rank-critical-path-steps'},rs);}
+  const ry=RH-10;for(let i=0;i<=5;i++){const t=d.makespan_ns*i/5;el('text',{x:sx(t)-10,y:ry,'font-size':10},rs,(t/1e6).toFixed(2)+' ms');}
+  document.body.dataset.rankDrawn=d.ranks.length+','+rp+','+d.rank_path.length;}
+)";
+
 constexpr const char* kScriptFrontier = R"(
 function axes(svg,w,h,l,b,xs,ys,xlabel,ylabel,px,py){
   el('line',{x1:l,x2:w-20,y1:h-b,y2:h-b,stroke:'#999'},svg);el('line',{x1:l,x2:l,y1:20,y2:h-b,stroke:'#999'},svg);
@@ -172,6 +194,35 @@ json points_json(const std::vector<ReportPoint>& v) {
   return a;
 }
 
+/// A rank's own savings (1 − its GPU's kept-plan energy / its baseline energy), or nullopt when
+/// not measured.
+std::optional<double> rank_savings(const ReportRank& k) {
+  if (!k.baseline_j || !k.emo_j || *k.baseline_j <= 0) return std::nullopt;
+  return 1.0 - *k.emo_j / *k.baseline_j;
+}
+
+/// The job view's ranks: {rank, gpu, savings (null: not measured)}.
+json ranks_json(const HtmlReport& r) {
+  json out = json::array();
+  for (const ReportRank& k : r.ranks) {
+    const std::optional<double> s = rank_savings(k);
+    out.push_back({{"rank", k.rank}, {"gpu", k.gpu}, {"savings", s ? json(*s) : json()}});
+  }
+  return out;
+}
+
+/// The critical path by rank: [rank index, start_ns, end_ns] per stretch. Throws
+/// std::invalid_argument for a stretch that names no rank.
+json rank_path_json(const HtmlReport& r) {
+  json out = json::array();
+  for (const ReportRankStretch& s : r.rank_path) {
+    if (s.rank < 0 || static_cast<std::size_t>(s.rank) >= r.ranks.size())
+      throw std::invalid_argument("html report: a critical-path stretch names rank index " + std::to_string(s.rank));
+    out.push_back(json::array({s.rank, s.start_ns, s.end_ns}));
+  }
+  return out;
+}
+
 /// The data the script draws from.
 json report_data(const HtmlReport& r) {
   const std::int64_t resolution = std::max<std::int64_t>(1, r.makespan_ns / 4000);
@@ -197,7 +248,7 @@ json report_data(const HtmlReport& r) {
     path.push_back(json::array({s.lane, s.start_ns, s.end_ns}));
   }
   auto power = [](const ReportPower& p) { return json{{"duration_ns", p.duration_ns}, {"w", p.power_w}}; };
-  return {{"makespan_ns", r.makespan_ns}, {"lanes", std::move(lanes)}, {"packs", std::move(packs)},
+  return {{"ranks", ranks_json(r)}, {"rank_path", rank_path_json(r)}, {"makespan_ns", r.makespan_ns}, {"lanes", std::move(lanes)}, {"packs", std::move(packs)},
           {"path", std::move(path)}, {"min_clock_mhz", r.min_clock_mhz}, {"max_clock_mhz", r.max_clock_mhz},
           {"frontier", points_json(r.frontier)}, {"static_curve", points_json(r.static_curve)},
           {"markers", points_json(r.markers)}, {"target_s", r.target_s},
@@ -237,6 +288,42 @@ std::string pack_table(const HtmlReport& r) {
   return html + "</table></div>\n";
 }
 
+/// A linked job: the job view's box and the per-rank table (its sum row: the ranks summed); "" for
+/// one trace.
+std::string rank_section(const HtmlReport& r) {
+  if (r.ranks.empty()) return "";
+  const std::string run = r.simulated ? "simulated run" : "measured";
+  std::string html =
+      "<h2>Ranks: packs by SM clock, the critical path across ranks</h2><p>One lane per rank: its GPU's packs "
+      "coloured by the plan's clock (scale as in the timeline below), the job's critical path as recorded at the max "
+      "clock (thick: on a rank; dashed: from rank to rank), and at the right the rank's savings: its GPU's energy in "
+      "the kept plan's run against the baseline run (" + std::string(r.simulated ? "simulated runs" : "measured") +
+      ").</p><div id=\"ranks-box\"></div>\n<div class=\"packs-box\"><table id=\"rank-table\"><tr><th>rank</th>"
+      "<th>GPU</th><th>trace</th><th>packs</th><th>mean clock (MHz)</th><th>baseline (J, " + run + ")</th><th>EMO (J, " +
+      run + ")</th><th>saved (J)</th><th>savings</th><th>of the job's savings</th></tr>\n";
+  double base = 0, emo = 0;
+  bool all = true;
+  for (const ReportRank& k : r.ranks) all = all && rank_savings(k).has_value();
+  for (const ReportRank& k : r.ranks) base += k.baseline_j.value_or(0), emo += k.emo_j.value_or(0);
+  const std::string nm = "<td class=\"nm\">not measured</td>";
+  for (const ReportRank& k : r.ranks) {
+    std::string energy = nm + nm + nm + nm + nm;
+    if (rank_savings(k) && all && base > 0) {
+      energy = fmt::format("<td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.2f} %</td><td>{:.2f} %</td>", *k.baseline_j,
+                           *k.emo_j, *k.baseline_j - *k.emo_j, 100 * *rank_savings(k),
+                           100 * (*k.baseline_j - *k.emo_j) / base);
+    }
+    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td>{}</tr>\n", k.rank, k.gpu,
+                        escape_html(k.file), k.packs, k.mean_clock_mhz, energy);
+  }
+  if (all && base > 0) {
+    html += fmt::format("<tr class=\"job-sum\"><td colspan=\"5\">the job (sum over ranks)</td><td>{:.4f}</td><td>{:.4f}</td>"
+                        "<td>{:.4f}</td><td>{:.2f} %</td><td>{:.2f} %</td></tr>\n",
+                        base, emo, base - emo, 100 * (1 - emo / base), 100 * (1 - emo / base));
+  }
+  return html + "</table></div>\n";
+}
+
 /// The summary table and the notes under it.
 std::string summary(const HtmlReport& r) {
   std::string html =
@@ -265,6 +352,7 @@ std::string render_html_report(const HtmlReport& r) {
     html += "<div class=\"banner\">Simulated device: every time and energy figure here comes from EMO's simulated "
             "GPU, not from hardware.</div>\n";
   html += summary(r);
+  html += rank_section(r);
   html += "<div class=\"plots\"><div><h2>Energy–latency: EMO and static clocks</h2><div id=\"frontier-box\"></div>"
           "<p>Curves: EMO's frontier as the pack models predict it; every static clock run, " +
           measured + ". Markers: baseline, best static clock within the target and EMO (" + measured +
@@ -280,7 +368,7 @@ std::string render_html_report(const HtmlReport& r) {
           std::to_string(static_cast<int>(r.max_clock_mhz)) + " MHz (red)</div><div id=\"timeline-box\"></div>\n";
   html += pack_table(r);
   html += "<script type=\"application/json\" id=\"emo-data\">" + script_safe(data) + "</script>\n";
-  html += std::string("<script>(function(){") + kScriptTimeline + kScriptFrontier + kScriptPower + "})();</script>\n</body></html>\n";
+  html += std::string("<script>(function(){") + kScriptTimeline + kScriptRanks + kScriptFrontier + kScriptPower + "})();</script>\n</body></html>\n";
   return html;
 }
 

@@ -4,7 +4,9 @@
 // latency target as a line); power over the iteration at baseline and under the policy; a
 // timeline — one lane group per GPU (its packs coloured by their clock, its streams) and one for
 // the CPU threads, the critical path drawn through every lane it crosses, gaps included; and a
-// per-pack table (ops, time, slack, clock, predicted and measured time and energy).
+// per-pack table (ops, time, slack, clock, predicted and measured time and energy). A linked job
+// (several ranks) also gets the job view: one lane per rank with its packs coloured by clock, the
+// critical path crossing the ranks, and each rank's savings, with a per-rank table.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,26 @@ struct ReportPack {
 /// joined lane to lane, so the gaps between them (launch lags, waits) are drawn too.
 struct ReportPathStep {
   int lane = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
+/// A rank of a linked job (docs/multi-rank.md): its lane in the report's job view (its GPU's packs
+/// coloured by their clock, its savings beside it) and its row of the per-rank table.
+struct ReportRank {
+  std::int32_t rank = 0;        ///< Its rank in the job.
+  int gpu = 0;                  ///< Its GPU in ReportPack::gpu (the linked trace's device: its position).
+  std::string file;             ///< Its trace file.
+  std::int64_t packs = 0;       ///< Its packs.
+  double mean_clock_mhz = 0;    ///< The plan's clock over its packs, weighted by their recorded time (MHz).
+  /// Its GPU's energy in the baseline's and in the kept plan's runs (J); nullopt: not measured.
+  std::optional<double> baseline_j, emo_j;
+};
+
+/// A stretch of the job's critical path on rank `rank` (index into HtmlReport::ranks) over
+/// [start_ns, end_ns), relative to the trace start. Stretches are given in path order; the job
+/// view joins each to the next across lanes.
+struct ReportRankStretch {
+  int rank = 0;
   std::int64_t start_ns = 0, end_ns = 0;
 };
 
@@ -102,13 +124,19 @@ struct HtmlReport {
   std::optional<ReportPoint> outside_packs, run_total;
   std::vector<ReportRow> rows;
   std::vector<std::string> notes;     ///< Lines under the table (profiling cost, target, ...).
+  /// A linked job: one per rank, in the job's order (empty for one trace), and the critical path
+  /// by rank. Drawn as the job view (one lane per rank) and the per-rank table, whose sum row is
+  /// the ranks' energies summed (the job's when every GPU is measured).
+  std::vector<ReportRank> ranks;
+  std::vector<ReportRankStretch> rank_path;
 };
 
 /// Renders `r` as one self-contained HTML document. Intervals are merged per lane and path steps
 /// per lane at makespan / 4000 resolution. The script sets body[data-drawn] = "<timeline rects>,
 /// <frontier points and markers>" and body[data-frontier-box] = "x,y,width,height" of the
-/// energy–latency plot in CSS pixels (what the headless-browser test reads). Throws
-/// std::invalid_argument when makespan_ns ≤ 0 or a path step names no lane.
+/// energy–latency plot in CSS pixels (what the headless-browser test reads); with ranks, also
+/// body[data-rank-drawn] = "<rank lanes>,<their packs>,<critical-path stretches>". Throws
+/// std::invalid_argument when makespan_ns ≤ 0, a path step names no lane or a rank stretch no rank.
 std::string render_html_report(const HtmlReport& r);
 
 }  // namespace emo::output

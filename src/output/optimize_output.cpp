@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <climits>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
+#include "output/analysis_output.h"
+#include "output/pack_output.h"
+#include "trace/job.h"
 
 namespace emo::output {
 namespace {
@@ -255,43 +260,82 @@ std::string to_text(const driver::TrueOptimum& t, const Evaluated& baseline) {
 namespace {
 
 /// The timeline's lanes: one per GPU stream and CPU thread of the window, grouped per GPU ("GPU d",
-/// with the trace's rank when it has one) and then the CPU threads; `lane_of` receives each graph
-/// node's lane. A trace holds one rank: a multi-rank job gives one report per rank's trace (docs/optimize.md).
+/// with the trace's rank when it has one) and then the CPU threads; in a linked job one group per
+/// rank ("rank r · GPU d": its streams, then its CPU threads). `lane_of` receives each graph node's
+/// lane.
 std::vector<ReportLane> lanes_of(const trace::Trace& t, const OptimizeResult& r, std::vector<int>& lane_of) {
   const graph::DepGraph& g = r.packs.analysis.graph;
+  const auto& ranks = t.meta.job.ranks;
   const std::string rank = t.meta.rank >= 0 ? fmt::format(" · rank {}", t.meta.rank) : "";
-  std::map<std::pair<int, std::int64_t>, ReportLane> lanes;  // (device or -1, stream or thread)
-  std::vector<std::pair<int, std::int64_t>> key_of(g.nodes());
+  // (group order, CPU?, stream or thread): one trace orders GPUs by device, then every CPU thread;
+  // a job orders by rank, each rank's GPU streams before its threads.
+  using Key = std::tuple<std::int64_t, bool, std::int64_t>;
+  std::map<Key, ReportLane> lanes;
+  std::vector<Key> key_of(g.nodes());
   for (std::uint32_t n = 0; n < g.nodes(); ++n) {
     const auto row = g.op[n];
     const bool gpu = g.gpu[n] != 0;
     const int dev = gpu ? t.ops.device[row] : -1;
-    const std::int64_t key = gpu ? t.ops.stream[row] : t.ops.thread[row];
-    key_of[n] = {dev, key};
-    ReportLane& lane = lanes[{dev, key}];
+    const std::int32_t in_job = ranks.empty() ? -1 : trace::job_rank_index(t, row);
+    const std::int64_t stream_or_thread = gpu ? t.ops.stream[row] : t.ops.thread[row];
+    key_of[n] = {in_job >= 0 ? in_job : (gpu ? dev : INT32_MAX), !gpu, stream_or_thread};
+    ReportLane& lane = lanes[key_of[n]];
     if (lane.label.empty()) {
-      lane.label = gpu ? fmt::format("stream {}", key) : fmt::format("thread {}", key);
+      lane.label = gpu ? fmt::format("stream {}", stream_or_thread) : fmt::format("thread {}", stream_or_thread);
       lane.gpu = dev;
-      lane.group = gpu ? fmt::format("GPU {}{}", dev, rank) : fmt::format("CPU threads{}", rank);
+      if (in_job >= 0) {
+        lane.group = fmt::format("rank {} · GPU {}", ranks[static_cast<std::size_t>(in_job)].rank, in_job);
+      } else {
+        lane.group = gpu ? fmt::format("GPU {}{}", dev, rank) : fmt::format("CPU threads{}", rank);
+      }
     }
     lane.intervals.push_back({g.rec_start[n] - g.window_start_ns, g.rec_end[n] - g.window_start_ns,
                               r.packs.analysis.node_slack[n] == 0, std::string(t.strings.view(t.ops.name[row]))});
   }
   std::vector<ReportLane> out;
-  std::map<std::pair<int, std::int64_t>, int> index;
+  std::map<Key, int> index;
   for (auto& [k, lane] : lanes) {
-    if (k.first < 0) continue;  // GPU lanes first (by device, stream), then the CPU threads
-    index[k] = static_cast<int>(out.size());
-    out.push_back(std::move(lane));
-  }
-  for (auto& [k, lane] : lanes) {
-    if (k.first >= 0) continue;
     index[k] = static_cast<int>(out.size());
     out.push_back(std::move(lane));
   }
   lane_of.resize(g.nodes());
   for (std::uint32_t n = 0; n < g.nodes(); ++n) lane_of[n] = index[key_of[n]];
   return out;
+}
+
+/// A linked job: per rank its packs, their clock and its GPU's energy in the baseline's and the
+/// kept plan's runs (HtmlReport::ranks), and the critical path by rank (HtmlReport::rank_path), each
+/// stretch from the previous one's end.
+void add_ranks(const trace::Trace& t, const OptimizeResult& r, HtmlReport& h) {
+  const auto& ranks = t.meta.job.ranks;
+  const driver::Evaluation& ev = r.evaluation;
+  const auto& packs = r.packs.packing.packs;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const int gpu = static_cast<int>(i);
+    ReportRank k{ranks[i].rank, gpu, ranks[i].path, 0, 0, std::nullopt, std::nullopt};
+    double clock_ns = 0, ns = 0;
+    for (std::size_t p = 0; p < packs.size(); ++p) {
+      if (packs[p].device != gpu) continue;
+      ++k.packs;
+      clock_ns += ev.plan.pack_clock_mhz[p] * static_cast<double>(packs[p].dur_ns());
+      ns += static_cast<double>(packs[p].dur_ns());
+    }
+    k.mean_clock_mhz = ns > 0 ? clock_ns / ns : 0;
+    const auto& base_j = ev.statics.baseline_gpu_j;
+    const auto& emo_j = ev.emo_run.gpu_energy_j;
+    if (const auto b = base_j.find(gpu); b != base_j.end()) k.baseline_j = b->second;
+    if (const auto e = emo_j.find(gpu); e != emo_j.end()) k.emo_j = e->second;
+    h.ranks.push_back(std::move(k));
+  }
+  // A stretch is drawn from where the path enters its rank: a receive posted early starts long before
+  // its data arrives (the step before it, on the sending rank, ends then).
+  const TimeNs origin = r.packs.analysis.graph.window_start_ns;
+  TimeNs entered = INT64_MIN;
+  for (const RankSegment& s : rank_segments(t, r.packs.analysis)) {
+    const TimeNs start = std::max(s.start_ns, entered);
+    h.rank_path.push_back({s.index, start - origin, std::max(start, s.end_ns) - origin});
+    entered = std::max(start, s.end_ns);
+  }
 }
 
 /// Per pack id, the policy's predicted energy: make_policy lists each GPU's packs in pack-id order
@@ -368,6 +412,7 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
   h.max_clock_mhz = options.empty() ? 0 : options.front();
   add_plot(r, h);
   add_pack_rows(r, h);
+  if (!t.meta.job.ranks.empty()) add_ranks(t, r, h);
   auto row = [&](const std::string& name, const Evaluated& e) {
     return ReportRow{name, ns_to_s(e.time_ns), e.energy_j, savings_of(e, ev.statics.baseline), slowdown_of(e, ev.statics.baseline)};
   };
@@ -386,6 +431,23 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
                          r.simulated ? "simulated" : "measured", format_duration(r.model.target_ns), ev.emo_run.clock_switches,
                          g.window.label)};
   return h;
+}
+
+void write_optimize_overlay(const trace::Trace& t, const OptimizeResult& r, const std::string& path) {
+  const driver::Evaluation& ev = r.evaluation;
+  std::map<std::int32_t, std::string> labels;
+  for (std::size_t d = 0; d < t.meta.job.ranks.size(); ++d) {
+    const auto b = ev.statics.baseline_gpu_j.find(static_cast<std::int32_t>(d));
+    const auto e = ev.emo_run.gpu_energy_j.find(static_cast<std::int32_t>(d));
+    if (b == ev.statics.baseline_gpu_j.end() || e == ev.emo_run.gpu_energy_j.end() || b->second <= 0 ||
+        ev.statics.baseline.energy_j <= 0)
+      continue;
+    labels[static_cast<std::int32_t>(d)] =
+        fmt::format("saves {:.1f} % of its energy ({:.3f} → {:.3f} J{}); {:.2f} % of the job's baseline",
+                    100 * (1 - e->second / b->second), b->second, e->second, r.simulated ? ", simulated" : "",
+                    100 * (b->second - e->second) / ev.statics.baseline.energy_j);
+  }
+  write_pack_overlay(t, r.packs, path, r.plan().pack_clock_mhz, labels);
 }
 
 namespace {

@@ -49,7 +49,15 @@ nlohmann::json to_json(const driver::DecomposedSolve& d);
 /// The text of a decomposed joint solve, every figure labelled [SIMULATED]; at most 16 rank rows.
 std::string to_text(const driver::DecomposedSolve& d);
 
-/// The HTML report's content for `r` (render it with render_html_report).
+/// The HTML report's content for `r` (render it with render_html_report). For a linked job
+/// (trace.meta.job.ranks), one lane group per rank and the job view: per rank its packs, their
+/// clocks, its GPU's energy in the baseline's and the kept plan's runs, and the critical path by
+/// rank (output::rank_segments), each stretch drawn from the previous one's end.
 HtmlReport to_report(const trace::Trace& trace, const driver::OptimizeResult& r);
+
+/// `emo optimize --overlay`: write_pack_overlay with the kept plan's clocks; in a linked job each
+/// rank's pack track is labelled with its GPU's savings, e.g. "saves 29.9 % of its energy (86.794
+/// → 60.864 J, simulated); 6.95 % of the job's baseline". Throws what write_pack_overlay throws.
+void write_optimize_overlay(const trace::Trace& trace, const driver::OptimizeResult& r, const std::string& path);
 
 }  // namespace emo::output

@@ -42,7 +42,7 @@ void name_rank_processes(const trace::Trace& t, W& w) {
     w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": {}}}}})", d,
                         json_quote(fmt::format("rank {} GPU ({})", ranks[d].rank, ranks[d].path))));
     w.event(fmt::format(R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "tid": 0, "args": {{"sort_index": {}}}}})",
-                        d, 2 * d));
+                        d, rank_sort_index(static_cast<std::int32_t>(d), 0)));
   }
   std::set<std::int64_t> named;
   for (std::uint32_t i = 0; i < t.ops.size(); ++i) {
@@ -52,8 +52,18 @@ void name_rank_processes(const trace::Trace& t, W& w) {
     w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "rank {} host"}}}})",
                         t.ops.process[i], ranks[static_cast<std::size_t>(r)].rank));
     w.event(fmt::format(R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "tid": 0, "args": {{"sort_index": {}}}}})",
-                        t.ops.process[i], 2 * r + 1));
+                        t.ops.process[i], rank_sort_index(r, 1)));
   }
+}
+
+/// The track of `device`'s slack windows: "EMO slack windows, GPU d", or in a linked job
+/// "EMO slack windows, rank R (GPU d)", sorted after the rank's other tracks.
+OverlayTrack slack_track(const trace::Trace& t, std::int32_t device) {
+  const auto& ranks = t.meta.job.ranks;
+  if (device < 0 || static_cast<std::size_t>(device) >= ranks.size())
+    return {fmt::format("EMO slack windows, GPU {}", device), 0, {}, "", -1};
+  return {fmt::format("EMO slack windows, rank {} (GPU {})", ranks[static_cast<std::size_t>(device)].rank, device), 0,
+          {}, "", rank_sort_index(device, 3)};
 }
 
 class Writer {
@@ -85,6 +95,21 @@ class Writer {
   std::FILE* f_;
   bool first_ = true;
 };
+
+/// Names process `pid` after `track` (process_name, and process_labels / process_sort_index when
+/// it has them).
+void name_process(Writer& w, std::int64_t pid, const OverlayTrack& track) {
+  w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": {}}}}})", pid,
+                      json_quote(track.name)));
+  if (!track.label.empty()) {
+    w.event(fmt::format(R"({{"name": "process_labels", "ph": "M", "pid": {}, "tid": 0, "args": {{"labels": {}}}}})", pid,
+                        json_quote(track.label)));
+  }
+  if (track.sort_index >= 0) {
+    w.event(fmt::format(R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "tid": 0, "args": {{"sort_index": {}}}}})",
+                        pid, track.sort_index));
+  }
+}
 
 /// Every op of `t` but syncs as an "X" event in its own track (GPU: device/stream, host:
 /// process/thread), with its slack and criticality when it is a node of a.graph. Times relative
@@ -166,10 +191,7 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
                     "\"emo_trace\": {}}}, \"traceEvents\": [",
                     origin, json_quote(t.meta.path)));
   w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO critical path"}}}})", kPathPid));
-  for (const GpuSlack& gs : a.gpus) {
-    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": "EMO slack windows, GPU {}"}}}})",
-                        kSlackPidBase + gs.device, gs.device));
-  }
+  for (const GpuSlack& gs : a.gpus) name_process(w, kSlackPidBase + gs.device, slack_track(t, gs.device));
   name_rank_processes(t, w);
   write_ops(t, a, origin, w);
   write_critical_path(t, a, origin, w);
@@ -180,8 +202,7 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
     }
   }
   for (const OverlayTrack& track : extra) {
-    w.event(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "tid": 0, "args": {{"name": {}}}}})",
-                        track.pid, json_quote(track.name)));
+    name_process(w, track.pid, track);
     for (const OverlayTrack::Slice& sl : track.slices) {
       w.event(fmt::format(R"({{"ph": "X", "cat": "emo", "name": {}, "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {}}})",
                           json_quote(sl.name), track.pid, rel(sl.start_ns), us(sl.dur_ns), sl.args_json));

@@ -13,7 +13,10 @@ namespace emo::output {
 /// tid = stream; host ops on their pid/tid), with args {id, correlation, slack_ns, critical
 /// (zero slack), on_critical_path}; the critical path as flow events (cat "critical_path") and
 /// as its own track ("EMO critical path": GPU steps on tid 1, host steps on tid 2); and per GPU a
-/// track of slack windows ("EMO slack windows, GPU d"). Timestamps are µs with exact ns
+/// track of slack windows ("EMO slack windows, GPU d"). A linked job (trace/job.h) names its
+/// processes by rank: "rank R GPU (file)", "rank R host", "EMO slack windows, rank R (GPU d)",
+/// ordered rank by rank (process_sort_index: GPU 4d, host 4d + 1, slack windows 4d + 3, leaving
+/// 4d + 2 to a later stage's track of that rank, e.g. its packs: rank_sort_index). Timestamps are µs with exact ns
 /// fractions, relative to the trace's first op (otherData.emo_origin_ns holds it, in ns), since
 /// Perfetto parses them as doubles. Throws emo::InputError when it cannot be written.
 void write_overlay(const trace::Trace& trace, const timing::Analysis& a, const std::string& path);
@@ -31,7 +34,13 @@ struct OverlayTrack {
   std::string name;
   std::int64_t pid = 0;
   std::vector<Slice> slices;
+  std::string label;              ///< Shown beside the name (a "process_labels" event); "" = none.
+  std::int64_t sort_index = -1;   ///< Its process_sort_index; -1 = none (after the sorted ones).
 };
+
+/// The process_sort_index of a linked job's rank at position `device` for its GPU (slot 0), host
+/// (1), a later stage's track (2) and slack windows (3): 4 × device + slot.
+constexpr std::int64_t rank_sort_index(std::int32_t device, int slot) { return 4 * std::int64_t{device} + slot; }
 
 /// As above, with `extra` tracks appended.
 void write_overlay(const trace::Trace& trace, const timing::Analysis& a, const std::string& path,

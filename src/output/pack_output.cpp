@@ -1,6 +1,7 @@
 #include "output/pack_output.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -172,14 +173,20 @@ std::string to_text(const trace::Trace& t, const PackRun& r) {
 }
 
 void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::string& path,
-                        std::span<const double> pack_clock_mhz) {
+                        std::span<const double> pack_clock_mhz, const std::map<std::int32_t, std::string>& labels) {
   std::vector<OverlayTrack> tracks;
   const Packing& p = r.packing;
   if (!pack_clock_mhz.empty() && pack_clock_mhz.size() != p.packs.size())
     throw std::invalid_argument("write_pack_overlay: one clock per pack expected");
+  const auto& ranks = t.meta.job.ranks;
   for (const std::int32_t d : devices(p)) {
     OverlayTrack track;
     track.name = fmt::format("EMO packs, GPU {}", d);
+    if (d >= 0 && static_cast<std::size_t>(d) < ranks.size()) {  // a linked job: beside its rank's GPU
+      track.name = fmt::format("EMO packs, rank {} (GPU {})", ranks[static_cast<std::size_t>(d)].rank, d);
+      track.sort_index = rank_sort_index(d, 2);
+    }
+    if (const auto l = labels.find(d); l != labels.end()) track.label = l->second;
     track.pid = kPackPidBase + d;
     for (std::uint32_t i = 0; i < p.packs.size(); ++i) {
       const Pack& pk = p.packs[i];
@@ -192,6 +199,7 @@ void write_pack_overlay(const trace::Trace& t, const PackRun& r, const std::stri
                              {"starts_at", cut_name(pk.starts_at)},
                              {"forced_short", pk.forced_short}};
       if (!pack_clock_mhz.empty()) args["clock_mhz"] = pack_clock_mhz[i];
+      if (track.sort_index >= 0) args["rank"] = ranks[static_cast<std::size_t>(d)].rank;
       track.slices.push_back({fmt::format("pack {}", i), pk.start_ns, pk.dur_ns(), args.dump()});
     }
     tracks.push_back(std::move(track));

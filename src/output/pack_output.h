@@ -1,6 +1,8 @@
 // What `emo pack` writes: the JSON object, the text summary and the Perfetto overlay of a PackRun.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 
@@ -24,12 +26,15 @@ nlohmann::json to_json(const trace::Trace& trace, const pack::PackRun& r);
 std::string to_text(const trace::Trace& trace, const pack::PackRun& r);
 
 /// The `emo analyze` overlay (output::write_overlay) plus one track of packs per GPU
-/// ("EMO packs, GPU d"), each pack an event with args {pack, ops, slack_ns, span_ns, critical,
+/// ("EMO packs, GPU d"; in a linked job "EMO packs, rank R (GPU d)", sorted beside that rank's GPU),
+/// each pack an event with args {pack, ops, slack_ns, span_ns, critical,
 /// starts_at, forced_short} and, when `pack_clock_mhz` is given (one clock per pack: `emo optimize`,
-/// the plan's), clock_mhz; `emo pack` has no clock and writes none. Throws std::invalid_argument
+/// the plan's), clock_mhz; `emo pack` has no clock and writes none. `labels` (by device) are shown
+/// beside a GPU's pack track (e.g. its savings). Throws std::invalid_argument
 /// when pack_clock_mhz is neither empty nor one per pack, emo::InputError when `path` cannot be
 /// written.
 void write_pack_overlay(const trace::Trace& trace, const pack::PackRun& r, const std::string& path,
-                        std::span<const double> pack_clock_mhz = {});
+                        std::span<const double> pack_clock_mhz = {},
+                        const std::map<std::int32_t, std::string>& labels = {});
 
 }  // namespace emo::output

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "core/progress.h"
@@ -38,6 +39,9 @@ struct RunMeasurement {
                                          ///< on a real GPU: not measured).
   PowerSeries power;                     ///< Power over the iteration (simulated device only; empty
                                          ///< on a real GPU: not measured).
+  std::map<std::int32_t, double> gpu_energy_j;  ///< Per device (the trace's device; a linked job's rank
+                                         ///< position): J over the makespan, summing to energy_j
+                                         ///< (simulated device only; empty on a real GPU: not measured).
 };
 
 class OptimizeBackend {

@@ -197,6 +197,7 @@ RunMeasurement SimBackend::run_static(const trace::Trace& trace, const pack::Pac
   m.time_ns = res.makespan_ns;
   m.energy_j = res.energy_j;
   m.clock_mhz = clock_mhz;
+  m.gpu_energy_j = res.gpu_energy_j;
   add_breakdown(std::move(res), packs, device_.gpu().idle_power_w, m);
   unit_done();
   return m;
@@ -217,6 +218,7 @@ RunMeasurement SimBackend::run_policy(const trace::Trace& trace, const pack::Pac
   m.energy_j = run.energy_j;
   m.clock_switches = static_cast<std::int64_t>(requests.size());
   m.ops_at_other_clock = run.ops_at_other_clock;
+  m.gpu_energy_j = run.gpu_energy_j;
   add_breakdown(std::move(run), packs, device_.gpu().idle_power_w, m);
   unit_done();
   return m;

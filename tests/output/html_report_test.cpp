@@ -13,10 +13,13 @@
 
 #include <libdeflate.h>
 
+#include "support/capture.h"
 #include "test_data.h"
 
 namespace emo::output {
 namespace {
+
+using ::emo::testing::capture;
 
 HtmlReport sample() {
   HtmlReport r;
@@ -81,16 +84,6 @@ TEST(HtmlReport, MergesIntervalsBelowResolution) {
   for (int i = 0; i < 100000; ++i) r.lanes[0].intervals.push_back({i * 100, i * 100 + 50, false, "k"});  // 10 ms of 50 ns ops
   const std::string html = render_html_report(r);
   EXPECT_LT(html.size(), 200'000u);  // merged at makespan/4000 = 2.5 µs
-}
-
-/// Output of `cmd` (stdout), or "" when it cannot run.
-std::string capture(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  if (!p) return "";
-  std::string out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
-  return out;
 }
 
 /// An 8-bit RGB or RGBA, non-interlaced PNG decoded to RGB rows (what Chromium's screenshots are).

@@ -566,4 +566,12 @@ Trace PipelineJob::rank_trace(int rank) const {
   return t;
 }
 
+JobSource hand_worked_source() {
+  JobSource s;
+  s.layer = {{"gemm", 1.0}};
+  s.host = HostTiming{.launch_ns = 10'000, .gap_ns = 0, .event_call_ns = 10'000, .sync_return_ns = 1'000'000};
+  s.gpu.name = "NVIDIA A100-SXM4-80GB";
+  return s;
+}
+
 }  // namespace emo::testing

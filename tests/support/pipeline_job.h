@@ -69,6 +69,11 @@ struct JobSource {
 /// compute kernel or kernels_per_layer < 1.
 JobSource job_source(const trace::Trace& src, int kernels_per_layer);
 
+/// Round host times for hand-worked jobs (support/pipeline_job_test.cpp, output/job_report_test.cpp):
+/// every call 10 µs, no CPU gap, a sync returns 1 ms after the device's last op; one kernel per
+/// pass ("gemm"); an A100-SXM4-80GB.
+JobSource hand_worked_source();
+
 /// The knobs of a pipeline job. Times in ns.
 struct PipelineSpec {
   int stages = 4;                 ///< Pipeline stages S (ranks per replica), ≥ 1.

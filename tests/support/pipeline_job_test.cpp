@@ -31,16 +31,6 @@ constexpr TimeNs kUs = 1'000, kMs = 1'000'000;
 constexpr TimeNs kT0 = 10 * kUs;
 using Interval = std::pair<TimeNs, TimeNs>;
 
-/// Round host times for hand work: every call 10 µs, no CPU gap, a sync returns 1 ms after the
-/// device's last op; one kernel per pass.
-JobSource hand_source() {
-  JobSource s;
-  s.layer = {{"gemm", 1.0}};
-  s.host = HostTiming{.launch_ns = 10 * kUs, .gap_ns = 0, .event_call_ns = 10 * kUs, .sync_return_ns = 1 * kMs};
-  s.gpu.name = "NVIDIA A100-SXM4-80GB";
-  return s;
-}
-
 /// Every rank's trace of `job`.
 std::vector<Trace> traces(const PipelineJob& job) {
   std::vector<Trace> out;
@@ -90,7 +80,7 @@ std::pair<TimeNs, TimeNs> nth_compute(const Trace& t, int k) {
 //   stage 1: everything on its compute stream is critical; send g0 (covered by recv a1) and
 //     send g1 (20 ms: only the sync waits for its end) are not: GPU slack [72.01, 73.01] = 1 ms.
 TEST(PipelineJob, TwoStagesTwoMicrobatchesWorkedByHand) {
-  const PipelineJob job(hand_source(), PipelineSpec{.stages = 2, .microbatches = 2, .layers = 1, .forward_ns = 10 * kMs,
+  const PipelineJob job(hand_worked_source(), PipelineSpec{.stages = 2, .microbatches = 2, .layers = 1, .forward_ns = 10 * kMs,
                                                     .backward_ratio = 2.0, .p2p_ns = 1 * kMs});
   ASSERT_EQ(job.ranks(), 2);
   EXPECT_EQ(job.transfers(), 4);
@@ -145,7 +135,7 @@ TEST(PipelineJob, TwoStagesTwoMicrobatchesWorkedByHand) {
 //     [116, 117]; B(c0 m0) [117, 137]; recv [137, 138]; B(c0 m1) [138, 158]; sync + 1 ms.
 // Makespan 159.01 ms; 12 transfers (6 each way).
 TEST(PipelineJob, InterleavedTwoRanksTwoChunksWorkedByHand) {
-  const PipelineJob job(hand_source(), PipelineSpec{.stages = 2, .microbatches = 2, .virtual_stages = 2, .layers = 1,
+  const PipelineJob job(hand_worked_source(), PipelineSpec{.stages = 2, .microbatches = 2, .virtual_stages = 2, .layers = 1,
                                                     .forward_ns = 20 * kMs, .backward_ratio = 2.0, .p2p_ns = 1 * kMs});
   EXPECT_EQ(job.transfers(), 12);
   const std::vector<Trace> t = traces(job);
@@ -175,7 +165,7 @@ TEST(PipelineJob, InterleavedTwoRanksTwoChunksWorkedByHand) {
 //     [62, 70] (6 ms of wait + 2), rank 1 [68, 70]; stage 1 (ranks 2, 3): arrivals 41, 45 → 47.
 // Makespan: stage 0's syncs return at 71 → 71.01 ms.
 TEST(PipelineJob, DataParallelReplicasWorkedByHand) {
-  const PipelineJob job(hand_source(), PipelineSpec{.stages = 2, .microbatches = 1, .dp = 2, .layers = 1,
+  const PipelineJob job(hand_worked_source(), PipelineSpec{.stages = 2, .microbatches = 1, .dp = 2, .layers = 1,
                                                     .forward_ns = 10 * kMs, .backward_ratio = 2.0, .p2p_ns = 1 * kMs,
                                                     .allreduce_ns = 2 * kMs, .slow_replica = 1, .replica_slowdown = 0.1});
   ASSERT_EQ(job.ranks(), 4);
@@ -210,7 +200,7 @@ TEST(PipelineJob, DataParallelReplicasWorkedByHand) {
 // layer starts then); rank 0's kernels are not: its GPU slack is 40 ms busy − the all-reduces'
 // 2 + 2 + 3 + 3 ms = 30 ms; rank 1's is 0.
 TEST(PipelineJob, TensorParallelWithAStragglerWorkedByHand) {
-  const PipelineJob job(hand_source(), PipelineSpec{.stages = 1, .microbatches = 1, .layers = 2, .forward_ns = 10 * kMs,
+  const PipelineJob job(hand_worked_source(), PipelineSpec{.stages = 1, .microbatches = 1, .layers = 2, .forward_ns = 10 * kMs,
                                                     .backward_ratio = 2.0, .tp = 2, .tp_allreduce_ns = 1 * kMs,
                                                     .straggler = 1, .straggler_slowdown = 0.2});
   ASSERT_EQ(job.ranks(), 2);
@@ -242,7 +232,7 @@ TEST(PipelineJob, TensorParallelWithAStragglerWorkedByHand) {
 //   dispatch's gradient → 39 (rank 1 records [28, 39]); dense [39, 49]; all-reduce → 51; syncs
 //   return at 52. Makespan 52.01 ms.
 TEST(PipelineJob, MoeWithAHotExpertWorkedByHand) {
-  const PipelineJob job(hand_source(), PipelineSpec{.stages = 1, .microbatches = 1, .dp = 2, .layers = 1,
+  const PipelineJob job(hand_worked_source(), PipelineSpec{.stages = 1, .microbatches = 1, .dp = 2, .layers = 1,
                                                     .forward_ns = 10 * kMs, .backward_ratio = 2.0,
                                                     .allreduce_ns = 2 * kMs, .moe = true, .expert_share = 0.5,
                                                     .expert_imbalance = 1.0, .all_to_all_ns = 1 * kMs});
@@ -290,7 +280,7 @@ void check_roundtrip(const JobSource& src, const PipelineSpec& spec, std::int64_
 }
 
 TEST(PipelineJob, EveryTransferLinksAfterAKinetoRoundTrip) {
-  JobSource src = hand_source();
+  JobSource src = hand_worked_source();
   src.layer = {{"gemm_a", 3.0}, {"softmax", 1.0}, {"gemm_b", 2.0}};
   // 3 stage boundaries × 8 micro-batches × 2 directions × 2 replicas × 2 iterations; 4 stage
   // groups × 2 iterations of gradient all-reduces.
@@ -315,9 +305,9 @@ TEST(PipelineJob, RejectsBadSpecs) {
                                   PipelineSpec{.p2p_ns = 0}, PipelineSpec{.jitter = -0.1}, PipelineSpec{.tp = 0},
                                   PipelineSpec{.dp = 1, .moe = true}, PipelineSpec{.dp = 2, .moe = true, .expert_share = 1},
                                   PipelineSpec{.straggler = 4}}) {
-    EXPECT_THROW((PipelineJob{hand_source(), bad}), std::invalid_argument) << describe(bad);
+    EXPECT_THROW((PipelineJob{hand_worked_source(), bad}), std::invalid_argument) << describe(bad);
   }
-  JobSource empty = hand_source();
+  JobSource empty = hand_worked_source();
   empty.layer.clear();
   EXPECT_THROW((PipelineJob{empty, PipelineSpec{}}), std::invalid_argument);
 }
@@ -377,7 +367,7 @@ namespace {
 // less than min_pack: 3 packs, [0.01, 21.01), [21.01, 52.01), [52.01, …), all critical. The
 // contraction stays exact.
 TEST(PackJob, APipelineStagesPacksFollowTheJobsSlackWorkedByHand) {
-  const PipelineJob job(hand_source(), PipelineSpec{.stages = 2, .microbatches = 2, .layers = 1, .forward_ns = 10 * kMs,
+  const PipelineJob job(hand_worked_source(), PipelineSpec{.stages = 2, .microbatches = 2, .layers = 1, .forward_ns = 10 * kMs,
                                                     .backward_ratio = 2.0, .p2p_ns = 1 * kMs});
   const Trace linked = trace::link_job(traces(job));
   const pack::PackRun r = pack::run_pack(linked, {}, {5 * kMs, "test"});
