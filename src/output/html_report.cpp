@@ -288,6 +288,14 @@ std::string pack_table(const HtmlReport& r) {
   return html + "</table></div>\n";
 }
 
+/// The legend of the packs' colours: a blue-to-red swatch and the clock range.
+std::string clock_scale(const HtmlReport& r) {
+  return "<span style=\"background:linear-gradient(90deg,hsl(240,75%,50%),hsl(180,75%,50%),hsl(120,75%,50%),"
+         "hsl(60,75%,50%),hsl(0,75%,50%))\"></span>packs: colour = SM clock from " +
+         std::to_string(static_cast<int>(r.min_clock_mhz)) + " MHz (blue) to " +
+         std::to_string(static_cast<int>(r.max_clock_mhz)) + " MHz (red)";
+}
+
 /// A linked job: the job view's box and the per-rank table (its sum row: the ranks summed); "" for
 /// one trace.
 std::string rank_section(const HtmlReport& r) {
@@ -295,10 +303,11 @@ std::string rank_section(const HtmlReport& r) {
   const std::string run = r.simulated ? "simulated run" : "measured";
   std::string html =
       "<h2>Ranks: packs by SM clock, the critical path across ranks</h2><p>One lane per rank: its GPU's packs "
-      "coloured by the plan's clock (scale as in the timeline below), the job's critical path as recorded at the max "
+      "coloured by the plan's clock, the job's critical path as recorded at the max "
       "clock (thick: on a rank; dashed: from rank to rank), and at the right the rank's savings: its GPU's energy in "
       "the kept plan's run against the baseline run (" + std::string(r.simulated ? "simulated runs" : "measured") +
-      ").</p><div id=\"ranks-box\"></div>\n<div class=\"packs-box\"><table id=\"rank-table\"><tr><th>rank</th>"
+      ").</p><div class=\"legend\">" + clock_scale(r) +
+      "<span style=\"background:#111;height:3px\"></span>critical path</div><div id=\"ranks-box\"></div>\n<div class=\"packs-box\"><table id=\"rank-table\"><tr><th>rank</th>"
       "<th>GPU</th><th>trace</th><th>packs</th><th>mean clock (MHz)</th><th>baseline (J, " + run + ")</th><th>EMO (J, " +
       run + ")</th><th>saved (J)</th><th>savings</th><th>of the job's savings</th></tr>\n";
   double base = 0, emo = 0;
@@ -362,10 +371,7 @@ std::string render_html_report(const HtmlReport& r) {
   html += "<h2>Timeline</h2><div class=\"legend\"><span style=\"background:#4c78a8\"></span>GPU op"
           "<span style=\"background:#d62728\"></span>op on the critical path<span style=\"background:#111;height:3px\"></span>"
           "critical path (dashed: lane to lane, across gaps)<span style=\"background:#9c9c9c\"></span>CPU"
-          "<span style=\"background:linear-gradient(90deg,hsl(240,75%,50%),hsl(180,75%,50%),hsl(120,75%,50%),hsl(60,75%,50%),hsl(0,75%,50%))\"></span>packs: colour = SM "
-          "clock from " +
-          std::to_string(static_cast<int>(r.min_clock_mhz)) + " MHz (blue) to " +
-          std::to_string(static_cast<int>(r.max_clock_mhz)) + " MHz (red)</div><div id=\"timeline-box\"></div>\n";
+          + clock_scale(r) + "</div><div id=\"timeline-box\"></div>\n";
   html += pack_table(r);
   html += "<script type=\"application/json\" id=\"emo-data\">" + script_safe(data) + "</script>\n";
   html += std::string("<script>(function(){") + kScriptTimeline + kScriptRanks + kScriptFrontier + kScriptPower + "})();</script>\n</body></html>\n";

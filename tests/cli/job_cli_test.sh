@@ -52,6 +52,27 @@ else
 fi
 grep -q "SIMULATED" "$out/o.txt" && ok "joint figures labelled simulated" || bad "no [SIMULATED] label"
 
+# --- one report and one overlay for the job (issue 26): a lane and a pack track per rank ---------
+if "$EMO" optimize "$r0" "$r1" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --report "$out/r.html" \
+     --overlay "$out/ro.json" --json "$out/ro_result.json" > /dev/null 2> "$out/r.err" &&
+   [ ! -e "$out/r.0.html" ] && python3 - "$out/r.html" "$out/ro.json" "$out/ro_result.json" <<'PY'
+import json, re, sys
+html = open(sys.argv[1]).read()
+d = json.loads(re.search(r'<script type="application/json" id="emo-data">(.*?)</script>', html, re.S).group(1))
+assert [(k["rank"], k["gpu"]) for k in d["ranks"]] == [(0, 0), (1, 1)], d["ranks"]
+assert d["rank_path"] and all(0 <= s[0] < 2 for s in d["rank_path"])
+assert "Simulated device" in html and "baseline (J, simulated run)" in html
+res = json.load(open(sys.argv[3]))
+base, emo = (float(x) for x in re.search(r'the job \(sum over ranks\)</td><td>([0-9.]+)</td><td>([0-9.]+)</td>', html).groups())
+assert abs(base - res["baseline"]["energy_j"]) < 1e-3 and abs(emo - res["emo"]["energy_j"]) < 1e-3, (base, emo)
+o = json.load(open(sys.argv[2]))
+names = [e["args"]["name"] for e in o["traceEvents"] if e.get("ph") == "M" and e["name"] == "process_name"]
+assert sum(bool(re.match(r"rank [01] GPU \(", n)) for n in names) == 2, names
+assert sorted(n for n in names if n.startswith("EMO packs")) == ["EMO packs, rank 0 (GPU 0)", "EMO packs, rank 1 (GPU 1)"], names
+PY
+then ok "--report/--overlay on a job: one report with a lane per rank and sums equal to the job's; one overlay, a pack track per rank"
+else bad "job report/overlay: $(cat "$out/r.err")"; fi
+
 # --- joint vs each rank alone, run together --------------------------------------------------------
 if "$EMO" optimize "$r0" "$r1" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --compare-independent \
      --json "$out/c.json" > "$out/c.txt" 2> "$out/c.err" &&
