@@ -56,8 +56,8 @@ std::string to_text(const driver::DecomposedSolve& d);
 HtmlReport to_report(const trace::Trace& trace, const driver::OptimizeResult& r);
 
 /// `emo optimize --overlay`: write_pack_overlay with the kept plan's clocks; in a linked job each
-/// rank's pack track is labelled with its GPU's savings, e.g. "saves 29.9 % of its energy (86.794
-/// → 60.864 J, simulated); 6.95 % of the job's baseline". Throws what write_pack_overlay throws.
+/// rank's pack track is labelled with its GPU's savings, e.g. "saves 29.5 % of its energy (86.794
+/// → 61.178 J, simulated); 6.87 % of the job's baseline". Throws what write_pack_overlay throws.
 void write_optimize_overlay(const trace::Trace& trace, const driver::OptimizeResult& r, const std::string& path);
 
 }  // namespace emo::output
