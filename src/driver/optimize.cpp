@@ -286,10 +286,13 @@ struct ProgressAttached {
 
 /// Evaluation runs at most, as a progress total: the static runs (every option clock, or the
 /// baseline and the models' static plan), the policy runs and up to 3 static candidates.
+/// On the target ladder (`ladder_steps` > 0) the evaluation stage holds each step's refinement too
+/// (a unit per pack and round, `packs`) and its runs (validation and the per-GPU static plan).
 std::int64_t evaluation_runs_estimate(const ProfileStage& profile, const runtime::OptimizeBackend& backend,
-                                      std::size_t ladder_steps = 0) {
+                                      std::size_t ladder_steps = 0, std::int64_t packs = 0) {
   const auto statics = backend.static_oracle() ? static_cast<std::int64_t>(profile.option_clocks_mhz.size()) : 2;
-  if (ladder_steps > 0) return statics + static_cast<std::int64_t>(ladder_steps) * (backend.max_validation_runs() + 1);
+  if (ladder_steps > 0)
+    return statics + static_cast<std::int64_t>(ladder_steps) * (backend.max_validation_runs() + 1 + kRefineRounds * packs);
   return statics + backend.max_validation_runs() + (backend.static_oracle() ? 3 + static_cast<std::int64_t>(kTighterShares.size()) : 0);
 }
 
@@ -843,19 +846,17 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   progress.finish();
   opt::SearchStats search;
   Planning pl;
-  if (options.target_ladder && backend.static_oracle()) {
+  const bool ladder = options.target_ladder && backend.static_oracle();
+  if (ladder) {
     // Stages 2–6 at each point of the target ladder up to the target (evaluate_on_ladder).
-    progress.start("evaluation", evaluation_runs_estimate(r.profile, backend, ladder_steps(options.max_slowdown).size()));
+    progress.start("evaluation", evaluation_runs_estimate(r.profile, backend, ladder_steps(options.max_slowdown).size(),
+                                                          static_cast<std::int64_t>(r.packs.pack_graph.packs)));
     r.evaluation = evaluate_on_ladder(trace, r, gpu, options, backend, idle_w, pl);
     progress.finish();
   } else {
     progress.start("refinement", 1);
     pl = refined_planning(trace, r.packs, r.profile, backend, idle_w, options.max_slowdown, kRefineProfilesPerPack,
                           search);
-    progress.finish();
-    // Stages 5–6: policy, evaluate (re-planning while a run misses the target).
-    progress.start("evaluation", evaluation_runs_estimate(r.profile, backend));
-    r.evaluation = evaluate(trace, r.packs, *pl.problem, *pl.solver, r.profile, std::move(pl.first), gpu, options, backend);
     progress.finish();
   }
   const ProblemStage& problem = *pl.problem;
@@ -867,6 +868,12 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   progress.start("frontier", 1);
   r.frontier = predicted_frontier(problem, *pl.solver, options.frontier_points);
   progress.finish();
+  if (!ladder) {
+    // Stages 5–6: policy, evaluate (re-planning while a run misses the target).
+    progress.start("evaluation", evaluation_runs_estimate(r.profile, backend));
+    r.evaluation = evaluate(trace, r.packs, problem, *pl.solver, r.profile, std::move(pl.first), gpu, options, backend);
+    progress.finish();
+  }
   r.evaluation.search.deadline_repairs += search.deadline_repairs;
   r.evaluation.search.polish_moves += search.polish_moves;
   r.evaluation.search.greedy_wins += search.greedy_wins;

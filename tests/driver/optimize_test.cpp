@@ -271,7 +271,8 @@ TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   // Launch-bound: the GPU waits on the CPU most of the time, so the models put the packs' energy
   // minimum inside the lowest profiled interval and the probe runs.
   const trace::Trace t = phased_trace(2 * kMs, 30 * kMs);
-  const driver::OptimizeOptions o = options(0.3);
+  driver::OptimizeOptions o = options(0.3);
+  o.target_ladder = false;  // one validation (validate() is the same on every ladder step)
   ScriptedBackend rejected(+1e6, 4);  // the probe measures far worse: not kept
   const driver::OptimizeResult a = driver::optimize(t, {}, a100(), o, rejected);
   ASSERT_EQ(a.evaluation.validation.probe_runs, 1) << "the trace must trigger the probe";
@@ -363,13 +364,20 @@ class RecordingBackend final : public runtime::OptimizeBackend {
 /// Stage 3½: at most kRefineRounds rounds, each asking only for option clocks not yet measured,
 /// at most kRefineProfilesPerPack new clocks per pack in all; what was measured is what the result
 /// counts, and the kept plan's clocks are measured ones wherever the budget allowed.
+/// On the target ladder (the simulated device's default) each of its S steps refines in at most
+/// kRefineRounds rounds, and each further step may add one more clock per pack.
 TEST(Optimize, RefinementMeasuresWhereThePlanDecidesWithinItsBudget) {
   const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  for (const bool ladder : {false, true})
   for (const double slowdown : {0.02, 0.1}) {
     RecordingBackend b;
-    const driver::OptimizeResult r = driver::optimize(t, {}, a100(), options(slowdown), b);
+    driver::OptimizeOptions o = options(slowdown);
+    o.target_ladder = ladder;
+    const driver::OptimizeResult r = driver::optimize(t, {}, a100(), o, b);
+    const std::size_t steps = ladder ? (slowdown == 0.02 ? 5 : 9) : 1;  // 0, .25, .5, 1, 2 (, 3, 5, 7.5, 10) %
+    ASSERT_EQ(r.evaluation.ladder.size(), ladder ? steps : 0);
     ASSERT_GE(b.asked.size(), 1u) << slowdown;
-    ASSERT_LE(b.asked.size(), static_cast<std::size_t>(driver::kRefineRounds));
+    ASSERT_LE(b.asked.size(), steps * static_cast<std::size_t>(driver::kRefineRounds));
     EXPECT_EQ(r.profile.refinement_rounds, static_cast<int>(b.asked.size()));
     const std::size_t P = r.packs.packing.packs.size();
     std::int64_t asked = 0;
@@ -384,7 +392,8 @@ TEST(Optimize, RefinementMeasuresWhereThePlanDecidesWithinItsBudget) {
           seen.push_back(f), ++asked;
         }
       }
-      EXPECT_LE(seen.size(), r.profile.profiled_clocks_mhz.size() + driver::kRefineProfilesPerPack) << "pack " << p;
+      EXPECT_LE(seen.size(), r.profile.profiled_clocks_mhz.size() + driver::kRefineProfilesPerPack + steps - 1)
+          << "pack " << p;
       EXPECT_EQ(r.profile.measured.points[p].size(), seen.size());
     }
     EXPECT_EQ(r.profile.refinement_profiles, asked);
@@ -411,6 +420,7 @@ TEST(Optimize, ReportsProgressStageByStageWithoutChangingTheResult) {
   const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
   RecordingSink sink;
   driver::OptimizeOptions o = options(0.05);
+  o.target_ladder = false;  // the ladder's progress: ReportsProgressOnTheLadder
   o.progress = &sink;
   const driver::OptimizeResult r = driver::optimize(t, {}, a100(), o);
   std::vector<std::string> stages;
@@ -438,9 +448,30 @@ TEST(Optimize, ReportsProgressStageByStageWithoutChangingTheResult) {
   EXPECT_EQ(evaluation.size(), runs + 2);
   EXPECT_EQ(evaluation[evaluation.size() - 2].done, static_cast<std::int64_t>(runs));
   // Reporting changes nothing.
-  const driver::OptimizeResult quiet = driver::optimize(t, {}, a100(), options(0.05));
+  driver::OptimizeOptions q = options(0.05);
+  q.target_ladder = false;
+  const driver::OptimizeResult quiet = driver::optimize(t, {}, a100(), q);
   EXPECT_EQ(quiet.evaluation.plan.choice, r.evaluation.plan.choice);
   EXPECT_EQ(quiet.evaluation.emo.time_ns, r.evaluation.emo.time_ns);
+  EXPECT_EQ(quiet.evaluation.emo.energy_j, r.evaluation.emo.energy_j);
+}
+
+/// Progress on the target ladder: packing, profiling, then one evaluation stage that holds every
+/// step's refinement and runs (its total an upper bound: done never passes it), then the frontier.
+TEST(Optimize, ReportsProgressOnTheLadder) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  RecordingSink sink;
+  driver::OptimizeOptions o = options(0.05);
+  o.progress = &sink;
+  const driver::OptimizeResult r = driver::optimize(t, {}, a100(), o);
+  std::vector<std::string> stages;
+  for (const auto& c : sink.calls) {
+    if (stages.empty() || stages.back() != c.stage) stages.push_back(c.stage);
+    EXPECT_LE(c.done, c.total) << c.stage;
+  }
+  EXPECT_EQ(stages, (std::vector<std::string>{"packing", "profiling", "evaluation", "frontier"}));
+  EXPECT_EQ(r.evaluation.ladder.size(), 7u);
+  const driver::OptimizeResult quiet = driver::optimize(t, {}, a100(), options(0.05));
   EXPECT_EQ(quiet.evaluation.emo.energy_j, r.evaluation.emo.energy_j);
 }
 
