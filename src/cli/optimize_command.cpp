@@ -35,10 +35,10 @@
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 #include "timing/analysis.h"
-#include "driver/job_compare.h"
-#include "driver/job_solve.h"
+#include "job/job_compare.h"
+#include "job/job_solve.h"
 #include "output/analysis_output.h"
-#include "driver/load_job.h"
+#include "job/load_job.h"
 
 namespace emo::cli {
 namespace {
@@ -61,10 +61,10 @@ struct OptimizeCliOptions {
   bool true_optimum = false;     ///< Also the exact optimum with true costs (simulated device only).
   bool quiet = false;            ///< No progress bar.
   bool compare_independent = false;  ///< A linked job: also each rank optimised alone, run together.
-  bool mpi = false;              ///< Load the traces across MPI processes (driver/load_job.h).
+  bool mpi = false;              ///< Load the traces across MPI processes (job/load_job.h).
   bool example = false;          ///< --example: the bundled example trace (apply_example).
   int load_threads = 0;          ///< Loading threads per process (0 = one per core).
-  std::string solve = "auto";    ///< A job: joint, decomposed, or auto (driver/job_solve.h).
+  std::string solve = "auto";    ///< A job: joint, decomposed, or auto (job/job_solve.h).
   int solve_threads = 0;         ///< Ranks solved at once by the decomposed solve (0 = one per core).
   std::vector<std::string> command;  ///< After `--`.
 };
@@ -346,7 +346,7 @@ std::optional<driver::JobPorts> decomposed_job(const OptimizeCliOptions& o, bool
   return driver::job_ports(digests, trace::link_ranks(digests, lo));
 }
 
-/// The decomposed solve of the job `jp` (driver/job_solve.h): prints its text, adds its JSON to
+/// The decomposed solve of the job `jp` (job/job_solve.h): prints its text, adds its JSON to
 /// `docs`, writes its policy. `traces` are the ranks' (a plain run); with --mpi the ranks are
 /// reduced and solved by the processes that loaded them (`share`, process 0's).
 void run_decomposed(const driver::JobPorts& jp, std::vector<trace::Trace> traces, const OptimizeCliOptions& o,

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "driver/job_compare.h"
-#include "driver/job_solve.h"
+#include "job/job_compare.h"
+#include "job/job_solve.h"
 #include "driver/optimize.h"
 #include "driver/true_optimum.h"
 #include "output/html_report.h"
@@ -43,7 +43,7 @@ nlohmann::json to_json(const driver::JobComparison& c);
 /// The text of a JobComparison, every figure labelled [SIMULATED].
 std::string to_text(const driver::JobComparison& c);
 
-/// JSON of a decomposed joint solve (driver/job_solve.h): the schedules, the target, per rank
+/// JSON of a decomposed joint solve (job/job_solve.h): the schedules, the target, per rank
 /// its packs, pins, wait, mean clock and own savings. Every figure simulated ("simulated": true).
 nlohmann::json to_json(const driver::DecomposedSolve& d);
 /// The text of a decomposed joint solve, every figure labelled [SIMULATED]; at most 16 rank rows.

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/job_solve.h"
+#include "job/job_solve.h"
 #include "graph/dep_graph.h"
 #include "support/job_generator.h"
 #include "test_data.h"

@@ -8,8 +8,8 @@
 #include <map>
 #include <vector>
 
-#include "driver/job_compare.h"
-#include "driver/job_solve.h"
+#include "job/job_compare.h"
+#include "job/job_solve.h"
 #include "graph/dep_graph.h"
 #include "timing/timing.h"
 #include "driver/optimize.h"
@@ -107,7 +107,7 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   EXPECT_LE(c.joint.energy_j, c.independent.energy_j * 1.002);
   EXPECT_LT(c.joint.energy_j, c.baseline.energy_j);
 
-  // The decomposed solve (driver/job_solve.h) of the same job: each rank against its collectives'
+  // The decomposed solve (job/job_solve.h) of the same job: each rank against its collectives'
   // pinned times. Run together on the joint graph it keeps the job's target, the waiting ranks run
   // slower than the straggler, and it gives up little against the joint plan (both run alike:
   // ideal switching, same device and seed; measured +2.6 % here, +1.7 % on the 8-rank job of

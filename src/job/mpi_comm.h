@@ -1,5 +1,5 @@
-// Messages between the processes of MPI_COMM_WORLD, shared by driver/load_job.cpp (loading) and
-// driver/job_solve.cpp (the decomposed solve). Internal to src/driver, and only built with MPI
+// Messages between the processes of MPI_COMM_WORLD, shared by job/load_job.cpp (loading) and
+// job/job_solve.cpp (the decomposed solve). Internal to src/driver, and only built with MPI
 // (EMO_WITH_MPI); no MPI type appears here.
 #pragma once
 
@@ -45,7 +45,7 @@ void send_bytes(const std::string& bytes, int dest, int tag);
 std::string recv_bytes(int source, int tag);
 inline constexpr int kSizeTag = 1000;
 
-/// The decomposed solve's messages (driver/job_solve.cpp): process 0 sends each other process a
+/// The decomposed solve's messages (job/job_solve.cpp): process 0 sends each other process a
 /// command (kTagCommand): kDone (finish), kAbort (another process failed: exit 2), or a round of
 /// rank solves; each answers a round on kTagReply.
 inline constexpr int kTagCommand = 1604, kTagReply = 1605;

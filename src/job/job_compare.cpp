@@ -1,9 +1,9 @@
-#include "driver/job_compare.h"
+#include "job/job_compare.h"
 
 #include <stdexcept>
 
 #include "driver/front_end.h"
-#include "driver/job_solve.h"
+#include "job/job_solve.h"
 #include "runtime/sim_backend.h"
 #include "trace/job.h"
 

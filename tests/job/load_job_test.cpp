@@ -1,6 +1,6 @@
 // driver::load_traces: the traces in the order given, the same whatever the thread count, and the
 // error of the lowest-index failing file, whatever the thread count and timing.
-#include "driver/load_job.h"
+#include "job/load_job.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The decomposed solve's promises (driver/job_solve.h; issue 29), as properties over generated
+// The decomposed solve's promises (job/job_solve.h; issue 29), as properties over generated
 // jobs: SYNTHETIC jobs of 2–6 ranks (tests/support/job_generator.h) derived from small random
 // traces with NCCL kernels (tests/support/random_trace.h), with and without a straggler, at
 // several targets. No real data: the sources are generated, so these always run.
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/job_solve.h"
+#include "job/job_solve.h"
 #include "graph/dep_graph.h"
 #include "model/gpu_catalog.h"
 #include "support/job_generator.h"

@@ -31,7 +31,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "driver/load_job.h"
+#include "job/load_job.h"
 #include "driver/optimize.h"
 #include "trace/job.h"
 #include "policy/policy.h"

@@ -1,4 +1,4 @@
-#include "driver/mpi_comm.h"
+#include "job/mpi_comm.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "driver/job_solve.h"
+#include "job/job_solve.h"
 
 #include <algorithm>
 #include <atomic>
@@ -31,7 +31,7 @@
 #ifdef EMO_WITH_MPI
 #include <nlohmann/json.hpp>
 
-#include "driver/mpi_comm.h"
+#include "job/mpi_comm.h"
 #include "model/gpu_catalog.h"
 #endif
 

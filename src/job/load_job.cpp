@@ -1,4 +1,4 @@
-#include "driver/load_job.h"
+#include "job/load_job.h"
 
 #include <algorithm>
 #include <atomic>
@@ -20,7 +20,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
-#include "driver/mpi_comm.h"
+#include "job/mpi_comm.h"
 #endif
 
 namespace emo::driver {
