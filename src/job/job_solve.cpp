@@ -35,9 +35,9 @@
 #include "model/gpu_catalog.h"
 #endif
 
-namespace emo::driver {
+namespace emo::job {
 
-std::vector<double> op_clocks(const trace::Trace& t, const OptimizeResult& r) {
+std::vector<double> op_clocks(const trace::Trace& t, const driver::OptimizeResult& r) {
   const graph::DepGraph& g = r.packs.analysis.graph;
   const std::vector<double> node = runtime::node_clocks(g, r.packs.packing, r.plan().pack_clock_mhz);
   std::vector<double> out(t.ops.size(), 0.0);
@@ -45,7 +45,7 @@ std::vector<double> op_clocks(const trace::Trace& t, const OptimizeResult& r) {
   return out;
 }
 
-Evaluated run_job_plan(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
+driver::Evaluated run_job_plan(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
                        std::uint64_t seed, const std::vector<double>& node_clock_mhz) {
   runtime::SimDeviceOptions dev_opts;
   dev_opts.seed = seed;
@@ -116,7 +116,7 @@ struct RankRun {
   double above_idle_j = 0;
 };
 
-/// What the job keeps of one rank's solve (its OptimizeResult is dropped: it holds the graph).
+/// What the job keeps of one rank's solve (its driver::OptimizeResult is dropped: it holds the graph).
 struct RankPlan {
   policy::GpuPolicy section;
   policy::Policy policy;                  // its own, for the job policy's header (rank 0's)
@@ -180,11 +180,11 @@ RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::Si
 /// Step 2 for one rank at `position` in the job: its trace against `cut`, then its plan (and, with
 /// `statics`, the max clock) run on its own graph and reduced to its ports.
 RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, const model::GpuSpec& gpu,
-                    const OptimizeOptions& options, std::size_t position, bool statics) {
-  OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
+                    const driver::OptimizeOptions& options, std::size_t position, bool statics) {
+  driver::OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
   o.progress = nullptr;
   t.meta.cut = cut;
-  const OptimizeResult r = optimize(t, graph::Window{}, gpu, o);
+  const driver::OptimizeResult r = driver::optimize(t, graph::Window{}, gpu, o);
   t.meta.cut = {};
   RankPlan p;
   const std::vector<double> clock_of_row = op_clocks(t, r);
@@ -274,7 +274,7 @@ const char* round_label(int round) { return round == 0 ? "ranks (decomposed solv
 class LocalRanks {
  public:
   LocalRanks(std::vector<trace::Trace>& traces, std::vector<std::size_t> position, std::vector<trace::JobCut> open,
-             const model::GpuSpec& gpu, const OptimizeOptions& options, const DecomposedOptions& how)
+             const model::GpuSpec& gpu, const driver::OptimizeOptions& options, const DecomposedOptions& how)
       : traces_(traces), position_(std::move(position)), open_(std::move(open)), gpu_(gpu), options_(options), how_(how) {
     if (open_.size() != traces_.size() || position_.size() != traces_.size()) {
       throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
@@ -315,13 +315,13 @@ class LocalRanks {
   std::vector<std::size_t> position_;
   std::vector<trace::JobCut> open_;
   const model::GpuSpec& gpu_;
-  OptimizeOptions options_;
+  driver::OptimizeOptions options_;
   DecomposedOptions how_;
 };
 
 /// Each rank's own options (file comment, step 2): the job's, with its share of the target.
-OptimizeOptions rank_options(const OptimizeOptions& options) {
-  OptimizeOptions o = options;
+driver::OptimizeOptions rank_options(const driver::OptimizeOptions& options) {
+  driver::OptimizeOptions o = options;
   o.max_slowdown = options.max_slowdown * kRankShare;
   o.target_ladder = false;  // a rank's pinned solve: at its share alone (the ladder's cost × ranks)
   return o;
@@ -336,13 +336,13 @@ std::vector<timing::RankPorts> rank_ports(const JobPorts& jp, const std::vector<
 
 /// The job timed from one reduction per rank (`run[r]`), on the simulated device: energy = every
 /// rank's GPU idle power over the makespan + its ops' energy above idle (as runtime::run_on_sim).
-Evaluated evaluate(const JobPorts& jp, const std::vector<const RankRun*>& run, const model::GpuSpec& gpu,
+driver::Evaluated evaluate(const JobPorts& jp, const std::vector<const RankRun*>& run, const model::GpuSpec& gpu,
                    timing::JobTiming* timing_out = nullptr) {
   const std::vector<timing::RankPorts> ranks = rank_ports(jp, run);
   double above = 0;
   for (const RankRun* r : run) above += r->above_idle_j;
   timing::JobTiming jt = timing::time_job(ranks, jp.instances);
-  Evaluated e{jt.makespan_ns, above + gpu.idle_power_w * static_cast<double>(jt.makespan_ns) * 1e-9 * static_cast<double>(run.size()), 0};
+  driver::Evaluated e{jt.makespan_ns, above + gpu.idle_power_w * static_cast<double>(jt.makespan_ns) * 1e-9 * static_cast<double>(run.size()), 0};
   if (timing_out != nullptr) *timing_out = std::move(jt);
   return e;
 }
@@ -405,9 +405,9 @@ std::vector<double> common_clocks(const std::vector<RankPlan>& plans, double f_m
 /// The cheapest static clock within the target among `clocks_mhz` (descending, below the max; the
 /// max clock is `baseline`), from the max down until one misses (a lower clock is never faster),
 /// asking the ranks kStaticBatch clocks at a time. nullopt: none fits.
-std::optional<Evaluated> best_static(const JobPorts& jp, RankWorker& worker, const std::vector<double>& clocks_mhz,
-                                     const Evaluated& baseline, const model::GpuSpec& gpu, TimeNs target_ns) {
-  std::optional<Evaluated> best;
+std::optional<driver::Evaluated> best_static(const JobPorts& jp, RankWorker& worker, const std::vector<double>& clocks_mhz,
+                                     const driver::Evaluated& baseline, const model::GpuSpec& gpu, TimeNs target_ns) {
+  std::optional<driver::Evaluated> best;
   if (baseline.time_ns <= target_ns) best = baseline;
   for (std::size_t from = 0; from < clocks_mhz.size(); from += kStaticBatch) {
     const std::vector<double> batch(clocks_mhz.begin() + static_cast<std::ptrdiff_t>(from),
@@ -416,7 +416,7 @@ std::optional<Evaluated> best_static(const JobPorts& jp, RankWorker& worker, con
     for (std::size_t k = 0; k < batch.size(); ++k) {
       std::vector<const RankRun*> run;
       for (const auto& r : runs) run.push_back(&r.at(k));
-      Evaluated e = evaluate(jp, run, gpu);
+      driver::Evaluated e = evaluate(jp, run, gpu);
       if (e.time_ns > target_ns) return best;
       e.clock_mhz = batch[k];
       if (!best || e.energy_j < best->energy_j) best = e;
@@ -426,7 +426,7 @@ std::optional<Evaluated> best_static(const JobPorts& jp, RankWorker& worker, con
 }
 
 /// The steps of the file comment on the job `jp`, the ranks reduced and solved by `worker`.
-DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const OptimizeOptions& options, RankWorker& worker) {
+DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const driver::OptimizeOptions& options, RankWorker& worker) {
   DecomposedSolve out;
   out.max_slowdown = options.max_slowdown;
   const std::size_t n = jp.open.size();
@@ -462,7 +462,7 @@ DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const O
       }
       out.baseline = evaluate(jp, view, gpu);
       out.baseline.clock_mhz = gpu.max_sm_clock_mhz();
-      out.target_ns = target_of(out.baseline.time_ns, options.max_slowdown);
+      out.target_ns = driver::target_of(out.baseline.time_ns, options.max_slowdown);
     }
     for (std::size_t r = 0; r < n; ++r) view[r] = &plans[r].plan;
     out.plan = evaluate(jp, view, gpu);
@@ -513,7 +513,7 @@ class LocalWorker : public RankWorker {
 }  // namespace
 
 DecomposedSolve solve_decomposed(const JobPorts& ports, std::vector<trace::Trace> rank_traces, const model::GpuSpec& gpu,
-                                 const OptimizeOptions& options, const DecomposedOptions& how) {
+                                 const driver::OptimizeOptions& options, const DecomposedOptions& how) {
   if (rank_traces.size() != ports.open.size()) throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
   std::vector<std::size_t> position(rank_traces.size());
   for (std::size_t i = 0; i < position.size(); ++i) position[i] = i;
@@ -625,7 +625,7 @@ std::vector<std::size_t> positions_of(std::size_t p, std::size_t k, std::size_t 
 /// (exchange).
 class MpiWorker : public RankWorker {
  public:
-  MpiWorker(MpiShare& share, const JobPorts& jp, const model::GpuSpec& gpu, const OptimizeOptions& options,
+  MpiWorker(MpiShare& share, const JobPorts& jp, const model::GpuSpec& gpu, const driver::OptimizeOptions& options,
             const DecomposedOptions& how)
       : share_(share), jp_(jp), gpu_(gpu),
         own_(share.traces, positions_of(0, share.processes, jp.open.size()), part(jp.open, 0), gpu, rank_options(options), how) {}
@@ -720,7 +720,7 @@ class MpiWorker : public RankWorker {
 /// A process other than 0: its ranks, once process 0 has sent their ports.
 class Served {
  public:
-  Served(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how)
+  Served(MpiShare& share, const driver::OptimizeOptions& options, const DecomposedOptions& how)
       : share_(share), options_(options), how_(how) {}
 
   /// Its answer to `command` (kPorts or kRound + CBOR): kAnswer + CBOR, or kFailed + the error.
@@ -766,7 +766,7 @@ class Served {
   }
 
   MpiShare& share_;
-  OptimizeOptions options_;
+  driver::OptimizeOptions options_;
   DecomposedOptions how_;
   std::vector<trace::JobCut> open_;
   const model::GpuSpec* gpu_ = nullptr;
@@ -776,7 +776,7 @@ class Served {
 }  // namespace
 
 DecomposedSolve solve_decomposed_mpi(const JobPorts& ports, MpiShare& share, const model::GpuSpec& gpu,
-                                     const OptimizeOptions& options, const DecomposedOptions& how) {
+                                     const driver::OptimizeOptions& options, const DecomposedOptions& how) {
   try {
     if (!share.active() || share.process != 0) throw std::invalid_argument("solve_decomposed_mpi: not process 0 of a kept MPI load");
     if (ports.open.size() != share.paths.size()) throw std::invalid_argument("solve_decomposed_mpi: one trace per rank of the job expected");
@@ -790,7 +790,7 @@ DecomposedSolve solve_decomposed_mpi(const JobPorts& ports, MpiShare& share, con
   }
 }
 
-void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how) {
+void serve_decomposed_mpi(MpiShare& share, const driver::OptimizeOptions& options, const DecomposedOptions& how) {
   Served served(share, options, how);
   while (share.active()) {
     const std::string command = mpi::recv_bytes(0, mpi::kTagCommand);
@@ -809,15 +809,15 @@ void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const
 
 #else
 
-DecomposedSolve solve_decomposed_mpi(const JobPorts&, MpiShare&, const model::GpuSpec&, const OptimizeOptions&,
+DecomposedSolve solve_decomposed_mpi(const JobPorts&, MpiShare&, const model::GpuSpec&, const driver::OptimizeOptions&,
                                      const DecomposedOptions&) {
   throw InputError("--mpi", "emo was built without MPI");
 }
 
-void serve_decomposed_mpi(MpiShare&, const OptimizeOptions&, const DecomposedOptions&) {
+void serve_decomposed_mpi(MpiShare&, const driver::OptimizeOptions&, const DecomposedOptions&) {
   throw InputError("--mpi", "emo was built without MPI");
 }
 
 #endif
 
-}  // namespace emo::driver
+}  // namespace emo::job

@@ -1,5 +1,5 @@
 // The decomposed joint solve of a job of many ranks (docs/multi-rank.md, "Decomposed solve";
-// issue 16). The joint solve (optimize() on the linked trace) is one problem over every rank's
+// issue 16). The joint solve (driver::optimize() on the linked trace) is one problem over every rank's
 // packs; its cost grows about as N^3.4 with the ranks (16 ranks: ~10 min), so it stops at a few
 // tens of ranks. Ranks are coupled only through their collectives, so the job decomposes:
 //
@@ -15,7 +15,7 @@
 //      (trace::JobCut): each collective's transfer takes T_c and starts at L'_c — no earlier (the
 //      others arrive then), no later (they would wait) — and the rank ends by the job's end. Its
 //      slack before each collective (L'_c minus its own arrival) is its to spend. Solved by the
-//      single-trace optimize() with no further slowdown (its baseline already ends at the job's end).
+//      single-trace driver::optimize() with no further slowdown (its baseline already ends at the job's end).
 //   3. Every rank arrives at every collective by L'_c, so every transfer starts by L'_c and the job
 //      ends by w + (1 + s) M0: the plans compose. Each rank runs its plan on its own graph on the
 //      simulated device (ideal switching; its own noise draws) and reduces the run to its ports;
@@ -37,17 +37,17 @@
 #include "policy/policy.h"
 #include "trace/trace.h"
 
-namespace emo::driver {
+namespace emo::job {
 
 /// Per op row of `t`: the clock (MHz) of its pack in `r`'s kept plan; 0 outside every pack.
-/// `r` must come from optimize() on `t`.
-std::vector<double> op_clocks(const trace::Trace& t, const OptimizeResult& r);
+/// `r` must come from driver::optimize() on `t`.
+std::vector<double> op_clocks(const trace::Trace& t, const driver::OptimizeResult& r);
 
 /// One schedule of the linked job `job` run on its graph `g` (build_graph(job)) on a simulated
 /// `gpu` (device seed `seed`, run noise seed + 1, as SimBackend): `node_clock_mhz` per node of g
 /// (0 for host nodes), every op at its clock from its start (ideal switching: no switch latency).
 /// Every figure is simulated. Throws what runtime::run_on_sim throws.
-Evaluated run_job_plan(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
+driver::Evaluated run_job_plan(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
                        std::uint64_t seed, const std::vector<double>& node_clock_mhz);
 
 /// Per node of `g`: `f_mhz` for GPU nodes, 0 for host nodes (a static schedule for run_job_plan).
@@ -102,13 +102,13 @@ struct DecomposedSolve {
   double pin_stretch = 0;          ///< The collectives' stretch of the last round (step 1).
   double rank_slowdown = 0;        ///< Each rank's own share (kRankShare × max_slowdown).
   int rounds = 0;                  ///< 1, or 2 when the first composed plan missed the target.
-  Evaluated own_plan;              ///< The composed plan (before the static comparison).
-  Evaluated static_best;           ///< The cheapest static clock within the target, among the clocks the
-                                   ///< ranks' solves offered (optimize()'s static curve; clock_mhz 0: none).
+  driver::Evaluated own_plan;              ///< The composed plan (before the static comparison).
+  driver::Evaluated static_best;           ///< The cheapest static clock within the target, among the clocks the
+                                   ///< ranks' solves offered (driver::optimize()'s static curve; clock_mhz 0: none).
   bool static_kept = false;        ///< It was cheaper (or the composed plan missed): the policy locks it.
   TimeNs model_makespan_ns = 0;    ///< M0: the job timed at the recorded (max-clock) durations.
-  Evaluated baseline;              ///< Every GPU at its max clock.
-  Evaluated plan;                  ///< The kept plan (composed, or the static clock).
+  driver::Evaluated baseline;              ///< Every GPU at its max clock.
+  driver::Evaluated plan;                  ///< The kept plan (composed, or the static clock).
   TimeNs target_ns = 0;            ///< baseline × (1 + max_slowdown), floored.
   std::int64_t collectives_pinned = 0;  ///< Linked collective instances (step 1's variables).
   std::int64_t cycle_breaks = 0;   ///< Instances timed before their predecessors (timing::JobTiming).
@@ -137,12 +137,12 @@ std::uint64_t rank_noise_seed(std::uint64_t seed, std::size_t position);
 
 /// Solves the job `ports` (job_ports of the digests of `rank_traces`, which are the ranks' traces
 /// in the job's order) by decomposition (file comment), each rank with `options` (its max_slowdown
-/// is the job's; seed and profiling as optimize()) on a simulated `gpu`, on how.threads threads.
+/// is the job's; seed and profiling as driver::optimize()) on a simulated `gpu`, on how.threads threads.
 /// No trace is merged and no graph of the whole job built: a rank's graph lives while it is solved
 /// or reduced. Throws std::invalid_argument when the traces do not match `ports`, and what
-/// optimize() throws.
+/// driver::optimize() throws.
 DecomposedSolve solve_decomposed(const JobPorts& ports, std::vector<trace::Trace> rank_traces, const model::GpuSpec& gpu,
-                                 const OptimizeOptions& options, const DecomposedOptions& how = {});
+                                 const driver::OptimizeOptions& options, const DecomposedOptions& how = {});
 
 /// solve_decomposed with the ranks reduced and solved by the processes of an MPI job (`emo optimize
 /// --mpi`), on process 0; every other process runs serve_decomposed_mpi meanwhile. `share` is
@@ -155,7 +155,7 @@ DecomposedSolve solve_decomposed(const JobPorts& ports, std::vector<trace::Trace
 /// std::invalid_argument when `share` is not process 0's.
 /// Built without MPI: InputError("--mpi", "emo was built without MPI").
 DecomposedSolve solve_decomposed_mpi(const JobPorts& ports, MpiShare& share, const model::GpuSpec& gpu,
-                                     const OptimizeOptions& options, const DecomposedOptions& how = {});
+                                     const driver::OptimizeOptions& options, const DecomposedOptions& how = {});
 
 /// A process other than 0 of an MPI job after load_own_traces_mpi(…, share): answers process 0's
 /// commands — send its traces (gather_traces_mpi), reduce its ranks to ports, solve a round of
@@ -163,6 +163,6 @@ DecomposedSolve solve_decomposed_mpi(const JobPorts& ports, MpiShare& share, con
 /// told to finish (returns, share released) or that another process failed (throws
 /// MpiPeerFailed; the caller exits 2 silently). `options` are the job's, as process 0's.
 /// Built without MPI: InputError("--mpi", "emo was built without MPI").
-void serve_decomposed_mpi(MpiShare& share, const OptimizeOptions& options, const DecomposedOptions& how = {});
+void serve_decomposed_mpi(MpiShare& share, const driver::OptimizeOptions& options, const DecomposedOptions& how = {});
 
-}  // namespace emo::driver
+}  // namespace emo::job

@@ -23,7 +23,7 @@
 #include "job/mpi_comm.h"
 #endif
 
-namespace emo::driver {
+namespace emo::job {
 namespace {
 
 /// The traces loaded, or the lowest index that failed (== paths.size() when none) and its error.
@@ -233,4 +233,4 @@ void MpiShare::release(bool) {}
 
 #endif
 
-}  // namespace emo::driver
+}  // namespace emo::job

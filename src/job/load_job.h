@@ -12,7 +12,7 @@
 #include "trace/job.h"
 #include "trace/trace.h"
 
-namespace emo::driver {
+namespace emo::job {
 
 struct LoadOptions {
   int threads = 0;      ///< Loading threads per process: 0 = hardware concurrency; at most one per file.
@@ -85,4 +85,4 @@ std::vector<trace::Trace> gather_traces_mpi(MpiShare& share);
 /// to process 0 in the order of its paths, and drops them.
 void send_own_traces_mpi(MpiShare& share);
 
-}  // namespace emo::driver
+}  // namespace emo::job

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 
-namespace emo::driver::mpi {
+namespace emo::job::mpi {
 namespace {
 
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // well under MPI's 2^31 - 1 count
@@ -96,4 +96,4 @@ void throw_decoded(const std::string& s) {
   throw std::runtime_error(body);
 }
 
-}  // namespace emo::driver::mpi
+}  // namespace emo::job::mpi

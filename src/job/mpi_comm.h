@@ -1,5 +1,5 @@
 // Messages between the processes of MPI_COMM_WORLD, shared by job/load_job.cpp (loading) and
-// job/job_solve.cpp (the decomposed solve). Internal to src/driver, and only built with MPI
+// job/job_solve.cpp (the decomposed solve). Internal to src/job, and only built with MPI
 // (EMO_WITH_MPI); no MPI type appears here.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <exception>
 #include <string>
 
-namespace emo::driver::mpi {
+namespace emo::job::mpi {
 
 /// MPI_Init when MPI is not initialised yet. MPI_Finalize at the end of the scope when this object
 /// called MPI_Init, unless keep() or finalize_at_exit() moved that elsewhere.
@@ -59,4 +59,4 @@ std::string encode_error(const std::exception_ptr& e);
 /// Throws what encode_error encoded: InputError(path, problem), or std::runtime_error(what).
 [[noreturn]] void throw_decoded(const std::string& s);
 
-}  // namespace emo::driver::mpi
+}  // namespace emo::job::mpi

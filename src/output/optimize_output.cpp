@@ -478,9 +478,9 @@ std::string schedule_row(const char* name, const driver::Evaluated& e, const dri
 
 }  // namespace
 
-nlohmann::json to_json(const driver::JobComparison& c) {
+nlohmann::json to_json(const job::JobComparison& c) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const driver::RankAlone& r : c.ranks) {
+  for (const job::RankAlone& r : c.ranks) {
     ranks.push_back({{"rank", r.rank}, {"packs", r.packs}, {"savings", r.savings}, {"slowdown", r.slowdown}});
   }
   return {{"baseline", schedule_json(c.baseline, c.baseline, c.target_ns)},
@@ -492,7 +492,7 @@ nlohmann::json to_json(const driver::JobComparison& c) {
           {"simulated", c.simulated}};
 }
 
-std::string to_text(const driver::JobComparison& c) {
+std::string to_text(const job::JobComparison& c) {
   auto row = [&](const char* name, const driver::Evaluated& e) {
     return schedule_row(name, e, c.baseline, c.target_ns, c.simulated);
   };
@@ -503,7 +503,7 @@ std::string to_text(const driver::JobComparison& c) {
   out += row("joint (EMO)", c.joint);
   out += row("independent (each rank alone)", c.independent);
   std::string alone;
-  for (const driver::RankAlone& r : c.ranks) {
+  for (const job::RankAlone& r : c.ranks) {
     alone += fmt::format("{}rank {} {:.1f}%/{:+.2f}%", alone.empty() ? "" : ", ", r.rank, 100 * r.savings, 100 * r.slowdown);
   }
   out += fmt::format("  target {}; each rank alone, on its own trace (savings/slowdown): {}\n",
@@ -511,9 +511,9 @@ std::string to_text(const driver::JobComparison& c) {
   return out;
 }
 
-nlohmann::json to_json(const driver::DecomposedSolve& d) {
+nlohmann::json to_json(const job::DecomposedSolve& d) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const driver::RankSolve& r : d.ranks) {
+  for (const job::RankSolve& r : d.ranks) {
     ranks.push_back({{"rank", r.rank},
                      {"packs", r.packs},
                      {"collectives_pinned", r.pinned},
@@ -545,7 +545,7 @@ nlohmann::json to_json(const driver::DecomposedSolve& d) {
           {"simulated", d.simulated}};
 }
 
-std::string to_text(const driver::DecomposedSolve& d) {
+std::string to_text(const job::DecomposedSolve& d) {
   std::string out = fmt::format(
       "decomposed joint solve of {} ranks (docs/multi-rank.md): {} collectives pinned at their max-clock start "
       "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; each rank's plan run "
@@ -571,7 +571,7 @@ std::string to_text(const driver::DecomposedSolve& d) {
                      "mean clock", "own savings");
   constexpr std::size_t kShown = 16;
   for (std::size_t i = 0; i < d.ranks.size() && i < kShown; ++i) {
-    const driver::RankSolve& r = d.ranks[i];
+    const job::RankSolve& r = d.ranks[i];
     out += fmt::format("  {:>6} {:>6} {:>7} {:>14} {:>7.0f} MHz {:>11.2f}%{}\n", r.rank, r.packs, r.pinned,
                        format_duration(r.wait_ns), r.mean_clock_mhz, 100 * r.own_savings,
                        r.own_met ? "" : " (its own run missed)");

@@ -101,7 +101,7 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   // Each rank optimised alone, run together: the joint plan is within the target and not
   // costlier (up to the simulated device's noise, 0.2 %).
   std::vector<trace::Trace> alone = job_ranks(source);
-  const driver::JobComparison c = driver::compare_with_independent(job, r, alone, gpu, opts);
+  const job::JobComparison c = job::compare_with_independent(job, r, alone, gpu, opts);
   EXPECT_TRUE(c.simulated);
   EXPECT_LE(c.joint.time_ns, c.target_ns);
   EXPECT_LE(c.joint.energy_j, c.independent.energy_j * 1.002);
@@ -115,8 +115,8 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   std::vector<trace::Trace> ranks = job_ranks(source);
   std::vector<trace::RankDigest> digests;
   for (const trace::Trace& t : ranks) digests.push_back(trace::digest(t));
-  const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
-  const driver::DecomposedSolve d = driver::solve_decomposed(jp, std::move(ranks), gpu, opts, {.threads = 2});
+  const job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests));
+  const job::DecomposedSolve d = job::solve_decomposed(jp, std::move(ranks), gpu, opts, {.threads = 2});
   EXPECT_TRUE(d.simulated);
   // The same job at the max clock, timed from the ranks' port reductions with each rank's own
   // noise draws instead of the job graph's: within the simulated noise of the makespan (0.1 %).
