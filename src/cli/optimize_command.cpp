@@ -39,6 +39,7 @@
 #include "job/job_solve.h"
 #include "output/analysis_output.h"
 #include "job/load_job.h"
+#include "job/mpi_worker.h"
 
 namespace emo::cli {
 namespace {

@@ -4,12 +4,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <stdexcept>
 #include <thread>
 
 #include <mpi.h>
-
-#include "core/error.h"
 
 namespace emo::job::mpi {
 namespace {
@@ -73,27 +70,6 @@ std::string recv_bytes(int source, int tag) {
     MPI_Recv(bytes.data() + at, count, MPI_BYTE, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
   return bytes;
-}
-
-std::string encode_error(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const InputError& x) {
-    return "I|" + x.path() + "\n" + x.problem();
-  } catch (const std::exception& x) {
-    return std::string("X|") + x.what();
-  } catch (...) {
-    return "X|unknown error";
-  }
-}
-
-void throw_decoded(const std::string& s) {
-  const std::string body = s.substr(2);
-  if (s.starts_with("I|")) {
-    const auto nl = body.find('\n');
-    throw InputError(body.substr(0, nl), nl == std::string::npos ? "" : body.substr(nl + 1));
-  }
-  throw std::runtime_error(body);
 }
 
 }  // namespace emo::job::mpi

@@ -120,10 +120,10 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   EXPECT_TRUE(d.simulated);
   // The same job at the max clock, timed from the ranks' port reductions with each rank's own
   // noise draws instead of the job graph's: within the simulated noise of the makespan (0.1 %).
-  EXPECT_NEAR(static_cast<double>(d.baseline.time_ns), static_cast<double>(c.baseline.time_ns), 1e-3 * static_cast<double>(c.baseline.time_ns));
-  EXPECT_EQ(d.collectives_pinned, job.meta.job.collectives_linked);
-  EXPECT_LE(d.plan.time_ns, d.target_ns) << "the composed plan misses the job's target";
-  EXPECT_LT(d.own_plan.energy_j, d.baseline.energy_j);
+  EXPECT_NEAR(static_cast<double>(d.baseline.run.time_ns), static_cast<double>(c.baseline.time_ns), 1e-3 * static_cast<double>(c.baseline.time_ns));
+  EXPECT_EQ(d.recorded.collectives_pinned, job.meta.job.collectives_linked);
+  EXPECT_LE(d.plan.time_ns, d.baseline.target_ns) << "the composed plan misses the job's target";
+  EXPECT_LT(d.composed.plan.energy_j, d.baseline.run.energy_j);
   ASSERT_EQ(d.ranks.size(), static_cast<std::size_t>(kRanks));
   ASSERT_EQ(d.policy.gpus.size(), static_cast<std::size_t>(kRanks));
   for (int i = 0; i < kRanks; ++i) {
@@ -133,10 +133,10 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
     EXPECT_LT(d.ranks[static_cast<std::size_t>(i)].mean_clock_mhz, d.ranks[kStraggler].mean_clock_mhz) << "rank " << i;
     EXPECT_GT(d.ranks[static_cast<std::size_t>(i)].wait_ns, d.ranks[kStraggler].wait_ns) << "rank " << i;
   }
-  EXPECT_LE(d.own_plan.energy_j, c.joint.energy_j * 1.04) << "the decomposition loses more than 4 % against the joint plan";
+  EXPECT_LE(d.composed.plan.energy_j, c.joint.energy_j * 1.04) << "the decomposition loses more than 4 % against the joint plan";
   std::printf("[ decomposed ] joint %.3f J, decomposed %.3f J (%+.2f %%), baseline %.3f J; slowdown %.3f %%\n",
-              c.joint.energy_j, d.own_plan.energy_j, 100 * (d.own_plan.energy_j / c.joint.energy_j - 1),
-              d.baseline.energy_j, 100 * d.slowdown());
+              c.joint.energy_j, d.composed.plan.energy_j, 100 * (d.composed.plan.energy_j / c.joint.energy_j - 1),
+              d.baseline.run.energy_j, 100 * d.slowdown());
 }
 
 }  // namespace

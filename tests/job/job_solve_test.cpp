@@ -119,29 +119,29 @@ void check(const Case& c) {
   const job::DecomposedSolve& d = o.d;
   std::printf("[ decomposed ] %s: baseline %.4f J %lld ns (whole graph %.4f J %lld ns); composed %.4f J %lld ns; "
               "static best %.0f MHz %.4f J (whole graph %.0f MHz %.4f J); kept %.4f J %lld ns, target %lld ns%s\n",
-              describe(c).c_str(), d.baseline.energy_j, static_cast<long long>(d.baseline.time_ns),
-              o.brute_baseline.energy_j, static_cast<long long>(o.brute_baseline.time_ns), d.own_plan.energy_j,
-              static_cast<long long>(d.own_plan.time_ns), d.static_best.clock_mhz, d.static_best.energy_j,
+              describe(c).c_str(), d.baseline.run.energy_j, static_cast<long long>(d.baseline.run.time_ns),
+              o.brute_baseline.energy_j, static_cast<long long>(o.brute_baseline.time_ns), d.composed.plan.energy_j,
+              static_cast<long long>(d.composed.plan.time_ns), d.static_choice.best.clock_mhz, d.static_choice.best.energy_j,
               o.brute_static.clock_mhz, o.brute_static.energy_j, d.plan.energy_j,
-              static_cast<long long>(d.plan.time_ns), static_cast<long long>(d.target_ns),
-              d.static_kept ? " (static kept)" : "");
+              static_cast<long long>(d.plan.time_ns), static_cast<long long>(d.baseline.target_ns),
+              d.static_choice.kept ? " (static kept)" : "");
   EXPECT_TRUE(d.simulated);
   // The baseline: the same schedule as the second method's max clock, within the noise.
-  EXPECT_NEAR(static_cast<double>(d.baseline.time_ns), static_cast<double>(o.brute_baseline.time_ns),
+  EXPECT_NEAR(static_cast<double>(d.baseline.run.time_ns), static_cast<double>(o.brute_baseline.time_ns),
               kNoise * static_cast<double>(o.brute_baseline.time_ns));
-  EXPECT_NEAR(d.baseline.energy_j, o.brute_baseline.energy_j, kNoise * o.brute_baseline.energy_j);
+  EXPECT_NEAR(d.baseline.run.energy_j, o.brute_baseline.energy_j, kNoise * o.brute_baseline.energy_j);
   // 1. The target, from the baseline; the kept plan within it.
-  EXPECT_EQ(d.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.time_ns) * (1.0 + c.max_slowdown))));
-  EXPECT_LE(d.plan.time_ns, d.target_ns) << "the kept plan misses the target (composed plan "
-                                         << d.own_plan.time_ns << " ns)";
+  EXPECT_EQ(d.baseline.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.run.time_ns) * (1.0 + c.max_slowdown))));
+  EXPECT_LE(d.plan.time_ns, d.baseline.target_ns) << "the kept plan misses the target (composed plan "
+                                         << d.composed.plan.time_ns << " ns)";
   // 2. The cheapest measured within the target.
-  EXPECT_LE(d.plan.energy_j, d.baseline.energy_j);
-  if (d.own_plan.time_ns <= d.target_ns) {
-    EXPECT_LE(d.plan.energy_j, d.own_plan.energy_j) << "a costlier plan kept than the composed plan, which fits";
+  EXPECT_LE(d.plan.energy_j, d.baseline.run.energy_j);
+  if (d.composed.plan.time_ns <= d.baseline.target_ns) {
+    EXPECT_LE(d.plan.energy_j, d.composed.plan.energy_j) << "a costlier plan kept than the composed plan, which fits";
   }
-  if (d.static_best.clock_mhz > 0) {
-    EXPECT_LE(d.plan.energy_j, d.static_best.energy_j) << "a costlier plan kept than the static clock "
-                                                       << d.static_best.clock_mhz << " MHz";
+  if (d.static_choice.best.clock_mhz > 0) {
+    EXPECT_LE(d.plan.energy_j, d.static_choice.best.energy_j) << "a costlier plan kept than the static clock "
+                                                       << d.static_choice.best.clock_mhz << " MHz";
   }
   // 3. Never costlier than the best static clock measured the other way.
   ASSERT_GT(o.brute_static.energy_j, 0) << "the max clock is within the target";
