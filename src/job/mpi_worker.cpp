@@ -42,22 +42,24 @@ class MpiWorker : public RankWorker {
                      how)) {}
 
   std::vector<timing::PortGraph> recorded() override {
-    return exchange<timing::PortGraph>([&](std::size_t q) { return messages::encode({.kind = CommandKind::kPorts, .gpu = gpu_.id, .cuts = part(jp_.open, q)}); },
-                                       [&] { return own_->recorded(); }, messages::decode_ports_reply);
+    return exchange<timing::PortGraph>(
+        [&](std::size_t q) { return command_bytes(CommandKind::kPorts, part(jp_.open, q)); },
+        [&] { return own_->recorded(); }, messages::decode_ports_reply);
   }
 
   std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override {
-    return exchange<RankPlan>([&](std::size_t q) { return messages::encode({.kind = CommandKind::kRound, .gpu = gpu_.id, .cuts = part(cuts, q), .round = round}); },
-                              [&] {
-                                std::vector<trace::JobCut> mine = part(cuts, 0);
-                                return own_->solve(mine, round);
-                              },
-                              messages::decode_plans_reply);
+    return exchange<RankPlan>(
+        [&](std::size_t q) { return command_bytes(CommandKind::kRound, part(cuts, q), round); },
+        [&] {
+          std::vector<trace::JobCut> mine = part(cuts, 0);
+          return own_->solve(mine, round);
+        },
+        messages::decode_plans_reply);
   }
 
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
     std::vector<std::vector<RankRun>> out = exchange<std::vector<RankRun>>(
-        [&](std::size_t) { return messages::encode({.kind = CommandKind::kStatics, .gpu = gpu_.id, .clocks_mhz = clocks_mhz}); },
+        [&](std::size_t) { return command_bytes(CommandKind::kStatics, {}, 0, clocks_mhz); },
         [&] { return own_->statics(clocks_mhz); }, messages::decode_statics_reply);
     for (const std::vector<RankRun>& runs : out) {
       if (runs.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: a static run per clock expected");
@@ -66,6 +68,18 @@ class MpiWorker : public RankWorker {
   }
 
  private:
+  /// The bytes of a command of `kind` on this job's GPU.
+  std::string command_bytes(CommandKind kind, std::vector<trace::JobCut> cuts, int round = 0,
+                            std::vector<double> clocks_mhz = {}) const {
+    Command c;
+    c.kind = kind;
+    c.gpu = gpu_.id;
+    c.cuts = std::move(cuts);
+    c.round = round;
+    c.clocks_mhz = std::move(clocks_mhz);
+    return messages::encode(c);
+  }
+
   /// One step: `command(q)` sent to every other process q, then this process's own part (`own()`,
   /// its ranks in order), then every reply received (`decode(bytes)`, a result per rank of q;
   /// always all of them, so that no process is left sending); the first error (its own, then by
