@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Layering check: every `#include "stage/..."` in src/ points down the pipeline, never up.
-#   core → trace → graph → timing → pack → model → opt → policy → tracer → runtime → driver → output → cli
+#   core → trace → graph → timing → pack → model → opt → policy → tracer → runtime → driver → job → output → cli
 # A file may include its own folder and any folder to its left. Also checks each folder's
 # CMakeLists.txt links only libraries of its own layer or below.
 #   tests/layering_test.sh [SRC_DIR]        check SRC_DIR (default: the repository's src/)
 #   tests/layering_test.sh --self-test      also prove the check fails on a forbidden include
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-LAYERS=(core trace graph timing pack model opt policy tracer runtime driver output cli)
+LAYERS=(core trace graph timing pack model opt policy tracer runtime driver job output cli)
 
 rank_of() {  # rank_of FOLDER -> index in LAYERS, or -1
   local i

@@ -35,10 +35,11 @@
 #include "runtime/nvml.h"
 #include "runtime/nvml_device.h"
 #include "timing/analysis.h"
-#include "driver/job_compare.h"
-#include "driver/job_solve.h"
+#include "job/job_compare.h"
+#include "job/job_solve.h"
 #include "output/analysis_output.h"
-#include "driver/load_job.h"
+#include "job/load_job.h"
+#include "job/mpi_worker.h"
 
 namespace emo::cli {
 namespace {
@@ -61,10 +62,10 @@ struct OptimizeCliOptions {
   bool true_optimum = false;     ///< Also the exact optimum with true costs (simulated device only).
   bool quiet = false;            ///< No progress bar.
   bool compare_independent = false;  ///< A linked job: also each rank optimised alone, run together.
-  bool mpi = false;              ///< Load the traces across MPI processes (driver/load_job.h).
+  bool mpi = false;              ///< Load the traces across MPI processes (job/load_job.h).
   bool example = false;          ///< --example: the bundled example trace (apply_example).
   int load_threads = 0;          ///< Loading threads per process (0 = one per core).
-  std::string solve = "auto";    ///< A job: joint, decomposed, or auto (driver/job_solve.h).
+  std::string solve = "auto";    ///< A job: joint, decomposed, or auto (job/job_solve.h).
   int solve_threads = 0;         ///< Ranks solved at once by the decomposed solve (0 = one per core).
   std::vector<std::string> command;  ///< After `--`.
 };
@@ -184,7 +185,7 @@ GpuChoice gpu_for(const trace::Trace& t, const std::string& option) {
 
 /// How `o` loads traces: its --load-threads; reduced (trace/reduce.h) unless an output draws
 /// every op (--overlay, --report).
-driver::LoadOptions load_options(const OptimizeCliOptions& o) {
+job::LoadOptions load_options(const OptimizeCliOptions& o) {
   return {o.load_threads, o.overlay_out.empty() && o.report_out.empty()};
 }
 
@@ -195,36 +196,36 @@ struct Loaded {
   std::vector<trace::RankDigest> digests;
 };
 
-/// The traces of `o`, in order: driver::load_traces, or load_own_traces_mpi with --mpi (nullopt
+/// The traces of `o`, in order: job::load_traces, or load_own_traces_mpi with --mpi (nullopt
 /// on a process other than 0 when some file failed: process 0 throws its error). Reduced as
 /// load_options() says.
-std::optional<Loaded> load_all(const OptimizeCliOptions& o, ProgressBar& bar, driver::MpiShare& share) {
+std::optional<Loaded> load_all(const OptimizeCliOptions& o, ProgressBar& bar, job::MpiShare& share) {
   bar.update("loading", 0, o.traces.size());
-  const driver::LoadOptions load = load_options(o);
+  const job::LoadOptions load = load_options(o);
   try {
     Loaded out;
     if (o.mpi) {
-      out.digests = driver::load_own_traces_mpi(o.traces, load, share);
+      out.digests = job::load_own_traces_mpi(o.traces, load, share);
     } else {
-      out.traces = driver::load_traces(o.traces, load);
+      out.traces = job::load_traces(o.traces, load);
       for (const trace::Trace& t : out.traces) out.digests.push_back(trace::digest(t));
     }
     return out;
-  } catch (const driver::MpiPeerFailed&) {
+  } catch (const job::MpiPeerFailed&) {
     return std::nullopt;
   }
 }
 
 /// --mpi, a process other than 0: solves the ranks process 0 sends it until it is done
-/// (driver::serve_decomposed_mpi). Returns the exit status: 0, or 2 when another process failed
+/// (job::serve_decomposed_mpi). Returns the exit status: 0, or 2 when another process failed
 /// (process 0 prints the error).
-int serve_ranks(const OptimizeCliOptions& o, driver::OptimizeOptions opts, driver::MpiShare& share) {
+int serve_ranks(const OptimizeCliOptions& o, driver::OptimizeOptions opts, job::MpiShare& share) {
   opts.progress = nullptr;  // process 0 draws the progress
-  driver::DecomposedOptions how;
+  job::DecomposedOptions how;
   how.threads = o.solve_threads;
   try {
-    driver::serve_decomposed_mpi(share, opts, how);
-  } catch (const driver::MpiPeerFailed&) {
+    job::serve_decomposed_mpi(share, opts, how);
+  } catch (const job::MpiPeerFailed&) {
     return 2;
   }
   return 0;
@@ -297,7 +298,7 @@ driver::OptimizeResult optimize_job_nvml(const trace::Trace& t, const graph::Win
 }
 
 /// `--compare-independent`: each rank of the linked job `t` optimised alone, run together.
-driver::JobComparison compare_independent(const trace::Trace& t, const driver::OptimizeResult& r,
+job::JobComparison compare_independent(const trace::Trace& t, const driver::OptimizeResult& r,
                                           const OptimizeCliOptions& o, const driver::OptimizeOptions& opts,
                                           ProgressBar& bar) {
   if (t.meta.job.ranks.empty()) throw InputError("--compare-independent", "the traces are not one job's ranks");
@@ -305,8 +306,8 @@ driver::JobComparison compare_independent(const trace::Trace& t, const driver::O
   // The ranks' own traces, loaded as the job's were (reduced alike: JobInfo::source_row refers to them).
   std::vector<std::string> paths;
   for (const trace::JobRank& jr : t.meta.job.ranks) paths.push_back(jr.path);
-  const std::vector<trace::Trace> alone = driver::load_traces(paths, load_options(o));
-  driver::JobComparison cmp = driver::compare_with_independent(t, r, alone, *gpu_for(t, o.gpu).spec, opts);
+  const std::vector<trace::Trace> alone = job::load_traces(paths, load_options(o));
+  job::JobComparison cmp = job::compare_with_independent(t, r, alone, *gpu_for(t, o.gpu).spec, opts);
   bar.update("per-rank independent plans", 1, 1);
   return cmp;
 }
@@ -320,7 +321,7 @@ bool wants_decomposed(const OptimizeCliOptions& o, std::size_t ranks) {
     }
     return false;
   }
-  const bool d = o.solve == "decomposed" || (o.solve == "auto" && ranks > driver::kJointSolveMaxRanks);
+  const bool d = o.solve == "decomposed" || (o.solve == "auto" && ranks > job::kJointSolveMaxRanks);
   if (d && (o.true_optimum || !o.overlay_out.empty() || !o.report_out.empty() || o.compare_independent)) {
     throw InputError(fmt::format("--solve {} ({} ranks)", o.solve, ranks),
                      "the decomposed solve has no --true-optimum, --compare-independent, --overlay or --report; "
@@ -334,30 +335,30 @@ bool wants_decomposed(const OptimizeCliOptions& o, std::size_t ranks) {
 }
 
 /// The job the traces of `digests` make, when it is solved decomposed (linked from the digests
-/// only: driver::job_ports); nullopt otherwise (the traces are then linked as a whole, or each
+/// only: job::job_ports); nullopt otherwise (the traces are then linked as a whole, or each
 /// optimised alone, by link_if_one_job). Throws what trace::link_ranks and wants_decomposed throw.
-std::optional<driver::JobPorts> decomposed_job(const OptimizeCliOptions& o, bool nvml,
+std::optional<job::JobPorts> decomposed_job(const OptimizeCliOptions& o, bool nvml,
                                                const std::vector<trace::RankDigest>& digests) {
   if (nvml || digests.size() < 2 || o.job.independent) return std::nullopt;
   trace::LinkOptions lo;
   if (!o.job.ranks.empty()) lo.ranks = trace::parse_ranks(o.job.ranks);
   if ((!lo.ranks.empty() && lo.ranks.size() != digests.size()) || trace::not_one_job(digests, lo)) return std::nullopt;
   if (!wants_decomposed(o, digests.size())) return std::nullopt;
-  return driver::job_ports(digests, trace::link_ranks(digests, lo));
+  return job::job_ports(digests, trace::link_ranks(digests, lo));
 }
 
-/// The decomposed solve of the job `jp` (driver/job_solve.h): prints its text, adds its JSON to
+/// The decomposed solve of the job `jp` (job/job_solve.h): prints its text, adds its JSON to
 /// `docs`, writes its policy. `traces` are the ranks' (a plain run); with --mpi the ranks are
 /// reduced and solved by the processes that loaded them (`share`, process 0's).
-void run_decomposed(const driver::JobPorts& jp, std::vector<trace::Trace> traces, const OptimizeCliOptions& o,
-                    const driver::OptimizeOptions& opts, ProgressBar& bar, nlohmann::json& docs, driver::MpiShare& share) {
-  driver::DecomposedOptions how;
+void run_decomposed(const job::JobPorts& jp, std::vector<trace::Trace> traces, const OptimizeCliOptions& o,
+                    const driver::OptimizeOptions& opts, ProgressBar& bar, nlohmann::json& docs, job::MpiShare& share) {
+  job::DecomposedOptions how;
   how.threads = o.solve_threads;
   how.progress = &bar;
   // The job's GPU: rank 0's (the first trace's, which process 0 holds).
   const GpuChoice gpu = gpu_for(o.mpi ? share.traces.at(0) : traces.at(0), o.gpu);
-  const driver::DecomposedSolve d = o.mpi ? driver::solve_decomposed_mpi(jp, share, *gpu.spec, opts, how)
-                                          : driver::solve_decomposed(jp, std::move(traces), *gpu.spec, opts, how);
+  const job::DecomposedSolve d = o.mpi ? job::solve_decomposed_mpi(jp, share, *gpu.spec, opts, how)
+                                          : job::solve_decomposed(jp, std::move(traces), *gpu.spec, opts, how);
   bar.finish();
   if (o.json_out != "-") {
     fmt::print("{}: whole trace, GPU {} — decomposed solve, simulated device\n{}{}{}", jp.path, gpu.spec->id,
@@ -414,17 +415,17 @@ int run_optimize(OptimizeCliOptions o) {
   ProgressBar bar(STDERR_FILENO, o.quiet);
   opts.progress = &bar;
   bar.set_prefix("optimize");
-  driver::MpiShare share;  // --mpi: this process's traces, for the decomposed solve
+  job::MpiShare share;  // --mpi: this process's traces, for the decomposed solve
   std::optional<Loaded> loaded = load_all(o, bar, share);
   if (!loaded) return 2;                    // --mpi: another process failed; process 0 says why
   if (share.active() && share.process != 0) return serve_ranks(o, opts, share);  // process 0 writes
-  if (const std::optional<driver::JobPorts> jp = decomposed_job(o, nvml, loaded->digests)) {
+  if (const std::optional<job::JobPorts> jp = decomposed_job(o, nvml, loaded->digests)) {
     run_decomposed(*jp, std::move(loaded->traces), o, opts, bar, docs, share);
     write_json(o, docs);
     return 0;
   }
   loaded->digests.clear();
-  std::vector<trace::Trace> all = share.active() ? driver::gather_traces_mpi(share) : std::move(loaded->traces);
+  std::vector<trace::Trace> all = share.active() ? job::gather_traces_mpi(share) : std::move(loaded->traces);
   share.release(true);  // --mpi: the others are done (no-op otherwise)
   const std::vector<trace::Trace> traces = link_if_one_job(std::move(all), o.job, false);
   const std::size_t n = traces.size();
@@ -457,7 +458,7 @@ int run_optimize(OptimizeCliOptions o) {
       }
       note = gpu.note;
     }
-    std::optional<driver::JobComparison> cmp;
+    std::optional<job::JobComparison> cmp;
     if (o.compare_independent) cmp = compare_independent(t, r, o, opts, bar);
     bar.finish();  // before the text on the same terminal
     if (o.json_out != "-") {

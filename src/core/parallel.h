@@ -1,6 +1,6 @@
 // A small pool for independent items: item i of n handed to the next free thread, the calling
-// thread working too. Used where a job's ranks are loaded (driver/load_job.cpp) or solved
-// (driver/job_solve.cpp); each caller keeps its own error policy inside `work`.
+// thread working too. Used where a job's ranks are loaded (job/load_job.cpp) or solved
+// (job/rank_worker.cpp); each caller keeps its own error policy inside `work`.
 #pragma once
 
 #include <algorithm>

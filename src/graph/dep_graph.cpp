@@ -635,7 +635,7 @@ class Builder {
     }
   }
 
-  /// A rank cut out of a job (TraceMeta::cut, driver/job_solve.h): each pinned collective takes
+  /// A rank cut out of a job (TraceMeta::cut, job/job_solve.h): each pinned collective takes
   /// its transfer time and starts no earlier than its pin (a release); "no later" becomes an edge
   /// S(collective) -> E(sink) with lag end_ns - start_ns, the sink being a node nothing waits for
   /// (the latest-ending host node without successors; else such a GPU node), so that the sink ends

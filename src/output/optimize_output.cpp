@@ -478,9 +478,9 @@ std::string schedule_row(const char* name, const driver::Evaluated& e, const dri
 
 }  // namespace
 
-nlohmann::json to_json(const driver::JobComparison& c) {
+nlohmann::json to_json(const job::JobComparison& c) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const driver::RankAlone& r : c.ranks) {
+  for (const job::RankAlone& r : c.ranks) {
     ranks.push_back({{"rank", r.rank}, {"packs", r.packs}, {"savings", r.savings}, {"slowdown", r.slowdown}});
   }
   return {{"baseline", schedule_json(c.baseline, c.baseline, c.target_ns)},
@@ -492,7 +492,7 @@ nlohmann::json to_json(const driver::JobComparison& c) {
           {"simulated", c.simulated}};
 }
 
-std::string to_text(const driver::JobComparison& c) {
+std::string to_text(const job::JobComparison& c) {
   auto row = [&](const char* name, const driver::Evaluated& e) {
     return schedule_row(name, e, c.baseline, c.target_ns, c.simulated);
   };
@@ -503,7 +503,7 @@ std::string to_text(const driver::JobComparison& c) {
   out += row("joint (EMO)", c.joint);
   out += row("independent (each rank alone)", c.independent);
   std::string alone;
-  for (const driver::RankAlone& r : c.ranks) {
+  for (const job::RankAlone& r : c.ranks) {
     alone += fmt::format("{}rank {} {:.1f}%/{:+.2f}%", alone.empty() ? "" : ", ", r.rank, 100 * r.savings, 100 * r.slowdown);
   }
   out += fmt::format("  target {}; each rank alone, on its own trace (savings/slowdown): {}\n",
@@ -511,9 +511,9 @@ std::string to_text(const driver::JobComparison& c) {
   return out;
 }
 
-nlohmann::json to_json(const driver::DecomposedSolve& d) {
+nlohmann::json to_json(const job::DecomposedSolve& d) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const driver::RankSolve& r : d.ranks) {
+  for (const job::RankSolve& r : d.ranks) {
     ranks.push_back({{"rank", r.rank},
                      {"packs", r.packs},
                      {"collectives_pinned", r.pinned},
@@ -524,20 +524,21 @@ nlohmann::json to_json(const driver::DecomposedSolve& d) {
   }
   return {{"solve", "decomposed"},
           {"max_slowdown", d.max_slowdown},
-          {"model_makespan_ns", d.model_makespan_ns},
-          {"collectives_pinned", d.collectives_pinned},
-          {"cycle_breaks", d.cycle_breaks},
-          {"baseline", schedule_json(d.baseline, d.baseline, d.target_ns)},
-          {"emo", schedule_json(d.plan, d.baseline, d.target_ns)},
-          {"own_plan", schedule_json(d.own_plan, d.baseline, d.target_ns)},
-          {"static_best", d.static_best.clock_mhz > 0 ? schedule_json(d.static_best, d.baseline, d.target_ns)
-                                                      : nlohmann::json()},
-          {"static_best_clock_mhz", d.static_best.clock_mhz},
-          {"static_kept", d.static_kept},
-          {"pin_stretch", d.pin_stretch},
-          {"rank_slowdown", d.rank_slowdown},
-          {"rounds", d.rounds},
-          {"target_ns", d.target_ns},
+          {"model_makespan_ns", d.recorded.makespan_ns},
+          {"collectives_pinned", d.recorded.collectives_pinned},
+          {"cycle_breaks", d.recorded.cycle_breaks},
+          {"baseline", schedule_json(d.baseline.run, d.baseline.run, d.baseline.target_ns)},
+          {"emo", schedule_json(d.plan, d.baseline.run, d.baseline.target_ns)},
+          {"own_plan", schedule_json(d.composed.plan, d.baseline.run, d.baseline.target_ns)},
+          {"static_best", d.static_choice.best.clock_mhz > 0
+                              ? schedule_json(d.static_choice.best, d.baseline.run, d.baseline.target_ns)
+                              : nlohmann::json()},
+          {"static_best_clock_mhz", d.static_choice.best.clock_mhz},
+          {"static_kept", d.static_choice.kept},
+          {"pin_stretch", d.composed.pin_stretch},
+          {"rank_slowdown", d.composed.rank_slowdown},
+          {"rounds", d.composed.rounds},
+          {"target_ns", d.baseline.target_ns},
           {"savings", d.savings()},
           {"slowdown", d.slowdown()},
           {"ranks", ranks},
@@ -545,33 +546,33 @@ nlohmann::json to_json(const driver::DecomposedSolve& d) {
           {"simulated", d.simulated}};
 }
 
-std::string to_text(const driver::DecomposedSolve& d) {
+std::string to_text(const job::DecomposedSolve& d) {
   std::string out = fmt::format(
       "decomposed joint solve of {} ranks (docs/multi-rank.md): {} collectives pinned at their max-clock start "
       "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; each rank's plan run "
       "on its own graph and reduced to its collectives, the job timed from them (collectives wait for their last "
       "participant; ideal switching):\n",
-      d.ranks.size(), d.collectives_pinned, 100 * d.pin_stretch, 100 * d.rank_slowdown,
-      d.rounds > 1 ? fmt::format(" ({} rounds: the first missed the target)", d.rounds) : "");
+      d.ranks.size(), d.recorded.collectives_pinned, 100 * d.composed.pin_stretch, 100 * d.composed.rank_slowdown,
+      d.composed.rounds > 1 ? fmt::format(" ({} rounds: the first missed the target)", d.composed.rounds) : "");
   out += fmt::format("  {:<30} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
-  out += schedule_row("baseline (max clock)", d.baseline, d.baseline, d.target_ns, d.simulated);
-  if (d.static_best.clock_mhz > 0) {
-    out += schedule_row(fmt::format("best static ({:.0f} MHz)", d.static_best.clock_mhz).c_str(), d.static_best,
-                        d.baseline, d.target_ns, d.simulated);
+  out += schedule_row("baseline (max clock)", d.baseline.run, d.baseline.run, d.baseline.target_ns, d.simulated);
+  if (d.static_choice.best.clock_mhz > 0) {
+    out += schedule_row(fmt::format("best static ({:.0f} MHz)", d.static_choice.best.clock_mhz).c_str(), d.static_choice.best,
+                        d.baseline.run, d.baseline.target_ns, d.simulated);
   }
-  out += schedule_row("EMO (decomposed)", d.own_plan, d.baseline, d.target_ns, d.simulated);
-  out += fmt::format("  target {}; kept: {}\n", format_duration(d.target_ns),
-                     d.static_kept ? "the static clock (cheaper, or the plan missed)" : "EMO's plan");
-  if (d.cycle_breaks > 0) {
+  out += schedule_row("EMO (decomposed)", d.composed.plan, d.baseline.run, d.baseline.target_ns, d.simulated);
+  out += fmt::format("  target {}; kept: {}\n", format_duration(d.baseline.target_ns),
+                     d.static_choice.kept ? "the static clock (cheaper, or the plan missed)" : "EMO's plan");
+  if (d.recorded.cycle_breaks > 0) {
     out += fmt::format("  warning: the ranks' collectives form {} cycle(s) (the ranks disagree on their order: a "
                        "mismatched link); each was timed from the collectives already done\n",
-                       d.cycle_breaks);
+                       d.recorded.cycle_breaks);
   }
   out += fmt::format("  {:>6} {:>6} {:>7} {:>14} {:>11} {:>12}\n", "rank", "packs", "pinned", "wait (max clk)",
                      "mean clock", "own savings");
   constexpr std::size_t kShown = 16;
   for (std::size_t i = 0; i < d.ranks.size() && i < kShown; ++i) {
-    const driver::RankSolve& r = d.ranks[i];
+    const job::RankSolve& r = d.ranks[i];
     out += fmt::format("  {:>6} {:>6} {:>7} {:>14} {:>7.0f} MHz {:>11.2f}%{}\n", r.rank, r.packs, r.pinned,
                        format_duration(r.wait_ns), r.mean_clock_mhz, 100 * r.own_savings,
                        r.own_met ? "" : " (its own run missed)");

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "driver/job_compare.h"
-#include "driver/job_solve.h"
+#include "job/job_compare.h"
+#include "job/job_solve.h"
 #include "driver/optimize.h"
 #include "driver/true_optimum.h"
 #include "output/html_report.h"
@@ -38,16 +38,16 @@ std::string to_text(const driver::TrueOptimum& t, const driver::Evaluated& basel
 
 /// `--compare-independent`: {baseline, joint, independent: {time_ns, energy_j, savings, slowdown,
 /// within_target}, target_ns, ranks: [{rank, packs, savings, slowdown}] (each rank alone), simulated}.
-nlohmann::json to_json(const driver::JobComparison& c);
+nlohmann::json to_json(const job::JobComparison& c);
 
 /// The text of a JobComparison, every figure labelled [SIMULATED].
-std::string to_text(const driver::JobComparison& c);
+std::string to_text(const job::JobComparison& c);
 
-/// JSON of a decomposed joint solve (driver/job_solve.h): the schedules, the target, per rank
+/// JSON of a decomposed joint solve (job/job_solve.h): the schedules, the target, per rank
 /// its packs, pins, wait, mean clock and own savings. Every figure simulated ("simulated": true).
-nlohmann::json to_json(const driver::DecomposedSolve& d);
+nlohmann::json to_json(const job::DecomposedSolve& d);
 /// The text of a decomposed joint solve, every figure labelled [SIMULATED]; at most 16 rank rows.
-std::string to_text(const driver::DecomposedSolve& d);
+std::string to_text(const job::DecomposedSolve& d);
 
 /// The HTML report's content for `r` (render it with render_html_report). For a linked job
 /// (trace.meta.job.ranks), one lane group per rank and the job view: per rank its packs, their

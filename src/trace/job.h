@@ -28,7 +28,7 @@ struct LinkOptions {
 
 /// What linking reads of one rank's trace: its identity, span, GPU and collectives — a few kB,
 /// so that the ranks of a large job can be linked without gathering their traces in one process
-/// (the decomposed solve under MPI, driver/job_solve.h).
+/// (the decomposed solve under MPI, job/job_solve.h).
 struct RankDigest {
   /// One collective kernel (a row of the trace's CollectiveTable, in its order).
   struct Collective {

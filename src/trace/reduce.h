@@ -1,5 +1,5 @@
 // Reducing a rank's trace to what `emo optimize` reads, before it is sent to the root of a
-// multi-rank load (driver/load_job.h).
+// multi-rank load (job/load_job.h).
 #pragma once
 
 #include "trace/trace.h"

@@ -202,7 +202,7 @@ struct JobInfo {
 /// free (no release, no deadline): the rank's graph reduced to its ports (timing/ports.h).
 inline constexpr TimeNs kOpenPin = INT64_MIN;
 
-/// One collective of a rank cut out of a linked job (driver/job_solve.h): the job fixes when its
+/// One collective of a rank cut out of a linked job (job/job_solve.h): the job fixes when its
 /// transfer starts — the other ranks arrive then — and how long the transfer takes.
 struct CollectivePin {
   std::uint32_t op = 0;     ///< Row of the collective kernel in OpTable.
@@ -212,7 +212,7 @@ struct CollectivePin {
   TimeNs transfer_ns = 0;   ///< The transfer's duration (the kernel's duration in the job's graph).
 };
 
-/// A rank's trace cut out of a linked job for the decomposed joint solve (driver/job_solve.h):
+/// A rank's trace cut out of a linked job for the decomposed joint solve (job/job_solve.h):
 /// the job's timing at each of its collectives, fixed (graph::build_graph applies it). Empty
 /// `pins`: a trace of its own.
 struct JobCut {

@@ -1,5 +1,5 @@
 // Binary serialisation of a finished Trace, to move reduced rank traces between processes
-// (driver/load_job.h) without re-reading their files.
+// (job/load_job.h) without re-reading their files.
 //
 // Layout (all integers little-endian, fixed width):
 //   "EMOTRACE" (8 bytes) | version u32 (= kTraceBytesVersion) | payload size u64 |

@@ -94,7 +94,7 @@ fi
 expect_error "--compare-independent needs a job" "--compare-independent" "$EMO" optimize "$r0" --compare-independent \
   --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
 
-# --- the decomposed solve (driver/job_solve.h): each rank against its collectives' pinned times ----
+# --- the decomposed solve (job/job_solve.h): each rank against its collectives' pinned times ----
 if "$EMO" optimize "$r0" "$r1" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q --solve decomposed --solve-threads 2 \
      --policy "$out/pd.json" --json "$out/d.json" > "$out/d.txt" 2> "$out/d.err" &&
    python3 - "$out/d.json" "$out/pd.json" <<'PY'

@@ -8,13 +8,18 @@
 # same files as a plain run on the real pair and on two generated 4-rank jobs (SYNTHETIC,
 # emo_make_job), one of which takes the second round; a failure in any process's solves, or a bad
 # file, ends every process with exit 2 and one line.
-# Usage: optimize_mpi_test.sh PATH/TO/emo [PATH/TO/emo_make_job]   (registered only when CMake found MPI)
+# The failing process is emo_test_mpi_fault (tests/job/mpi_fault_main.cpp): emo's decomposed
+# --mpi path with that process's rank solves failing through the RankWorker seam.
+# Usage: optimize_mpi_test.sh PATH/TO/emo [PATH/TO/emo_make_job [PATH/TO/emo_test_mpi_fault]]
+#        (registered only when CMake found MPI)
 set -u
-EMO=${1:?usage: optimize_mpi_test.sh EMO_BINARY [EMO_MAKE_JOB]}
+EMO=${1:?usage: optimize_mpi_test.sh EMO_BINARY [EMO_MAKE_JOB [EMO_TEST_MPI_FAULT]]}
 MAKE_JOB=${2:-$(dirname "$EMO")/emo_make_job}
+MPI_FAULT=${3:-$(dirname "$EMO")/emo_test_mpi_fault}
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, require_tool, DATA
 require_tool mpirun timeout
 [[ -x $MAKE_JOB ]] || skip_or_fail "emo_make_job not built at $MAKE_JOB (cmake --build BUILD --target emo_make_job)"
+[[ -x $MPI_FAULT ]] || skip_or_fail "emo_test_mpi_fault not built at $MPI_FAULT (cmake --build BUILD --target emo_test_mpi_fault)"
 pair=("$DATA/kineto/hta_sampled_2rank_rank0.json.gz" "$DATA/kineto/hta_sampled_2rank_rank1.json.gz")
 three=("$DATA/kineto/hta_simple_add.json.gz" "$DATA/kineto/hta_cuda_event_sync_multi_stream.json.gz"
        "$DATA/nsys/perlmutter-cloverleaf-cuda.sqlite")
@@ -106,12 +111,12 @@ train4=("$out"/training_16rank/rank*.json.gz)
 OPT=(optimize --max-slowdown 0.1% --solve decomposed --quiet)
 compare train4 2
 
-# A failure in one process's rank solves (EMO_TEST_MPI_FAIL=P, for tests), or a bad file, under
-# --solve decomposed: every process ends, exit 2, one line from process 0.
+# A failure in one process's rank solves (emo_test_mpi_fault P: process P's RankWorker fails its
+# solves), or a bad file, under --solve decomposed: every process ends, exit 2, one line from process 0.
 OPT=(optimize --gpu A100-SXM4-80GB --max-slowdown 0.05 --solve decomposed --quiet)
 for p in 0 1; do
   expect_error "decomposed, mpirun -np 2, process $p's solve fails" "process $p fails its rank solves" \
-    env EMO_TEST_MPI_FAIL=$p timeout 120 "${MPIRUN[@]}" -x EMO_TEST_MPI_FAIL -np 2 "$EMO" "${OPT[@]}" --mpi "${pair[@]}"
+    timeout 120 "${MPIRUN[@]}" -np 2 "$MPI_FAULT" "$p" "${pair[@]}"
 done
 expect_error "decomposed, mpirun -np 2, bad trace on process 1" "$bad_trace" \
   timeout 120 "${MPIRUN[@]}" -np 2 "$EMO" "${OPT[@]}" --mpi "${pair[0]}" "$bad_trace"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/job_solve.h"
+#include "job/job_solve.h"
 #include "graph/dep_graph.h"
 #include "support/job_generator.h"
 #include "test_data.h"
@@ -122,7 +122,7 @@ void check_ports_time_the_job(const std::string& path, const JobSpec& spec) {
     EXPECT_EQ(d.rank_lists[0], "[0, 1, 2, 3]") << d.path;
     for (const auto& c : d.collectives) EXPECT_EQ(c.group_ranks, 0) << d.path;
   }
-  const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
+  const job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests));
   std::vector<Trace> copies;
   for (int r = 0; r < spec.ranks; ++r) copies.push_back(gen.rank_trace(r));
   const Trace job = trace::link_job(std::move(copies));

@@ -1,13 +1,13 @@
-// Messages between the processes of MPI_COMM_WORLD, shared by driver/load_job.cpp (loading) and
-// driver/job_solve.cpp (the decomposed solve). Internal to src/driver, and only built with MPI
-// (EMO_WITH_MPI); no MPI type appears here.
+// The MPI transport's primitives: bytes between the processes of MPI_COMM_WORLD, and the session,
+// shared by job/load_job.cpp (loading) and job/mpi_worker.cpp (the decomposed solve); what the
+// bytes say is job/messages.h. Internal to src/job, and only built with MPI (EMO_WITH_MPI); no MPI
+// type appears here.
 #pragma once
 
 #include <cstddef>
-#include <exception>
 #include <string>
 
-namespace emo::driver::mpi {
+namespace emo::job::mpi {
 
 /// MPI_Init when MPI is not initialised yet. MPI_Finalize at the end of the scope when this object
 /// called MPI_Init, unless keep() or finalize_at_exit() moved that elsewhere.
@@ -45,7 +45,7 @@ void send_bytes(const std::string& bytes, int dest, int tag);
 std::string recv_bytes(int source, int tag);
 inline constexpr int kSizeTag = 1000;
 
-/// The decomposed solve's messages (driver/job_solve.cpp): process 0 sends each other process a
+/// The decomposed solve's messages (job/mpi_worker.cpp): process 0 sends each other process a
 /// command (kTagCommand): kDone (finish), kAbort (another process failed: exit 2), or a round of
 /// rank solves; each answers a round on kTagReply.
 inline constexpr int kTagCommand = 1604, kTagReply = 1605;
@@ -54,9 +54,4 @@ inline constexpr const char* kDone = "D";
 inline constexpr const char* kGather = "G";
 inline constexpr const char* kAbort = "A";
 
-/// An error as "I|path\nproblem" (emo::InputError) or "X|what" (anything else), to cross to process 0.
-std::string encode_error(const std::exception_ptr& e);
-/// Throws what encode_error encoded: InputError(path, problem), or std::runtime_error(what).
-[[noreturn]] void throw_decoded(const std::string& s);
-
-}  // namespace emo::driver::mpi
+}  // namespace emo::job::mpi

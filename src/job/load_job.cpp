@@ -1,4 +1,4 @@
-#include "driver/load_job.h"
+#include "job/load_job.h"
 
 #include <algorithm>
 #include <atomic>
@@ -18,12 +18,12 @@
 
 #ifdef EMO_WITH_MPI
 #include <mpi.h>
-#include <nlohmann/json.hpp>
 
-#include "driver/mpi_comm.h"
+#include "job/messages.h"
+#include "job/mpi_comm.h"
 #endif
 
-namespace emo::driver {
+namespace emo::job {
 namespace {
 
 /// The traces loaded, or the lowest index that failed (== paths.size() when none) and its error.
@@ -73,7 +73,7 @@ std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, con
 namespace {
 
 constexpr int kTagChunk = 1602, kTagError = 1603, kTagDigest = 1606;
-using mpi::encode_error, mpi::recv_bytes, mpi::send_bytes, mpi::throw_decoded;
+using messages::encode_error, messages::throw_decoded, mpi::recv_bytes, mpi::send_bytes;
 
 /// Every process learns whether some file failed (no process is left waiting); process 0 also
 /// gets the error of the lowest failing index, encoded. Returns nullopt when no file failed.
@@ -89,52 +89,20 @@ std::optional<std::string> agree_on_error(const mpi::Session& mpi, const Loaded&
   return owner == 0 ? encode_error(local.error) : recv_bytes(static_cast<int>(owner), kTagError);
 }
 
-nlohmann::json digest_json(const trace::RankDigest& d) {
-  nlohmann::json cs = nlohmann::json::array();
-  for (const auto& c : d.collectives) {
-    cs.push_back({c.name, c.group, c.group_ranks, c.stream, c.sequence, c.src_rank, c.dst_rank, c.start_ns, c.end_ns,
-                  c.op});
-  }
-  return {{"path", d.path}, {"rank", d.rank}, {"world_size", d.world_size}, {"device", d.device},
-          {"device_error", d.device_error}, {"first_ns", d.first_ns}, {"last_ns", d.last_ns}, {"collectives", std::move(cs)},
-          {"rank_lists", d.rank_lists}};
-}
-
-trace::RankDigest digest_of(const nlohmann::json& j) {
-  trace::RankDigest d;
-  d.path = j.at("path").get<std::string>();
-  d.rank = j.at("rank").get<std::int32_t>();
-  d.world_size = j.at("world_size").get<std::int32_t>();
-  d.device = j.at("device").get<std::int32_t>();
-  d.device_error = j.at("device_error").get<std::string>();
-  d.first_ns = j.at("first_ns").get<TimeNs>();
-  d.last_ns = j.at("last_ns").get<TimeNs>();
-  for (const auto& c : j.at("collectives")) {
-    d.collectives.push_back({c.at(0).get<std::string>(), c.at(1).get<std::string>(), c.at(2).get<std::int32_t>(),
-                             c.at(3).get<std::int64_t>(), c.at(4).get<std::int64_t>(), c.at(5).get<std::int32_t>(),
-                             c.at(6).get<std::int32_t>(), c.at(7).get<TimeNs>(), c.at(8).get<TimeNs>(),
-                             c.at(9).get<std::uint32_t>()});
-  }
-  d.rank_lists = j.at("rank_lists").get<std::vector<std::string>>();
-  return d;
-}
-
 /// Process 0 receives every process's digests (sent in the order of its own paths).
 std::vector<trace::RankDigest> gather_digests(const mpi::Session& mpi, const std::vector<trace::Trace>& own, std::size_t n) {
   const std::size_t k = mpi.size(), p = mpi.rank();
   if (p != 0) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const trace::Trace& t : own) all.push_back(digest_json(trace::digest(t)));
-    const std::vector<std::uint8_t> b = nlohmann::json::to_cbor(all);
-    send_bytes(std::string(b.begin(), b.end()), 0, kTagDigest);
+    std::vector<trace::RankDigest> mine;
+    for (const trace::Trace& t : own) mine.push_back(trace::digest(t));
+    send_bytes(messages::encode_digests(mine), 0, kTagDigest);
     return {};
   }
   std::vector<trace::RankDigest> out(n);
   for (std::size_t i = 0; i < n; i += k) out[i] = trace::digest(own[i / k]);
   for (std::size_t q = 1; q < k && q < n; ++q) {
-    const std::string bytes = recv_bytes(static_cast<int>(q), kTagDigest);
-    const nlohmann::json all = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
-    for (std::size_t j = 0; j < all.size(); ++j) out.at(q + j * k) = digest_of(all[j]);
+    std::vector<trace::RankDigest> theirs = messages::decode_digests(recv_bytes(static_cast<int>(q), kTagDigest));
+    for (std::size_t j = 0; j < theirs.size(); ++j) out.at(q + j * k) = std::move(theirs[j]);
   }
   return out;
 }
@@ -233,4 +201,4 @@ void MpiShare::release(bool) {}
 
 #endif
 
-}  // namespace emo::driver
+}  // namespace emo::job

@@ -1,4 +1,4 @@
-// The decomposed solve's promises (driver/job_solve.h; issue 29), as properties over generated
+// The decomposed solve's promises (job/job_solve.h; issue 29), as properties over generated
 // jobs: SYNTHETIC jobs of 2–6 ranks (tests/support/job_generator.h) derived from small random
 // traces with NCCL kernels (tests/support/random_trace.h), with and without a straggler, at
 // several targets. No real data: the sources are generated, so these always run.
@@ -10,7 +10,7 @@
 //     when that one fits, than the baseline, or than the best static clock.
 //  3. "Best static clock" checked by a second method: every supported clock from the max down to
 //     the lowest the ranks' solves offered, run as a static schedule on the linked job's whole
-//     graph (driver::run_job_plan: one graph, its own noise draws, not the ranks' port reductions
+//     graph (job::run_job_plan: one graph, its own noise draws, not the ranks' port reductions
 //     composed); the kept plan costs no more than the cheapest of those within the target, up to
 //     the two measurements' noise (kNoise).
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/job_solve.h"
+#include "job/job_solve.h"
 #include "graph/dep_graph.h"
 #include "model/gpu_catalog.h"
 #include "support/job_generator.h"
@@ -76,7 +76,7 @@ std::vector<trace::Trace> job_of(const trace::Trace& source, const Case& c) {
 
 /// The figures of one case that the checks print.
 struct Outcome {
-  driver::DecomposedSolve d;
+  job::DecomposedSolve d;
   driver::Evaluated brute_baseline;  ///< run_job_plan at the max clock.
   driver::Evaluated brute_static;    ///< run_job_plan's cheapest static clock within the target (energy 0: none).
 };
@@ -87,22 +87,22 @@ Outcome solve(const Case& c) {
   std::vector<trace::Trace> ranks = job_of(source, c);
   std::vector<trace::RankDigest> digests;
   for (const trace::Trace& t : ranks) digests.push_back(trace::digest(t));
-  const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
+  const job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests));
   driver::OptimizeOptions opts;
   opts.max_slowdown = c.max_slowdown;
   opts.seed = 1;
   Outcome out;
-  out.d = driver::solve_decomposed(jp, std::move(ranks), a100(), opts, {.threads = 2});
+  out.d = job::solve_decomposed(jp, std::move(ranks), a100(), opts, {.threads = 2});
 
   // The second method: every static clock on the linked job's whole graph.
   const trace::Trace job = trace::link_job(job_of(source, c));
   const graph::DepGraph g = graph::build_graph(job);
   const double f_max = a100().max_sm_clock_mhz();
-  out.brute_baseline = driver::run_job_plan(job, g, a100(), opts.seed, driver::static_clocks(g, f_max));
+  out.brute_baseline = job::run_job_plan(job, g, a100(), opts.seed, job::static_clocks(g, f_max));
   const auto target = static_cast<double>(out.brute_baseline.time_ns) * (1.0 + c.max_slowdown);
   for (const double f : a100().sm_clocks_mhz) {
     if (f > f_max) continue;
-    driver::Evaluated e = driver::run_job_plan(job, g, a100(), opts.seed, driver::static_clocks(g, f));
+    driver::Evaluated e = job::run_job_plan(job, g, a100(), opts.seed, job::static_clocks(g, f));
     e.clock_mhz = f;
     // The max clock is the baseline (within the target by definition); another clock within the
     // target with room for the two measurements' noise.
@@ -116,32 +116,32 @@ Outcome solve(const Case& c) {
 void check(const Case& c) {
   SCOPED_TRACE(describe(c));
   const Outcome o = solve(c);
-  const driver::DecomposedSolve& d = o.d;
+  const job::DecomposedSolve& d = o.d;
   std::printf("[ decomposed ] %s: baseline %.4f J %lld ns (whole graph %.4f J %lld ns); composed %.4f J %lld ns; "
               "static best %.0f MHz %.4f J (whole graph %.0f MHz %.4f J); kept %.4f J %lld ns, target %lld ns%s\n",
-              describe(c).c_str(), d.baseline.energy_j, static_cast<long long>(d.baseline.time_ns),
-              o.brute_baseline.energy_j, static_cast<long long>(o.brute_baseline.time_ns), d.own_plan.energy_j,
-              static_cast<long long>(d.own_plan.time_ns), d.static_best.clock_mhz, d.static_best.energy_j,
+              describe(c).c_str(), d.baseline.run.energy_j, static_cast<long long>(d.baseline.run.time_ns),
+              o.brute_baseline.energy_j, static_cast<long long>(o.brute_baseline.time_ns), d.composed.plan.energy_j,
+              static_cast<long long>(d.composed.plan.time_ns), d.static_choice.best.clock_mhz, d.static_choice.best.energy_j,
               o.brute_static.clock_mhz, o.brute_static.energy_j, d.plan.energy_j,
-              static_cast<long long>(d.plan.time_ns), static_cast<long long>(d.target_ns),
-              d.static_kept ? " (static kept)" : "");
+              static_cast<long long>(d.plan.time_ns), static_cast<long long>(d.baseline.target_ns),
+              d.static_choice.kept ? " (static kept)" : "");
   EXPECT_TRUE(d.simulated);
   // The baseline: the same schedule as the second method's max clock, within the noise.
-  EXPECT_NEAR(static_cast<double>(d.baseline.time_ns), static_cast<double>(o.brute_baseline.time_ns),
+  EXPECT_NEAR(static_cast<double>(d.baseline.run.time_ns), static_cast<double>(o.brute_baseline.time_ns),
               kNoise * static_cast<double>(o.brute_baseline.time_ns));
-  EXPECT_NEAR(d.baseline.energy_j, o.brute_baseline.energy_j, kNoise * o.brute_baseline.energy_j);
+  EXPECT_NEAR(d.baseline.run.energy_j, o.brute_baseline.energy_j, kNoise * o.brute_baseline.energy_j);
   // 1. The target, from the baseline; the kept plan within it.
-  EXPECT_EQ(d.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.time_ns) * (1.0 + c.max_slowdown))));
-  EXPECT_LE(d.plan.time_ns, d.target_ns) << "the kept plan misses the target (composed plan "
-                                         << d.own_plan.time_ns << " ns)";
+  EXPECT_EQ(d.baseline.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.run.time_ns) * (1.0 + c.max_slowdown))));
+  EXPECT_LE(d.plan.time_ns, d.baseline.target_ns) << "the kept plan misses the target (composed plan "
+                                         << d.composed.plan.time_ns << " ns)";
   // 2. The cheapest measured within the target.
-  EXPECT_LE(d.plan.energy_j, d.baseline.energy_j);
-  if (d.own_plan.time_ns <= d.target_ns) {
-    EXPECT_LE(d.plan.energy_j, d.own_plan.energy_j) << "a costlier plan kept than the composed plan, which fits";
+  EXPECT_LE(d.plan.energy_j, d.baseline.run.energy_j);
+  if (d.composed.plan.time_ns <= d.baseline.target_ns) {
+    EXPECT_LE(d.plan.energy_j, d.composed.plan.energy_j) << "a costlier plan kept than the composed plan, which fits";
   }
-  if (d.static_best.clock_mhz > 0) {
-    EXPECT_LE(d.plan.energy_j, d.static_best.energy_j) << "a costlier plan kept than the static clock "
-                                                       << d.static_best.clock_mhz << " MHz";
+  if (d.static_choice.best.clock_mhz > 0) {
+    EXPECT_LE(d.plan.energy_j, d.static_choice.best.energy_j) << "a costlier plan kept than the static clock "
+                                                       << d.static_choice.best.clock_mhz << " MHz";
   }
   // 3. Never costlier than the best static clock measured the other way.
   ASSERT_GT(o.brute_static.energy_j, 0) << "the max clock is within the target";

@@ -1,24 +1,24 @@
-#include "driver/job_compare.h"
+#include "job/job_compare.h"
 
 #include <stdexcept>
 
 #include "driver/front_end.h"
-#include "driver/job_solve.h"
+#include "job/job_solve.h"
 #include "runtime/sim_backend.h"
 #include "trace/job.h"
 
-namespace emo::driver {
+namespace emo::job {
 
-JobComparison compare_with_independent(const trace::Trace& job, const OptimizeResult& joint,
+JobComparison compare_with_independent(const trace::Trace& job, const driver::OptimizeResult& joint,
                                        const std::vector<trace::Trace>& rank_traces, const model::GpuSpec& gpu,
-                                       const OptimizeOptions& options) {
+                                       const driver::OptimizeOptions& options) {
   const trace::JobInfo& info = job.meta.job;
   check_rank_traces(job, rank_traces.size(), "compare_with_independent");
   JobComparison out;
   std::vector<std::vector<double>> clock_of_row;  // per rank, per row of its own trace
   for (std::size_t i = 0; i < rank_traces.size(); ++i) {
     const trace::Trace& t = rank_traces[i];
-    const OptimizeResult alone = optimize(t, graph::Window{}, gpu, options);
+    const driver::OptimizeResult alone = driver::optimize(t, graph::Window{}, gpu, options);
     clock_of_row.push_back(op_clocks(t, alone));
     out.ranks.push_back({info.ranks[i].rank, static_cast<std::int64_t>(alone.packs.packing.packs.size()),
                          alone.savings(), alone.slowdown()});
@@ -44,8 +44,8 @@ JobComparison compare_with_independent(const trace::Trace& job, const OptimizeRe
   out.joint = run_job_plan(job, g, gpu, options.seed,
                            runtime::node_clocks(g, joint.packs.packing, joint.plan().pack_clock_mhz));
   out.independent = run_job_plan(job, g, gpu, options.seed, independent);
-  out.target_ns = target_of(out.baseline.time_ns, options.max_slowdown);
+  out.target_ns = driver::target_of(out.baseline.time_ns, options.max_slowdown);
   return out;
 }
 
-}  // namespace emo::driver
+}  // namespace emo::job

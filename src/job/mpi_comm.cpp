@@ -1,17 +1,14 @@
-#include "driver/mpi_comm.h"
+#include "job/mpi_comm.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <stdexcept>
 #include <thread>
 
 #include <mpi.h>
 
-#include "core/error.h"
-
-namespace emo::driver::mpi {
+namespace emo::job::mpi {
 namespace {
 
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // well under MPI's 2^31 - 1 count
@@ -75,25 +72,4 @@ std::string recv_bytes(int source, int tag) {
   return bytes;
 }
 
-std::string encode_error(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const InputError& x) {
-    return "I|" + x.path() + "\n" + x.problem();
-  } catch (const std::exception& x) {
-    return std::string("X|") + x.what();
-  } catch (...) {
-    return "X|unknown error";
-  }
-}
-
-void throw_decoded(const std::string& s) {
-  const std::string body = s.substr(2);
-  if (s.starts_with("I|")) {
-    const auto nl = body.find('\n');
-    throw InputError(body.substr(0, nl), nl == std::string::npos ? "" : body.substr(nl + 1));
-  }
-  throw std::runtime_error(body);
-}
-
-}  // namespace emo::driver::mpi
+}  // namespace emo::job::mpi

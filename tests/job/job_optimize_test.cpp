@@ -8,8 +8,8 @@
 #include <map>
 #include <vector>
 
-#include "driver/job_compare.h"
-#include "driver/job_solve.h"
+#include "job/job_compare.h"
+#include "job/job_solve.h"
 #include "graph/dep_graph.h"
 #include "timing/timing.h"
 #include "driver/optimize.h"
@@ -103,13 +103,13 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   // op at its pack's clock (no switch latency: run_job_plan), not as the kept policy was measured
   // (ev.emo above, within the target exactly); the two differ by up to 0.1 % of the makespan.
   std::vector<trace::Trace> alone = job_ranks(source);
-  const driver::JobComparison c = driver::compare_with_independent(job, r, alone, gpu, opts);
+  const job::JobComparison c = job::compare_with_independent(job, r, alone, gpu, opts);
   EXPECT_TRUE(c.simulated);
   EXPECT_LE(static_cast<double>(c.joint.time_ns), static_cast<double>(c.target_ns) * 1.001);
   EXPECT_LE(c.joint.energy_j, c.independent.energy_j * 1.002);
   EXPECT_LT(c.joint.energy_j, c.baseline.energy_j);
 
-  // The decomposed solve (driver/job_solve.h) of the same job: each rank against its collectives'
+  // The decomposed solve (job/job_solve.h) of the same job: each rank against its collectives'
   // pinned times. Run together on the joint graph it keeps the job's target, the waiting ranks run
   // slower than the straggler, and it gives up little against the joint plan (both run alike:
   // ideal switching, same device and seed; measured +2.6 % here, +1.7 % on the 8-rank job of
@@ -117,15 +117,15 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   std::vector<trace::Trace> ranks = job_ranks(source);
   std::vector<trace::RankDigest> digests;
   for (const trace::Trace& t : ranks) digests.push_back(trace::digest(t));
-  const driver::JobPorts jp = driver::job_ports(digests, trace::link_ranks(digests));
-  const driver::DecomposedSolve d = driver::solve_decomposed(jp, std::move(ranks), gpu, opts, {.threads = 2});
+  const job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests));
+  const job::DecomposedSolve d = job::solve_decomposed(jp, std::move(ranks), gpu, opts, {.threads = 2});
   EXPECT_TRUE(d.simulated);
   // The same job at the max clock, timed from the ranks' port reductions with each rank's own
   // noise draws instead of the job graph's: within the simulated noise of the makespan (0.1 %).
-  EXPECT_NEAR(static_cast<double>(d.baseline.time_ns), static_cast<double>(c.baseline.time_ns), 1e-3 * static_cast<double>(c.baseline.time_ns));
-  EXPECT_EQ(d.collectives_pinned, job.meta.job.collectives_linked);
-  EXPECT_LE(d.plan.time_ns, d.target_ns) << "the composed plan misses the job's target";
-  EXPECT_LT(d.own_plan.energy_j, d.baseline.energy_j);
+  EXPECT_NEAR(static_cast<double>(d.baseline.run.time_ns), static_cast<double>(c.baseline.time_ns), 1e-3 * static_cast<double>(c.baseline.time_ns));
+  EXPECT_EQ(d.recorded.collectives_pinned, job.meta.job.collectives_linked);
+  EXPECT_LE(d.plan.time_ns, d.baseline.target_ns) << "the composed plan misses the job's target";
+  EXPECT_LT(d.composed.plan.energy_j, d.baseline.run.energy_j);
   ASSERT_EQ(d.ranks.size(), static_cast<std::size_t>(kRanks));
   ASSERT_EQ(d.policy.gpus.size(), static_cast<std::size_t>(kRanks));
   for (int i = 0; i < kRanks; ++i) {
@@ -135,10 +135,10 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
     EXPECT_LT(d.ranks[static_cast<std::size_t>(i)].mean_clock_mhz, d.ranks[kStraggler].mean_clock_mhz) << "rank " << i;
     EXPECT_GT(d.ranks[static_cast<std::size_t>(i)].wait_ns, d.ranks[kStraggler].wait_ns) << "rank " << i;
   }
-  EXPECT_LE(d.own_plan.energy_j, c.joint.energy_j * 1.04) << "the decomposition loses more than 4 % against the joint plan";
+  EXPECT_LE(d.composed.plan.energy_j, c.joint.energy_j * 1.04) << "the decomposition loses more than 4 % against the joint plan";
   std::printf("[ decomposed ] joint %.3f J, decomposed %.3f J (%+.2f %%), baseline %.3f J; slowdown %.3f %%\n",
-              c.joint.energy_j, d.own_plan.energy_j, 100 * (d.own_plan.energy_j / c.joint.energy_j - 1),
-              d.baseline.energy_j, 100 * d.slowdown());
+              c.joint.energy_j, d.composed.plan.energy_j, 100 * (d.composed.plan.energy_j / c.joint.energy_j - 1),
+              d.baseline.run.energy_j, 100 * d.slowdown());
 }
 
 }  // namespace

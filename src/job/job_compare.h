@@ -13,7 +13,7 @@
 #include "driver/optimize.h"
 #include "trace/trace.h"
 
-namespace emo::driver {
+namespace emo::job {
 
 /// One rank optimised alone: what its own optimisation measured on its own trace.
 struct RankAlone {
@@ -27,9 +27,9 @@ struct RankAlone {
 /// switch latency: the same ideal switching for both), on the simulated device of `emo optimize`
 /// (same GPU and seed). Every figure is simulated.
 struct JobComparison {
-  Evaluated baseline;      ///< Every GPU at its max clock.
-  Evaluated joint;         ///< The joint plan (OptimizeResult::plan() of the linked job).
-  Evaluated independent;   ///< Each rank's own plan, optimised alone.
+  driver::Evaluated baseline;      ///< Every GPU at its max clock.
+  driver::Evaluated joint;         ///< The joint plan (driver::OptimizeResult::plan() of the linked job).
+  driver::Evaluated independent;   ///< Each rank's own plan, optimised alone.
   TimeNs target_ns = 0;    ///< baseline × (1 + max_slowdown), floored.
   std::vector<RankAlone> ranks;
   bool simulated = true;
@@ -39,9 +39,9 @@ struct JobComparison {
 /// trace; `rank_traces` are the ranks' own traces in the job's order (meta.job.ranks). Optimises
 /// each rank alone with `options` on a simulated `gpu`, then runs the baseline, the joint plan and
 /// the independent plans on the joint graph. Throws std::invalid_argument when `job` is not linked
-/// or the rank traces do not match it, and what optimize() throws.
-JobComparison compare_with_independent(const trace::Trace& job, const OptimizeResult& joint,
+/// or the rank traces do not match it, and what driver::optimize() throws.
+JobComparison compare_with_independent(const trace::Trace& job, const driver::OptimizeResult& joint,
                                        const std::vector<trace::Trace>& rank_traces, const model::GpuSpec& gpu,
-                                       const OptimizeOptions& options);
+                                       const driver::OptimizeOptions& options);
 
-}  // namespace emo::driver
+}  // namespace emo::job

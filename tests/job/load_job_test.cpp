@@ -1,6 +1,6 @@
-// driver::load_traces: the traces in the order given, the same whatever the thread count, and the
+// job::load_traces: the traces in the order given, the same whatever the thread count, and the
 // error of the lowest-index failing file, whatever the thread count and timing.
-#include "driver/load_job.h"
+#include "job/load_job.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "trace/reduce.h"
 #include "trace/trace_bytes.h"
 
-namespace emo::driver {
+namespace emo::job {
 namespace {
 
 /// The InputError's path of load_traces, or "" when it succeeds.
@@ -82,4 +82,4 @@ TEST(LoadTracesMpi, WithoutMpiSaysSo) {
 #endif
 
 }  // namespace
-}  // namespace emo::driver
+}  // namespace emo::job

@@ -1,7 +1,7 @@
 // Loading the traces of a multi-rank job (issue 16): each rank's trace is read and reduced on its
 // own, on a thread pool in one process (load_traces) or spread over the processes of an MPI job.
 // Under MPI each process keeps its own and only their digests go to process 0 (load_own_traces_mpi);
-// the decomposed solve (driver/job_solve.h) never moves them, the joint solve gathers them
+// the decomposed solve (job/job_solve.h) never moves them, the joint solve gathers them
 // (gather_traces_mpi).
 #pragma once
 
@@ -12,7 +12,7 @@
 #include "trace/job.h"
 #include "trace/trace.h"
 
-namespace emo::driver {
+namespace emo::job {
 
 struct LoadOptions {
   int threads = 0;      ///< Loading threads per process: 0 = hardware concurrency; at most one per file.
@@ -32,7 +32,7 @@ class MpiPeerFailed : public std::runtime_error {
   MpiPeerFailed() : std::runtime_error("another MPI process reports the error") {}
 };
 
-/// What a process of an MPI job keeps for the decomposed solve (driver/job_solve.h:
+/// What a process of an MPI job keeps for the decomposed solve (job/mpi_worker.h:
 /// solve_decomposed_mpi on process 0, serve_decomposed_mpi on the others), filled by
 /// load_own_traces_mpi(…, share): its own traces, and MPI left up until release(). Neither copied nor moved.
 class MpiShare {
@@ -65,7 +65,7 @@ class MpiShare {
 /// share.release()); only their digests (trace::digest: identity, GPU, collectives, a few kB)
 /// go to process 0, which returns them in the order of `paths` (the others return an empty
 /// vector), to link the job (trace::link_ranks) without its traces. Then process 0 either solves
-/// the job decomposed with the others (driver/job_solve.h: solve_decomposed_mpi, the others in
+/// the job decomposed with the others (job/mpi_worker.h: solve_decomposed_mpi, the others in
 /// serve_decomposed_mpi), or gathers the traces (gather_traces_mpi). Calls MPI_Init when MPI is not
 /// initialised yet; leaves an MPI initialised by the caller as it is.
 /// Errors: when any file fails, all processes learn it (no hang); process 0 throws the error of the
@@ -85,4 +85,4 @@ std::vector<trace::Trace> gather_traces_mpi(MpiShare& share);
 /// to process 0 in the order of its paths, and drops them.
 void send_own_traces_mpi(MpiShare& share);
 
-}  // namespace emo::driver
+}  // namespace emo::job

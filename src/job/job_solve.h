@@ -1,0 +1,156 @@
+// The decomposed joint solve of a job of many ranks (docs/multi-rank.md, "Decomposed solve";
+// issue 16). The joint solve (driver::optimize() on the linked trace) is one problem over every rank's
+// packs; its cost grows about as N^3.4 with the ranks (16 ranks: ~10 min), so it stops at a few
+// tens of ranks. Ranks are coupled only through their collectives, so the job decomposes:
+//
+//   0. Each rank's graph is reduced to its collective ports (timing/ports.h) where the rank's trace
+//      is; only the reductions travel. Timing the job is composing them (timing::time_job).
+//   1. Cross-rank problem (small): when each collective's transfer starts. The job is timed at
+//      the recorded (max-clock) durations; collective c's transfer starts at L_c (its last
+//      participant's arrival) and the job ends at M0 (makespan). The latency budget is spread in proportion to
+//      time: the transfer of c may start at L'_c = w + (1 + s)(L_c − w) and the job end at
+//      w + (1 + s) M0, w being the job's start, s the latency target.
+//   2. One problem per rank (independent, in threads, or across MPI processes with
+//      solve_decomposed_mpi, job/mpi_worker.h; the seam is RankWorker, job/rank_worker.h): the
+//      rank's own trace cut out of the job
+//      (trace::JobCut): each collective's transfer takes T_c and starts at L'_c — no earlier (the
+//      others arrive then), no later (they would wait) — and the rank ends by the job's end. Its
+//      slack before each collective (L'_c minus its own arrival) is its to spend. Solved by the
+//      single-trace driver::optimize() with no further slowdown (its baseline already ends at the job's end).
+//   3. Every rank arrives at every collective by L'_c, so every transfer starts by L'_c and the job
+//      ends by w + (1 + s) M0: the plans compose. Each rank runs its plan on its own graph on the
+//      simulated device (ideal switching; its own noise draws) and reduces the run to its ports;
+//      the composition times the job, every collective waiting for its last participant. The
+//      baseline and the static clocks are timed the same way.
+//
+// What this gives up against the joint solve: a rank cannot move slack from one collective to
+// the next (the budget is fixed per interval by step 1), so the critical rank saves a little less.
+// Measured against the joint solve in docs/multi-rank.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/timestamp.h"
+#include "driver/optimize.h"
+#include "job/rank_worker.h"
+#include "model/gpu_catalog.h"
+#include "policy/policy.h"
+#include "trace/job.h"
+#include "trace/trace.h"
+
+namespace emo::job {
+
+/// Per op row of `t`: the clock (MHz) of its pack in `r`'s kept plan; 0 outside every pack.
+/// `r` must come from driver::optimize() on `t`.
+std::vector<double> op_clocks(const trace::Trace& t, const driver::OptimizeResult& r);
+
+/// One schedule of the linked job `job` run on its graph `g` (build_graph(job)) on a simulated
+/// `gpu` (device seed `seed`, run noise seed + 1, as SimBackend): `node_clock_mhz` per node of g
+/// (0 for host nodes), every op at its clock from its start (ideal switching: no switch latency).
+/// Every figure is simulated. Throws what runtime::run_on_sim throws.
+driver::Evaluated run_job_plan(const trace::Trace& job, const graph::DepGraph& g, const model::GpuSpec& gpu,
+                               std::uint64_t seed, const std::vector<double>& node_clock_mhz);
+
+/// Per node of `g`: `f_mhz` for GPU nodes, 0 for host nodes (a static schedule for run_job_plan).
+std::vector<double> static_clocks(const graph::DepGraph& g, double f_mhz);
+
+/// Throws std::invalid_argument("WHO: ...") unless `job` is a linked trace (trace::link_job) of
+/// `rank_traces` ranks.
+void check_rank_traces(const trace::Trace& job, std::size_t rank_traces, const char* who);
+
+/// A job's ranks linked for the decomposed solve without merging their traces (trace::link_ranks on
+/// their digests): each rank's linked collectives as ports (timing/ports.h).
+struct JobPorts {
+  trace::JobLink link;                    ///< Ranks in the order given (position = device in the policy).
+  std::string path;                       ///< "job of N ranks (FIRST ...)", as trace::link_job names it.
+  std::size_t instances = 0;              ///< Linked collective instances.
+  std::vector<trace::JobCut> open;        ///< Per rank: a pin per linked collective, start kOpenPin,
+                                          ///< transfer T = the shortest participant's recorded duration.
+  std::vector<std::vector<std::int64_t>> instance;  ///< Per rank, per pin: its instance id.
+};
+
+/// The ports of the job `link` links from `digests` (the same, in the same order). Throws
+/// std::invalid_argument when they differ in number.
+JobPorts job_ports(const std::vector<trace::RankDigest>& digests, trace::JobLink link);
+
+/// Rounds at most: the composed plan is timed on the job; when it misses the target (a rank's
+/// own share compounds over its collectives), the stretch is cut by the miss plus kRetryMargin and
+/// every rank solved again, once.
+inline constexpr int kDecomposedRounds = 2;
+inline constexpr double kRetryMargin = 0.0005;
+
+/// Steps 0–1 of a decomposed solve: the job timed at its recorded (max-clock) durations from its
+/// ranks' port reductions (timing::time_job).
+struct RecordedJob {
+  TimeNs makespan_ns = 0;               ///< M0, the job's recorded makespan (ns).
+  std::int64_t collectives_pinned = 0;  ///< Linked collective instances (step 1's variables).
+  std::int64_t cycle_breaks = 0;        ///< Instances timed before their predecessors (timing::JobTiming).
+};
+
+/// The reference of the target: every GPU at its max clock, from the ranks' first-round runs.
+struct JobBaseline {
+  driver::Evaluated run;  ///< Simulated; clock_mhz = the max SM clock.
+  TimeNs target_ns = 0;   ///< The latency target: driver::target_of(run.time_ns, max_slowdown).
+};
+
+/// Steps 2–3: the rounds of rank solves and their composition.
+struct ComposedRounds {
+  double rank_slowdown = 0;  ///< Each rank's own share (kRankShare × max_slowdown).
+  double pin_stretch = 0;    ///< The collectives' stretch of the last round (step 1).
+  int rounds = 0;            ///< 1, or 2 when the first composed plan missed the target.
+  driver::Evaluated plan;    ///< The composed plan, timed on the job (before the static comparison).
+};
+
+/// Never worse than locking one clock: the cheapest static clock within the target, among the
+/// clocks every rank's solve offered (driver::optimize()'s static curve).
+struct StaticChoice {
+  driver::Evaluated best;  ///< clock_mhz 0: no static clock fits the target.
+  bool kept = false;       ///< It was cheaper (or the composed plan missed): the policy locks it.
+};
+
+/// The decomposed solve's result, by step; every figure simulated. Every schedule is timed on the
+/// ranks' port reductions composed (timing::time_job): exact for the ranks' graphs coupled at their
+/// collectives.
+struct DecomposedSolve {
+  double max_slowdown = 0;
+  RecordedJob recorded;         ///< Steps 0–1.
+  JobBaseline baseline;         ///< The max clock and the target.
+  ComposedRounds composed;      ///< Steps 2–3.
+  StaticChoice static_choice;   ///< The static comparison.
+  driver::Evaluated plan;       ///< The kept plan: composed.plan, or static_choice.best when kept.
+  std::vector<RankSolve> ranks;  ///< In the job's order.
+  policy::Policy policy;        ///< One section per rank: device = its position in the job.
+  bool simulated = true;
+  double savings() const {
+    return baseline.run.energy_j > 0 ? 1.0 - plan.energy_j / baseline.run.energy_j : 0.0;
+  }
+  double slowdown() const {
+    return baseline.run.time_ns > 0
+               ? static_cast<double>(plan.time_ns) / static_cast<double>(baseline.run.time_ns) - 1.0
+               : 0.0;
+  }
+};
+
+/// Ranks up to which `emo optimize --solve auto` (the default) solves a job jointly; above it,
+/// decomposed. The joint solve of 8 ranks takes about 1 min, of 16 about 10 min (docs/multi-rank.md).
+inline constexpr std::size_t kJointSolveMaxRanks = 8;
+
+/// The steps of the file comment on the job `ports`, with the per-rank work done by `worker`
+/// (which holds every rank of the job, in its order: a ThreadRankWorker, the MPI worker of
+/// job/mpi_worker.h, or a test's). `options` are the job's (each rank gets rank_options of them).
+/// Throws std::invalid_argument when the worker answers for other ranks, and what the worker throws.
+DecomposedSolve decompose(const JobPorts& ports, const model::GpuSpec& gpu, const driver::OptimizeOptions& options,
+                          RankWorker& worker);
+
+/// Solves the job `ports` (job_ports of the digests of `rank_traces`, which are the ranks' traces
+/// in the job's order) by decomposition (file comment), each rank with `options` (its max_slowdown
+/// is the job's; seed and profiling as driver::optimize()) on a simulated `gpu`, on how.threads
+/// threads, in a ThreadRankWorker (passed through how.wrap_worker). No trace is merged and no graph
+/// of the whole job built: a rank's graph lives while it is solved or reduced. Throws
+/// std::invalid_argument when the traces do not match `ports`, and what driver::optimize() throws.
+DecomposedSolve solve_decomposed(const JobPorts& ports, std::vector<trace::Trace> rank_traces, const model::GpuSpec& gpu,
+                                 const driver::OptimizeOptions& options, const DecomposedOptions& how = {});
+
+}  // namespace emo::job

@@ -1,0 +1,222 @@
+#include "job/mpi_worker.h"
+
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+
+#ifdef EMO_WITH_MPI
+#include "job/messages.h"
+#include "job/mpi_comm.h"
+#endif
+
+namespace emo::job {
+
+#ifdef EMO_WITH_MPI
+namespace {
+
+using messages::Command, messages::CommandKind;
+
+/// Positions in the job of process p's ranks (of n, over k processes): p, p + k, p + 2k, ...
+std::vector<std::size_t> positions_of(std::size_t p, std::size_t k, std::size_t n) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = p; i < n; i += k) out.push_back(i);
+  return out;
+}
+
+/// Process 0's RankWorker: each step goes to every other process with the part for its ranks
+/// (exchange); process 0's own ranks are worked by its own ThreadRankWorker meanwhile.
+class MpiWorker : public RankWorker {
+ public:
+  MpiWorker(MpiShare& share, const JobPorts& jp, const model::GpuSpec& gpu, const driver::OptimizeOptions& options,
+            const DecomposedOptions& how)
+      : share_(share), jp_(jp), gpu_(gpu),
+        own_(wrapped(std::make_unique<ThreadRankWorker>(share.traces, positions_of(0, share.processes, jp.open.size()),
+                                                        part(jp.open, 0), gpu, rank_options(options), how),
+                     how)) {}
+
+  std::vector<timing::PortGraph> recorded() override {
+    return exchange<timing::PortGraph>(
+        [&](std::size_t q) { return command_bytes(CommandKind::kPorts, part(jp_.open, q)); },
+        [&] { return own_->recorded(); }, messages::decode_ports_reply);
+  }
+
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override {
+    return exchange<RankPlan>(
+        [&](std::size_t q) { return command_bytes(CommandKind::kRound, part(cuts, q), round); },
+        [&] {
+          std::vector<trace::JobCut> mine = part(cuts, 0);
+          return own_->solve(mine, round);
+        },
+        messages::decode_plans_reply);
+  }
+
+  std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
+    std::vector<std::vector<RankRun>> out = exchange<std::vector<RankRun>>(
+        [&](std::size_t) { return command_bytes(CommandKind::kStatics, {}, 0, clocks_mhz); },
+        [&] { return own_->statics(clocks_mhz); }, messages::decode_statics_reply);
+    for (const std::vector<RankRun>& runs : out) {
+      if (runs.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: a static run per clock expected");
+    }
+    return out;
+  }
+
+ private:
+  /// The bytes of a command of `kind` on this job's GPU.
+  std::string command_bytes(CommandKind kind, std::vector<trace::JobCut> cuts, int round = 0,
+                            std::vector<double> clocks_mhz = {}) const {
+    Command c;
+    c.kind = kind;
+    c.gpu = gpu_.id;
+    c.cuts = std::move(cuts);
+    c.round = round;
+    c.clocks_mhz = std::move(clocks_mhz);
+    return messages::encode(c);
+  }
+
+  /// One step: `command(q)` sent to every other process q, then this process's own part (`own()`,
+  /// its ranks in order), then every reply received (`decode(bytes)`, a result per rank of q;
+  /// always all of them, so that no process is left sending); the first error (its own, then by
+  /// process) is thrown after. Returns per rank of the job, in its order.
+  template <class T, class MakeCommand, class Own, class Decode>
+  std::vector<T> exchange(MakeCommand&& command, Own&& own, Decode&& decode) {
+    const std::size_t k = share_.processes, n = jp_.open.size();
+    for (std::size_t q = 1; q < k; ++q) mpi::send_bytes(command(q), static_cast<int>(q), mpi::kTagCommand);
+    std::vector<T> out(n);
+    std::exception_ptr error;
+    try {
+      std::vector<T> mine = own();
+      for (std::size_t i = 0; i < mine.size(); ++i) out[i * k] = std::move(mine[i]);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (std::size_t q = 1; q < k; ++q) {
+      const std::string reply = mpi::recv_bytes(static_cast<int>(q), mpi::kTagReply);
+      try {
+        std::vector<T> theirs = decode(reply);
+        if (theirs.size() != positions_of(q, k, n).size()) {
+          throw std::invalid_argument("solve_decomposed_mpi: a process answered for other ranks");
+        }
+        for (std::size_t i = 0; i < theirs.size(); ++i) out[q + i * k] = std::move(theirs[i]);
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    return out;
+  }
+
+  /// The entries of `all` (job order) for process q's ranks.
+  std::vector<trace::JobCut> part(const std::vector<trace::JobCut>& all, std::size_t q) const {
+    std::vector<trace::JobCut> out;
+    for (const std::size_t i : positions_of(q, share_.processes, all.size())) out.push_back(all[i]);
+    return out;
+  }
+
+  MpiShare& share_;
+  const JobPorts& jp_;
+  const model::GpuSpec& gpu_;
+  std::unique_ptr<RankWorker> own_;
+};
+
+/// A process other than 0: its ranks, once process 0 has sent their ports.
+class Served {
+ public:
+  Served(MpiShare& share, const driver::OptimizeOptions& options, const DecomposedOptions& how)
+      : share_(share), options_(options), how_(how) {}
+
+  /// Its reply to `command` (messages::is_command): the step's results, or the error it met.
+  std::string answer(const std::string& command) {
+    try {
+      Command c = messages::decode_command(command);
+      const model::GpuSpec& gpu = model::GpuCatalog::builtin().at(c.gpu);
+      switch (c.kind) {
+        case CommandKind::kPorts:
+          if (c.cuts.size() != share_.traces.size()) throw std::invalid_argument("solve_decomposed_mpi: ports for other ranks");
+          local_.reset();
+          open_ = std::move(c.cuts);
+          return messages::encode_reply(ranks(gpu).recorded());
+        case CommandKind::kStatics: return messages::encode_reply(ranks(gpu).statics(c.clocks_mhz));
+        case CommandKind::kRound: return messages::encode_reply(ranks(gpu).solve(c.cuts, c.round));
+      }
+      throw std::invalid_argument("solve_decomposed_mpi: an unknown command");
+    } catch (...) {
+      return messages::encode_failure(std::current_exception());
+    }
+  }
+
+ private:
+  RankWorker& ranks(const model::GpuSpec& gpu) {
+    if (!local_ || gpu_ != &gpu) {
+      local_.reset();
+      local_ = wrapped(std::make_unique<ThreadRankWorker>(share_.traces,
+                                                          positions_of(share_.process, share_.processes, share_.paths.size()),
+                                                          open_, gpu, rank_options(options_), how_),
+                       how_);
+      gpu_ = &gpu;
+    }
+    return *local_;
+  }
+
+  MpiShare& share_;
+  driver::OptimizeOptions options_;
+  DecomposedOptions how_;
+  std::vector<trace::JobCut> open_;
+  const model::GpuSpec* gpu_ = nullptr;
+  std::unique_ptr<RankWorker> local_;
+};
+
+}  // namespace
+
+DecomposedSolve solve_decomposed_mpi(const JobPorts& ports, MpiShare& share, const model::GpuSpec& gpu,
+                                     const driver::OptimizeOptions& options, const DecomposedOptions& how) {
+  try {
+    if (!share.active() || share.process != 0) throw std::invalid_argument("solve_decomposed_mpi: not process 0 of a kept MPI load");
+    if (ports.open.size() != share.paths.size()) throw std::invalid_argument("solve_decomposed_mpi: one trace per rank of the job expected");
+    MpiWorker worker(share, ports, gpu, options, how);
+    DecomposedSolve out = decompose(ports, gpu, options, worker);
+    share.release(true);
+    return out;
+  } catch (...) {
+    share.release(false);
+    throw;
+  }
+}
+
+void serve_decomposed_mpi(MpiShare& share, const driver::OptimizeOptions& options, const DecomposedOptions& how) {
+  Served served(share, options, how);
+  while (share.active()) {
+    const std::string command = mpi::recv_bytes(0, mpi::kTagCommand);
+    if (command == mpi::kDone) {
+      share.release(true);
+    } else if (command == mpi::kGather) {
+      send_own_traces_mpi(share);
+    } else if (!messages::is_command(command)) {
+      share.release(false);
+      throw MpiPeerFailed();
+    } else {
+      mpi::send_bytes(served.answer(command), 0, mpi::kTagReply);
+    }
+  }
+}
+
+#else
+
+DecomposedSolve solve_decomposed_mpi(const JobPorts&, MpiShare&, const model::GpuSpec&, const driver::OptimizeOptions&,
+                                     const DecomposedOptions&) {
+  throw InputError("--mpi", "emo was built without MPI");
+}
+
+void serve_decomposed_mpi(MpiShare&, const driver::OptimizeOptions&, const DecomposedOptions&) {
+  throw InputError("--mpi", "emo was built without MPI");
+}
+
+#endif
+
+}  // namespace emo::job

@@ -1,0 +1,211 @@
+#include "job/rank_worker.h"
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "core/parallel.h"
+#include "core/units.h"
+#include "graph/dep_graph.h"
+#include "job/job_solve.h"
+#include "runtime/sim_backend.h"
+#include "runtime/sim_device.h"
+#include "runtime/sim_run.h"
+
+namespace emo::job {
+
+driver::OptimizeOptions rank_options(const driver::OptimizeOptions& options) {
+  driver::OptimizeOptions o = options;
+  o.max_slowdown = options.max_slowdown * kRankShare;
+  o.target_ladder = false;  // a rank's pinned solve: at its share alone (the ladder's cost × ranks)
+  return o;
+}
+
+std::uint64_t rank_noise_seed(std::uint64_t seed, std::size_t position) {
+  return seed + 1 + 1'000'003ULL * (static_cast<std::uint64_t>(position) + 1);
+}
+
+std::unique_ptr<RankWorker> wrapped(std::unique_ptr<RankWorker> w, const DecomposedOptions& how) {
+  return how.wrap_worker ? how.wrap_worker(std::move(w)) : std::move(w);
+}
+
+namespace {
+
+/// The rank's graph with its linked collectives as ports (`open`), and the ports' nodes.
+struct PortedGraph {
+  graph::DepGraph g;
+  std::vector<std::uint32_t> port_node;
+};
+
+PortedGraph ported_graph(trace::Trace& t, const trace::JobCut& open) {
+  t.meta.cut = open;
+  PortedGraph out{graph::build_graph(t), {}};
+  t.meta.cut = {};
+  std::vector<std::uint32_t> node_of(t.ops.size(), UINT32_MAX);
+  for (std::uint32_t n = 0; n < out.g.nodes(); ++n) node_of[out.g.op[n]] = n;
+  for (const trace::CollectivePin& p : open.pins) {
+    if (p.op >= node_of.size() || node_of[p.op] == UINT32_MAX) {
+      throw std::invalid_argument("solve_decomposed: a linked collective is not in its rank's graph (" + t.meta.path + ")");
+    }
+    out.port_node.push_back(node_of[p.op]);
+  }
+  return out;
+}
+
+/// Step 0: rank `t` reduced to its ports at its recorded durations.
+timing::PortGraph recorded_ports(trace::Trace& t, const trace::JobCut& open) {
+  const PortedGraph pg = ported_graph(t, open);
+  return timing::reduce_to_ports(pg.g, pg.g.dur, pg.port_node);
+}
+
+/// The rank's graph run at `node_clock_mhz` on `device` (a static run), or — given `policy` — with
+/// the policy's clock requests as `emo run` issues them (early by the switch latency, held to the
+/// minimum switch interval: runtime::SimBackend::run_policy), reduced to its ports.
+RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::SimDevice& device, std::uint64_t noise_seed,
+                 const std::vector<double>& node_clock_mhz, const policy::Policy* policy = nullptr) {
+  runtime::SimRunOptions o;
+  o.seed = noise_seed;
+  std::vector<runtime::ClockRequest> requests;
+  if (policy != nullptr) {
+    requests = runtime::hold_to_interval(
+        runtime::switch_requests(*policy, ms_to_ns(device.switch_latency_ms()), o.initial_clock_mhz),
+        ms_to_ns(policy->min_switch_interval_ms), o.initial_clock_mhz);
+  }
+  const runtime::SimRunResult res = runtime::run_on_sim(t, pg.g, device, node_clock_mhz, requests, o);
+  std::vector<TimeNs> dur(pg.g.dur.begin(), pg.g.dur.end());
+  RankRun out;
+  for (const runtime::RunOp& op : res.ops) {
+    dur[op.node] = op.dur_ns;
+    out.above_idle_j += op.above_idle_w * static_cast<double>(op.dur_ns) * 1e-9;
+  }
+  out.ports = timing::reduce_to_ports(pg.g, dur, pg.port_node);
+  return out;
+}
+
+/// Step 2 for one rank at `position` in the job: its trace against `cut`, then its plan (and, with
+/// `statics`, the max clock) run on its own graph and reduced to its ports.
+RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, const model::GpuSpec& gpu,
+                    const driver::OptimizeOptions& options, std::size_t position, bool statics) {
+  driver::OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
+  o.progress = nullptr;
+  t.meta.cut = cut;
+  const driver::OptimizeResult r = driver::optimize(t, graph::Window{}, gpu, o);
+  t.meta.cut = {};
+  RankPlan p;
+  const std::vector<double> clock_of_row = op_clocks(t, r);
+  p.option_clocks_mhz = r.profile.option_clocks_mhz;
+  if (r.policy().gpus.size() != 1) throw std::invalid_argument("solve_decomposed: a rank's trace has more than one GPU");
+  p.section = r.policy().gpus[0];
+  p.policy = r.policy();
+  p.policy.gpus.clear();
+  p.solve.packs = static_cast<std::int64_t>(r.packs.packing.packs.size());
+  p.solve.pinned = static_cast<std::int64_t>(cut.pins.size());
+  p.solve.own_savings = r.savings();
+  p.solve.own_met = r.evaluation.emo.time_ns <= r.evaluation.statics.target_ns;
+
+  const PortedGraph pg = ported_graph(t, open);
+  runtime::SimDeviceOptions dev_opts;
+  dev_opts.seed = options.seed;
+  const runtime::SimDevice device(gpu, dev_opts);
+  const std::uint64_t noise = rank_noise_seed(options.seed, position);
+  const double f_max = gpu.max_sm_clock_mhz();
+  std::vector<double> clock(pg.g.nodes(), 0.0);
+  double weighted = 0, total = 0;
+  for (std::uint32_t n = 0; n < pg.g.nodes(); ++n) {
+    if (!pg.g.gpu[n]) continue;
+    const double f = clock_of_row[pg.g.op[n]];
+    clock[n] = f > 0 ? f : f_max;  // an op in no pack runs at the max clock
+    if (f <= 0) continue;
+    weighted += f * static_cast<double>(pg.g.dur[n]);
+    total += static_cast<double>(pg.g.dur[n]);
+  }
+  p.solve.mean_clock_mhz = total > 0 ? weighted / total : 0;
+  p.plan = run_rank(t, pg, device, noise, clock, &r.policy());
+  if (statics) p.statics.emplace_back(f_max, run_rank(t, pg, device, noise, static_clocks(pg.g, f_max)));
+  return p;
+}
+
+/// Rank `t` at `position` run at each static clock of `clocks_mhz`, each run reduced to its ports.
+std::vector<RankRun> static_runs(trace::Trace& t, const trace::JobCut& open, const model::GpuSpec& gpu, std::uint64_t seed,
+                                 std::size_t position, const std::vector<double>& clocks_mhz) {
+  const PortedGraph pg = ported_graph(t, open);
+  runtime::SimDeviceOptions dev_opts;
+  dev_opts.seed = seed;
+  const runtime::SimDevice device(gpu, dev_opts);
+  std::vector<RankRun> out;
+  for (const double f : clocks_mhz) out.push_back(run_rank(t, pg, device, rank_noise_seed(seed, position), static_clocks(pg.g, f)));
+  return out;
+}
+
+/// Runs `work(i)` for i < n on `threads` threads; progress "ranks" to `sink` from the calling
+/// thread; rethrows the first error after every rank is done.
+void for_ranks(std::size_t n, int threads, ProgressSink* sink, const char* label,
+               const std::function<void(std::size_t)>& work) {
+  std::atomic<std::size_t> done{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  Progress progress(sink);
+  progress.start(label, static_cast<std::int64_t>(n));
+  parallel_for(
+      n, threads,
+      [&](std::size_t i) {
+        try {
+          work(i);
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+        ++done;
+      },
+      [&] { progress.step(static_cast<std::int64_t>(done.load()) - progress.done()); });
+  progress.finish();
+  if (error) std::rethrow_exception(error);
+}
+
+const char* round_label(int round) { return round == 0 ? "ranks (decomposed solve)" : "ranks (decomposed solve, again)"; }
+
+}  // namespace
+
+ThreadRankWorker::ThreadRankWorker(std::vector<trace::Trace>& traces, std::vector<std::size_t> position,
+                                   std::vector<trace::JobCut> open, const model::GpuSpec& gpu,
+                                   const driver::OptimizeOptions& options, const DecomposedOptions& how)
+    : traces_(traces), position_(std::move(position)), open_(std::move(open)), gpu_(gpu), options_(options),
+      threads_(how.threads), progress_(how.progress) {
+  if (open_.size() != traces_.size() || position_.size() != traces_.size()) {
+    throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
+  }
+  for (std::size_t i = 0; i < traces_.size(); ++i) {
+    for (const trace::CollectivePin& p : open_[i].pins) {
+      if (p.op >= traces_[i].ops.size()) throw std::invalid_argument("solve_decomposed: a rank trace does not match the job");
+    }
+  }
+}
+
+std::vector<timing::PortGraph> ThreadRankWorker::recorded() {
+  std::vector<timing::PortGraph> out(traces_.size());
+  for_ranks(traces_.size(), threads_, progress_, "ranks (reduced to their collectives)",
+            [&](std::size_t i) { out[i] = recorded_ports(traces_[i], open_[i]); });
+  return out;
+}
+
+std::vector<RankPlan> ThreadRankWorker::solve(std::vector<trace::JobCut>& cuts, int round) {
+  if (cuts.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: cuts for other ranks");
+  std::vector<RankPlan> out(traces_.size());
+  for_ranks(traces_.size(), threads_, progress_, round_label(round), [&](std::size_t i) {
+    out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0);
+  });
+  return out;
+}
+
+std::vector<std::vector<RankRun>> ThreadRankWorker::statics(const std::vector<double>& clocks_mhz) {
+  std::vector<std::vector<RankRun>> out(traces_.size());
+  for_ranks(traces_.size(), threads_, progress_, "ranks (static clocks)", [&](std::size_t i) {
+    out[i] = static_runs(traces_[i], open_[i], gpu_, options_.seed, position_[i], clocks_mhz);
+  });
+  return out;
+}
+
+}  // namespace emo::job

@@ -1,0 +1,294 @@
+// The seam of the decomposed solve (job/rank_worker.h) and the messages that carry its steps
+// between MPI processes (job/messages.h), without MPI: a wrapper around the in-process worker
+// sees every step and can fail one (the fault injection tests/cli/optimize_mpi_test.sh does across
+// processes with emo_test_mpi_fault), and every step's results cross the encoding unchanged —
+// the expected values are the structs that went in, read field by field.
+// The job: SYNTHETIC, 2 ranks generated from a small random trace with NCCL kernels
+// (tests/support/job_generator.h, random_trace.h); no real data, so these always run.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/error.h"
+#include "job/job_solve.h"
+#include "job/messages.h"
+#include "job/rank_worker.h"
+#include "model/gpu_catalog.h"
+#include "support/job_generator.h"
+#include "support/random_trace.h"
+#include "trace/job.h"
+
+namespace emo::job {
+namespace {
+
+const model::GpuSpec& a100() { return model::GpuCatalog::builtin().at("A100-SXM4-80GB"); }
+
+/// 2 ranks of a small random trace (2 iterations of 24 GPU ops, seed 1), the second a 15 % straggler.
+std::vector<trace::Trace> two_ranks() {
+  testing::RandomTraceParams p = testing::random_trace_params(1);
+  p.iterations = 2;
+  p.ops_per_iteration = 24;
+  p.threads = 1;
+  const trace::Trace source = testing::random_trace(p);
+  testing::JobSpec spec;
+  spec.ranks = 2;
+  spec.straggler = 1;
+  spec.straggler_slowdown = 0.15;
+  spec.seed = 1;
+  return testing::generate_job(source, spec);
+}
+
+JobPorts ports_of(const std::vector<trace::Trace>& ranks) {
+  std::vector<trace::RankDigest> digests;
+  for (const trace::Trace& t : ranks) digests.push_back(trace::digest(t));
+  return job_ports(digests, trace::link_ranks(digests));
+}
+
+driver::OptimizeOptions options() {
+  driver::OptimizeOptions o;
+  o.max_slowdown = 0.05;
+  o.seed = 1;
+  return o;
+}
+
+/// Forwards every step to the wrapped worker, counting the calls and keeping what came back;
+/// with `fail_solves`, its solve() throws instead (as a failing process would).
+class Recording : public RankWorker {
+ public:
+  struct Seen {
+    int recorded = 0, solves = 0, statics = 0;
+    std::vector<timing::PortGraph> ports;
+    std::vector<RankPlan> first_plans;
+    std::vector<std::vector<RankRun>> first_statics;
+  };
+  Recording(std::unique_ptr<RankWorker> inner, Seen& seen, bool fail_solves)
+      : inner_(std::move(inner)), seen_(seen), fail_solves_(fail_solves) {}
+  std::vector<timing::PortGraph> recorded() override {
+    ++seen_.recorded;
+    return seen_.ports = inner_->recorded();
+  }
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override {
+    ++seen_.solves;
+    if (fail_solves_) throw InputError("test worker", "fails its rank solves as asked");
+    std::vector<RankPlan> out = inner_->solve(cuts, round);
+    if (round == 0) seen_.first_plans = out;
+    return out;
+  }
+  std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
+    ++seen_.statics;
+    std::vector<std::vector<RankRun>> out = inner_->statics(clocks_mhz);
+    if (seen_.first_statics.empty()) seen_.first_statics = out;
+    return out;
+  }
+
+ private:
+  std::unique_ptr<RankWorker> inner_;
+  Seen& seen_;
+  bool fail_solves_;
+};
+
+/// One decomposed solve of two_ranks() through a Recording wrapper, computed once.
+struct Recorded {
+  Recording::Seen seen;
+  int wraps = 0;
+  DecomposedSolve d;
+};
+
+const Recorded& recorded_solve() {
+  static const Recorded r = [] {
+    Recorded out;
+    std::vector<trace::Trace> ranks = two_ranks();
+    const JobPorts jp = ports_of(ranks);
+    DecomposedOptions how;
+    how.threads = 2;
+    how.wrap_worker = [&](std::unique_ptr<RankWorker> w) {
+      ++out.wraps;
+      return std::make_unique<Recording>(std::move(w), out.seen, false);
+    };
+    out.d = solve_decomposed(jp, std::move(ranks), a100(), options(), how);
+    return out;
+  }();
+  return r;
+}
+
+void expect_same(const timing::PortGraph& a, const timing::PortGraph& b) {
+  EXPECT_EQ(std::tie(a.release_ns, a.end_release_ns, a.dur_ns, a.end_release_ns_rank, a.window_start_ns),
+            std::tie(b.release_ns, b.end_release_ns, b.dur_ns, b.end_release_ns_rank, b.window_start_ns));
+  ASSERT_EQ(a.lags.size(), b.lags.size());
+  for (std::size_t i = 0; i < a.lags.size(); ++i) {
+    const timing::PortLag &x = a.lags[i], &y = b.lags[i];
+    EXPECT_EQ(std::tie(x.from, x.to, x.lag_ns, x.into_end), std::tie(y.from, y.to, y.lag_ns, y.into_end)) << "lag " << i;
+  }
+}
+
+void expect_same(const RankRun& a, const RankRun& b) {
+  expect_same(a.ports, b.ports);
+  EXPECT_EQ(a.above_idle_j, b.above_idle_j);  // exact: CBOR carries the double's bits
+}
+
+/// The policy a RankPlan carries, as one JSON text (header and its section).
+std::string policy_text(const RankPlan& p) {
+  policy::Policy whole = p.policy;
+  whole.gpus = {p.section};
+  return policy::to_json(whole);
+}
+
+TEST(RankWorkerSeam, AWrapperSeesEveryStepOfTheSolve) {
+  const Recorded& r = recorded_solve();
+  EXPECT_EQ(r.wraps, 1) << "the in-process worker is built and wrapped once";
+  EXPECT_EQ(r.seen.recorded, 1) << "step 0 once";
+  EXPECT_EQ(r.seen.solves, r.d.composed.rounds) << "one solve per round";
+  EXPECT_GE(r.d.composed.rounds, 1);
+  ASSERT_EQ(r.seen.ports.size(), 2u);
+  ASSERT_EQ(r.seen.first_plans.size(), 2u);
+  EXPECT_EQ(r.d.ranks.size(), 2u);
+  // Each rank's reduction has one port per linked collective it takes part in.
+  EXPECT_GT(r.seen.ports[0].dur_ns.size(), 0u);
+  EXPECT_EQ(static_cast<std::int64_t>(r.seen.ports[0].dur_ns.size()), r.d.recorded.collectives_pinned);
+}
+
+TEST(RankWorkerSeam, AWorkerThatFailsItsSolvesFailsTheJobWithItsError) {
+  std::vector<trace::Trace> ranks = two_ranks();
+  const JobPorts jp = ports_of(ranks);
+  Recording::Seen seen;
+  DecomposedOptions how;
+  how.threads = 2;
+  how.wrap_worker = [&](std::unique_ptr<RankWorker> w) { return std::make_unique<Recording>(std::move(w), seen, true); };
+  try {
+    (void)solve_decomposed(jp, std::move(ranks), a100(), options(), how);
+    ADD_FAILURE() << "the solve did not fail";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "test worker");
+    EXPECT_EQ(e.problem(), "fails its rank solves as asked");
+  }
+  EXPECT_EQ(seen.recorded, 1);
+  EXPECT_EQ(seen.solves, 1) << "the first failing round ends the solve";
+  EXPECT_EQ(seen.statics, 0);
+}
+
+TEST(JobMessages, CommandsCrossUnchanged) {
+  messages::Command c;
+  c.kind = messages::CommandKind::kRound;
+  c.gpu = "H100-SXM5-80GB";
+  c.round = 1;
+  c.cuts = {{{{7, 1'234'567'890'123, 4'500}, {9, trace::kOpenPin, 0}}, 9'876'543'210'987},
+            {{{3, -5, 1}}, 42}};
+  c.clocks_mhz = {1410, 1395.5};
+  const std::string bytes = messages::encode(c);
+  EXPECT_EQ(bytes[0], 'R');
+  ASSERT_TRUE(messages::is_command(bytes));
+  const messages::Command d = messages::decode_command(bytes);
+  EXPECT_EQ(d.kind, messages::CommandKind::kRound);
+  EXPECT_EQ(d.gpu, "H100-SXM5-80GB");
+  EXPECT_EQ(d.round, 1);
+  EXPECT_EQ(d.clocks_mhz, (std::vector<double>{1410, 1395.5}));
+  ASSERT_EQ(d.cuts.size(), 2u);
+  EXPECT_EQ(d.cuts[0].end_ns, 9'876'543'210'987);
+  ASSERT_EQ(d.cuts[0].pins.size(), 2u);
+  EXPECT_EQ(d.cuts[0].pins[0].op, 7u);
+  EXPECT_EQ(d.cuts[0].pins[0].start_ns, 1'234'567'890'123);
+  EXPECT_EQ(d.cuts[0].pins[0].transfer_ns, 4'500);
+  EXPECT_EQ(d.cuts[0].pins[1].start_ns, trace::kOpenPin);
+  EXPECT_EQ(d.cuts[1].end_ns, 42);
+  ASSERT_EQ(d.cuts[1].pins.size(), 1u);
+  EXPECT_EQ(d.cuts[1].pins[0].start_ns, -5);
+  // The loop's own one-character messages are not commands.
+  for (const char* other : {"D", "A", "G", ""}) EXPECT_FALSE(messages::is_command(other)) << other;
+  EXPECT_THROW((void)messages::decode_command("D"), std::invalid_argument);
+}
+
+TEST(JobMessages, AHandMadePortReductionCrossesUnchanged) {
+  // Every field set, the extremes included: INT64_MIN (no constraint), a lag into a port's end.
+  timing::PortGraph g;
+  g.release_ns = {INT64_MIN, 17, 3'000'000'000'000};
+  g.end_release_ns = {5, INT64_MIN, -2};
+  g.dur_ns = {0, 1, 999'999'999'999};
+  g.end_release_ns_rank = -123'456'789'012;
+  g.window_start_ns = 1'700'000'000'000'000'000;
+  g.lags = {{0, 1, 250, false}, {1, 2, -7, true}, {2, 0, INT64_MAX, true}};
+  const std::vector<timing::PortGraph> back = messages::decode_ports_reply(messages::encode_reply(std::vector{g}));
+  ASSERT_EQ(back.size(), 1u);
+  expect_same(back[0], g);
+}
+
+TEST(JobMessages, AFailureReplyThrowsTheErrorItCarries) {
+  const std::string input = messages::encode_failure(std::make_exception_ptr(InputError("rank3.json", "no GPU op")));
+  try {
+    (void)messages::decode_plans_reply(input);
+    ADD_FAILURE() << "no error thrown";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "rank3.json");
+    EXPECT_EQ(e.problem(), "no GPU op");
+  }
+  const std::string other = messages::encode_failure(std::make_exception_ptr(std::logic_error("broken\nin two")));
+  try {
+    (void)messages::decode_ports_reply(other);
+    ADD_FAILURE() << "no error thrown";
+  } catch (const InputError&) {
+    ADD_FAILURE() << "a non-input error came back as an InputError";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "broken\nin two");
+  }
+  EXPECT_THROW((void)messages::decode_statics_reply(""), std::runtime_error);
+}
+
+TEST(JobMessages, ASolvesPortsPlansAndStaticRunsCrossUnchanged) {
+  const Recorded& r = recorded_solve();
+  const std::vector<timing::PortGraph> ports = messages::decode_ports_reply(messages::encode_reply(r.seen.ports));
+  ASSERT_EQ(ports.size(), r.seen.ports.size());
+  for (std::size_t i = 0; i < ports.size(); ++i) expect_same(ports[i], r.seen.ports[i]);
+
+  const std::vector<RankPlan> plans = messages::decode_plans_reply(messages::encode_reply(r.seen.first_plans));
+  ASSERT_EQ(plans.size(), r.seen.first_plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const RankPlan &a = plans[i], &b = r.seen.first_plans[i];
+    EXPECT_EQ(policy_text(a), policy_text(b));
+    EXPECT_EQ(a.option_clocks_mhz, b.option_clocks_mhz);
+    EXPECT_EQ(a.solve.packs, b.solve.packs);
+    EXPECT_EQ(a.solve.pinned, b.solve.pinned);
+    EXPECT_EQ(a.solve.mean_clock_mhz, b.solve.mean_clock_mhz);
+    EXPECT_EQ(a.solve.own_savings, b.solve.own_savings);
+    EXPECT_EQ(a.solve.own_met, b.solve.own_met);
+    expect_same(a.plan, b.plan);
+    ASSERT_EQ(a.statics.size(), 1u) << "round 0 carries the run at the max clock";
+    ASSERT_EQ(b.statics.size(), 1u);
+    EXPECT_EQ(a.statics[0].first, b.statics[0].first);
+    expect_same(a.statics[0].second, b.statics[0].second);
+  }
+
+  ASSERT_FALSE(r.seen.first_statics.empty()) << "no static clock was asked of the ranks";
+  const auto statics = messages::decode_statics_reply(messages::encode_reply(r.seen.first_statics));
+  ASSERT_EQ(statics.size(), r.seen.first_statics.size());
+  for (std::size_t i = 0; i < statics.size(); ++i) {
+    ASSERT_EQ(statics[i].size(), r.seen.first_statics[i].size());
+    for (std::size_t k = 0; k < statics[i].size(); ++k) expect_same(statics[i][k], r.seen.first_statics[i][k]);
+  }
+}
+
+TEST(JobMessages, DigestsCrossUnchanged) {
+  const std::vector<trace::Trace> ranks = two_ranks();
+  std::vector<trace::RankDigest> in;
+  for (const trace::Trace& t : ranks) in.push_back(trace::digest(t));
+  const std::vector<trace::RankDigest> out = messages::decode_digests(messages::encode_digests(in));
+  ASSERT_EQ(out.size(), in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const trace::RankDigest &x = out[i], &y = in[i];
+    EXPECT_EQ(std::tie(x.path, x.rank, x.world_size, x.device, x.device_error, x.first_ns, x.last_ns, x.rank_lists),
+              std::tie(y.path, y.rank, y.world_size, y.device, y.device_error, y.first_ns, y.last_ns, y.rank_lists));
+    ASSERT_EQ(x.collectives.size(), y.collectives.size());
+    ASSERT_GT(y.collectives.size(), 0u);
+    for (std::size_t c = 0; c < y.collectives.size(); ++c) {
+      const auto &a = x.collectives[c], &b = y.collectives[c];
+      EXPECT_EQ(std::tie(a.name, a.group, a.group_ranks, a.stream, a.sequence, a.src_rank, a.dst_rank, a.start_ns, a.end_ns, a.op),
+                std::tie(b.name, b.group, b.group_ranks, b.stream, b.sequence, b.src_rank, b.dst_rank, b.start_ns, b.end_ns, b.op))
+          << "collective " << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace emo::job
