@@ -69,7 +69,9 @@ void check_ladder(const trace::Trace& t, const std::string& what, double& best_s
     const driver::OptimizeResult res = driver::optimize(t, {}, a100(), o);
     best_savings = std::max(best_savings, check_one(res, at));
     const double energy_j = res.evaluation.emo.energy_j;
-    if (s > 0) EXPECT_LE(energy_j, previous_j) << at << ": costlier than at a tighter target (saves less)";
+    if (s > 0) {
+      EXPECT_LE(energy_j, previous_j) << at << ": costlier than at a tighter target (saves less)";
+    }
     previous_j = energy_j;
   }
 }

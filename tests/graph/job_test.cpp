@@ -127,7 +127,9 @@ TEST(LinkJob, OffsetsWaitsAndMatchesOfAHandMadeJob) {
         EXPECT_EQ(t.ops.start_ns[i], 10);
       }
       if (trace::is_api_call(t.ops.kind[i])) corr.push_back(t.ops.correlation[i]);
-      if (i > 0) EXPECT_LE(t.ops.start_ns[i - 1], t.ops.start_ns[i]);
+      if (i > 0) {
+        EXPECT_LE(t.ops.start_ns[i - 1], t.ops.start_ns[i]);
+      }
     }
     std::sort(corr.begin(), corr.end());
     EXPECT_EQ(std::adjacent_find(corr.begin(), corr.end()), corr.end());
