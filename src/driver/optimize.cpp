@@ -144,6 +144,7 @@ struct Candidate {
   policy::Policy policy;
   runtime::RunMeasurement run;
   KeptPlan kind = KeptPlan::own;
+  double ladder_step = -1;  ///< The target-ladder point whose step planned it (-1: none).
 };
 
 /// True when run `a` is within `target_ns` and beats `b`: `b` missed the target, or `a` used less
@@ -153,8 +154,11 @@ bool better_within(const runtime::RunMeasurement& a, const runtime::RunMeasureme
 }
 
 /// Replaces `kept` by `c` when c's run is better_within the target; `c` is then of `kind`.
-void take_if_better(Candidate& kept, Candidate&& c, KeptPlan kind, TimeNs target_ns) {
-  if (better_within(c.run, kept.run, target_ns)) kept = std::move(c), kept.kind = kind;
+/// Returns whether it did.
+bool take_if_better(Candidate& kept, Candidate&& c, KeptPlan kind, TimeNs target_ns) {
+  if (!better_within(c.run, kept.run, target_ns)) return false;
+  kept = std::move(c), kept.kind = kind;
+  return true;
 }
 
 /// The lowest-clock probe's choice: every pack whose planned clock lies inside the lowest profiled
@@ -248,8 +252,7 @@ Validated validate(const ProblemStage& problem, opt::FastSolver& solver, const P
       v.calibrated_target_ns = calibrated;
       Candidate c = run(plan(problem, solver, calibrated, search));
       v.calibration_runs = 1, ++runs;
-      if (better_within(c.run, kept.run, target_ns)) model_target_ns = calibrated;
-      take_if_better(kept, std::move(c), KeptPlan::calibrated, target_ns);
+      if (take_if_better(kept, std::move(c), KeptPlan::calibrated, target_ns)) model_target_ns = calibrated;
     }
   }
   if (kept.run.time_ns <= target_ns && runs < max_runs && profile.profiled_clocks_mhz.size() >= 2) {
@@ -259,8 +262,7 @@ Validated validate(const ProblemStage& problem, opt::FastSolver& solver, const P
       take_if_better(kept, run(plan_of(problem, std::move(probe))), KeptPlan::probe, target_ns);
     }
   }
-  v.own_plan = evaluated(kept.run);
-  v.own_plan.clock_mhz = 0;
+  v.own_plan = {kept.run.time_ns, kept.run.energy_j, 0};
   return out;
 }
 
@@ -447,6 +449,7 @@ void static_or_baseline(const ProblemStage& problem, StaticRuns& runs, WithPolic
 /// Moves the kept plan's measured figures, run breakdown, plan and policy into `ev`.
 void keep(Candidate kept, Evaluation& ev) {
   ev.kept = kept.kind;
+  ev.kept_step = kept.ladder_step;
   ev.emo = {kept.run.time_ns, kept.run.energy_j, 0};
   ev.emo_run.clock_switches = kept.run.clock_switches;
   ev.emo_run.ops_at_other_clock = kept.run.ops_at_other_clock;
@@ -780,15 +783,15 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
       Candidate c{std::move(p), {}, {}};
       c.policy = plan_policy(trace, packs, problem, c.plan, gpu, g, true);
       c.run = backend.run_policy(trace, packs, c.policy, c.plan.pack_clock_mhz);
+      c.ladder_step = g;
       ++ev.policy_runs;
       return c;
     };
     auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
-    Validated v = validate(problem, *pl.solver, r.profile, pl.first, target_of(ev.statics.baseline.time_ns, g),
+    Validated v = validate(problem, *pl.solver, r.profile, std::move(pl.first), target_of(ev.statics.baseline.time_ns, g),
                            backend.max_validation_runs(), run, conservative, ev.search);
     ev.validation = v.validation;
     const std::vector<int> own = v.kept.plan.choice;
-    const auto before = best ? best->run.energy_j : -1;
     offer(best, std::move(v.kept), target_ns);
     const auto model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
     if (std::optional<Candidate> c = per_gpu_static(problem, packs, model_static, own, run)) {
@@ -797,7 +800,6 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
       c->kind = KeptPlan::per_gpu_static;
       offer(best, std::move(*c), target_ns);
     }
-    if (!best || best->run.energy_j != before) ev.kept_step = g;
   }
   Candidate kept = std::move(*best);
   auto with_policy = [&](PlanStage p) {
@@ -806,7 +808,6 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
     return c;
   };
   static_or_baseline(*pl.problem, static_runs, with_policy, kept, ev.candidates);
-  if (kept.kind == KeptPlan::static_clock || kept.kind == KeptPlan::baseline) ev.kept_step = -1;
   keep(std::move(kept), ev);
   // The kept plan's policy states the target it was kept for (its step's models planned it).
   ev.policy.max_slowdown = options.max_slowdown;
