@@ -30,7 +30,9 @@ void check_options(const OptimizeOptions& o) {
                         "its max clock)");
   if (o.profile_clocks < 2)
     throw ArgumentError("profile_clocks", fmt::format("{}", o.profile_clocks), "at least 2 clocks are needed to fit a model");
-  if (o.frontier_points < 2)
+  if (o.refine_rounds < 0 || o.refine_rounds > kRefineRounds)
+    throw ArgumentError("refine_rounds", fmt::format("{}", o.refine_rounds), fmt::format("0 to {} rounds", kRefineRounds));
+  if (o.frontier_points < 2 && o.frontier_points != 0)
     throw ArgumentError("frontier_points", fmt::format("{}", o.frontier_points), "the frontier needs at least 2 points");
 }
 
@@ -105,10 +107,11 @@ Evaluated evaluated(const runtime::RunMeasurement& m) { return Evaluated{m.time_
 
 /// The static references of stage 6: the baseline at f_max, the measured target (the baseline ×
 /// (1 + max_slowdown)) and the best static clock within it (an oracle over every option clock, or
-/// the models' best static clock below f_max, `model_static_mhz`, run once). Returns their runs and sweep.
+/// the models' best static clock below f_max, `model_static_mhz`, run once: `oracle` false).
+/// Returns their runs and sweep.
 StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs, const ProfileStage& profile,
                            std::optional<double> model_static_mhz, double max_slowdown,
-                           runtime::OptimizeBackend& backend) {
+                           runtime::OptimizeBackend& backend, bool oracle) {
   const double f_max = profile.option_clocks_mhz.front();
   StaticRuns runs{backend.run_static(trace, packs, f_max), std::nullopt, {}};
   StaticSweep& s = runs.sweep;
@@ -123,7 +126,7 @@ StaticRuns evaluate_static(const trace::Trace& trace, const pack::PackRun& packs
     s.curve.push_back(e);
     if (e.time_ns <= s.target_ns && e.energy_j < s.best.energy_j) s.best = e, runs.best = std::move(m);
   };
-  if (backend.static_oracle()) {
+  if (oracle) {
     for (const double f : profile.option_clocks_mhz) {
       if (f != f_max) consider(backend.run_static(trace, packs, f));
     }
@@ -299,23 +302,26 @@ std::int64_t evaluation_runs_estimate(const ProfileStage& profile, const runtime
 }
 
 Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const ProfileStage& profiled, double idle_w,
-                  double max_slowdown, opt::SearchStats& search) {
+                  double max_slowdown, const OptimizeOptions& options, opt::SearchStats& search) {
   Planning pl;
   pl.fit = fit(trace, profiled, profiled.option_clocks_mhz.front(), idle_w);
   pl.problem = std::make_unique<ProblemStage>(build_problem(packs, pl.fit, idle_w, max_slowdown));
-  pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem);
+  opt::FastSolverOptions so;
+  so.fixed_start_polishes = options.fixed_start_polishes;
+  pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem, so);
   pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
   return pl;
 }
 
 /// Stages 2–4 with 3½ at `max_slowdown` on `profile`: plan, then profile each pack where the plan
 /// (and the best static plan) decide, refit and re-plan, until nothing is left to measure (at most
-/// kRefineRounds rounds; `extra_profiles` per pack beyond the K profiled clocks, over every round).
+/// options.refine_rounds rounds; `extra_profiles` per pack beyond the K profiled clocks, over every
+/// round; the solver as `options` say).
 Planning refined_planning(const trace::Trace& trace, const pack::PackRun& packs, ProfileStage& profile,
                           runtime::OptimizeBackend& backend, double idle_w, double max_slowdown, int extra_profiles,
-                          opt::SearchStats& search) {
-  Planning pl = planning(trace, packs, profile, idle_w, max_slowdown, search);
-  for (int round = 0; round < kRefineRounds; ++round) {
+                          const OptimizeOptions& options, opt::SearchStats& search) {
+  Planning pl = planning(trace, packs, profile, idle_w, max_slowdown, options, search);
+  for (int round = 0; round < options.refine_rounds; ++round) {
     const std::vector<int> uniform =
         opt::best_static_choice(pl.problem->choices, pl.problem->target_ns + opt::kRoundingNs).value_or(std::vector<int>{});
     const std::vector<std::vector<double>> clocks =
@@ -323,7 +329,7 @@ Planning refined_planning(const trace::Trace& trace, const pack::PackRun& packs,
     if (std::all_of(clocks.begin(), clocks.end(), [](const auto& c) { return c.empty(); })) break;
     add_profiles(profile, backend.profile_pack_clocks(trace, packs, clocks));
     ++profile.refinement_rounds;
-    pl = planning(trace, packs, profile, idle_w, max_slowdown, search);
+    pl = planning(trace, packs, profile, idle_w, max_slowdown, options, search);
   }
   return pl;
 }
@@ -685,11 +691,11 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
                     opt::FastSolver& solver, const ProfileStage& profile, PlanStage first, const model::GpuSpec& gpu,
                     const OptimizeOptions& options, runtime::OptimizeBackend& backend) {
   Evaluation ev;
-  const bool simulated = backend.device().simulated(), oracle = backend.static_oracle();
+  const bool simulated = backend.device().simulated(), oracle = backend.static_oracle() && options.static_sweep;
   const std::optional<std::vector<int>> model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
   std::optional<double> model_static_mhz;
   if (model_static && (*model_static)[0] != 0) model_static_mhz = problem.choices.clocks(*model_static)[0];
-  StaticRuns static_runs = evaluate_static(trace, packs, profile, model_static_mhz, options.max_slowdown, backend);
+  StaticRuns static_runs = evaluate_static(trace, packs, profile, model_static_mhz, options.max_slowdown, backend, oracle);
   ev.statics = static_runs.sweep;
   const TimeNs target_ns = ev.statics.target_ns;
   auto with_policy = [&](PlanStage p) {
@@ -769,7 +775,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
                               Planning& pl) {
   Evaluation ev;
   const pack::PackRun& packs = r.packs;
-  StaticRuns static_runs = evaluate_static(trace, packs, r.profile, std::nullopt, options.max_slowdown, backend);
+  StaticRuns static_runs = evaluate_static(trace, packs, r.profile, std::nullopt, options.max_slowdown, backend, true);
   ev.statics = static_runs.sweep;
   const TimeNs target_ns = ev.statics.target_ns;
   std::optional<Candidate> best;
@@ -777,7 +783,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
   for (std::size_t k = 0; k < ev.ladder.size(); ++k) {
     const double g = ev.ladder[k];
     pl = refined_planning(trace, packs, r.profile, backend, idle_w, g,
-                          kRefineProfilesPerPack + static_cast<int>(k), ev.search);
+                          kRefineProfilesPerPack + static_cast<int>(k), options, ev.search);
     const ProblemStage& problem = *pl.problem;
     auto run = [&](PlanStage p) {
       Candidate c{std::move(p), {}, {}};
@@ -847,7 +853,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   progress.finish();
   opt::SearchStats search;
   Planning pl;
-  const bool ladder = options.target_ladder && backend.static_oracle();
+  const bool ladder = options.target_ladder && options.static_sweep && backend.static_oracle();
   if (ladder) {
     // Stages 2–6 at each point of the target ladder up to the target (evaluate_on_ladder).
     progress.start("evaluation", evaluation_runs_estimate(r.profile, backend, ladder_steps(options.max_slowdown).size(),
@@ -857,7 +863,7 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   } else {
     progress.start("refinement", 1);
     pl = refined_planning(trace, r.packs, r.profile, backend, idle_w, options.max_slowdown, kRefineProfilesPerPack,
-                          search);
+                          options, search);
     progress.finish();
   }
   const ProblemStage& problem = *pl.problem;
@@ -866,9 +872,11 @@ OptimizeResult optimize(const trace::Trace& trace, const graph::Window& window, 
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   r.model.target_ns = target_of(base_ns, options.max_slowdown);  // the target's, where the ladder planned below it
   r.profiling_iterations = base_ns > 0 ? r.profile.measured.device_s / ns_to_s(base_ns) : 0;
-  progress.start("frontier", 1);
-  r.frontier = predicted_frontier(problem, *pl.solver, options.frontier_points);
-  progress.finish();
+  if (options.frontier_points > 0) {
+    progress.start("frontier", 1);
+    r.frontier = predicted_frontier(problem, *pl.solver, options.frontier_points);
+    progress.finish();
+  }
   if (!ladder) {
     // Stages 5–6: policy, evaluate (re-planning while a run misses the target).
     progress.start("evaluation", evaluation_runs_estimate(r.profile, backend));

@@ -39,15 +39,29 @@
 
 namespace emo::driver {
 
+/// Refinement rounds at most (stage 3½, refine()).
+inline constexpr int kRefineRounds = 2;
+
 struct OptimizeOptions {
   double max_slowdown = 0.05;               ///< Latency target: baseline makespan × (1 + this); ≥ 0, finite.
   int profile_clocks = 3;                   ///< K clocks per pack (runtime::profiling_clocks); ≥ 2.
   std::optional<TimeNs> min_pack_ns;        ///< Default: the catalog's switch latency (model::min_pack_for).
   std::uint64_t seed = 1;                   ///< Simulated device and evaluation noise.
-  int frontier_points = 24;                 ///< Points of the predicted frontier (≥ 2).
+  int frontier_points = 24;                 ///< Points of the predicted frontier (≥ 2; 0: none, as the
+                                            ///< decomposed solve's per-rank solves, which show none).
+  bool static_sweep = true;                 ///< Where the backend affords the runs (the simulated device):
+                                            ///< every option clock measured as a static plan, and the
+                                            ///< candidates measured around EMO's plan (tighter targets,
+                                            ///< static steps); false: as on a real GPU, the models' best
+                                            ///< static clock run once (the decomposed solve's per-rank
+                                            ///< solves: the job's static clocks are compared on the job).
   bool target_ladder = true;                ///< Plan on the target ladder where the backend affords the runs
                                             ///< (kTargetLadder; the simulated device); false: at the target
                                             ///< alone (the decomposed solve's per-rank solves).
+  int refine_rounds = kRefineRounds;        ///< Refinement rounds at most, 0 … kRefineRounds (the
+                                            ///< decomposed solve's per-rank solves: 1).
+  bool fixed_start_polishes = true;         ///< opt::FastSolverOptions::fixed_start_polishes (the
+                                            ///< per-rank solves: false).
   ProgressSink* progress = nullptr;         ///< Told each stage's progress (core/progress.h; not owned):
                                             ///< packing, profiling, refinement, frontier, evaluation.
 };
@@ -225,8 +239,6 @@ const char* kept_name(KeptPlan k);
 ProfileStage profile(const trace::Trace& trace, const pack::PackRun& packs, runtime::OptimizeBackend& backend,
                      int profile_clocks);
 
-/// Refinement rounds at most (stage 3½, refine()).
-inline constexpr int kRefineRounds = 2;
 /// New pack-clock profiles per pack at most over every refinement round: with K = 3, at most 5
 /// profiles per pack (issue 15's budget), against every supported clock (81 on an A100).
 inline constexpr int kRefineProfilesPerPack = 2;

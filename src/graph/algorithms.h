@@ -32,6 +32,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/dep_graph.h"
@@ -333,6 +334,15 @@ class KeptPaths {
   /// end timepoint reached that is neither kept nor src (INT64_MIN: none).
   template <class Reach>
   TimeNs pass(std::uint32_t src, TimeNs origin_ns, Reach&& reach) {
+    return pass(src, origin_ns, std::forward<Reach>(reach), [](std::size_t, std::uint32_t, TimeNs) { return true; });
+  }
+
+  /// The same, asking `go_on(position, tp, ns)` at each timepoint reached other than src, in
+  /// topological order (position: its index in g.topo, ascending), before anything else is done
+  /// with it: false leaves it out of the pass — not reported, not in the returned tail, and its
+  /// arcs not followed (a caller that knows every path through it is implied another way).
+  template <class Reach, class GoOn>
+  TimeNs pass(std::uint32_t src, TimeNs origin_ns, Reach&& reach, GoOn&& go_on) {
     std::size_t lo = SIZE_MAX, hi = 0;
     auto mark = [&](std::uint32_t tp, TimeNs v) {
       if (dist_[tp] == INT64_MIN) {
@@ -357,6 +367,7 @@ class KeptPaths {
         const std::uint32_t tp = g_.topo[p];
         const TimeNs v = dist_[tp];
         dist_[tp] = INT64_MIN;  // read once: leave the pass's state clean for the next one
+        if (tp != src && !go_on(p, tp, v)) continue;
         if (tp != src && kept_[tp]) {
           reach(tp, v);
           if (stop_) continue;

@@ -20,7 +20,15 @@ namespace emo::job {
 driver::OptimizeOptions rank_options(const driver::OptimizeOptions& options) {
   driver::OptimizeOptions o = options;
   o.max_slowdown = options.max_slowdown * kRankShare;
-  o.target_ladder = false;  // a rank's pinned solve: at its share alone (the ladder's cost × ranks)
+  // A rank's pinned solve costs as many times as the job has ranks (docs/multi-rank.md, "How far
+  // it scales"): at its share alone (no target ladder), no frontier (none is shown), the models'
+  // static clock measured once (the job's static clocks are compared on the job), one refinement
+  // round, and the exact local search from the solver's plan alone.
+  o.target_ladder = false;
+  o.frontier_points = 0;
+  o.static_sweep = false;
+  o.refine_rounds = 1;
+  o.fixed_start_polishes = true;
   return o;
 }
 

@@ -284,16 +284,19 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
   // depend on the threads.
   pc.compute_all_times();
   int greedy_moves = 0, static_moves = 0;
-  std::future<std::vector<int>> greedy =
-      std::async(std::launch::async, [&] { return polish(pc, all_max, limit, max_moves, greedy_moves); });
+  const bool fixed = solver.options().fixed_start_polishes;
+  std::future<std::vector<int>> greedy;
+  if (fixed) greedy = std::async(std::launch::async, [&] { return polish(pc, all_max, limit, max_moves, greedy_moves); });
   std::future<std::vector<int>> from_static;
-  if (uniform != all_max)
+  if (fixed && uniform != all_max)
     from_static = std::async(std::launch::async, [&] { return polish(pc, uniform, limit, max_moves, static_moves); });
   std::vector<int> best =
       polish(pc, solver_plan(pc, pp, solver, target_ns, uniform, stats), limit, max_moves, stats.polish_moves);
   double best_e = energy(best);
-  std::vector<int> g = greedy.get();
-  if (const double e = energy(g); e < best_e - 1e-9) best = std::move(g), best_e = e, ++stats.greedy_wins;
+  if (greedy.valid()) {
+    std::vector<int> g = greedy.get();
+    if (const double e = energy(g); e < best_e - 1e-9) best = std::move(g), best_e = e, ++stats.greedy_wins;
+  }
   if (from_static.valid()) {
     std::vector<int> u = from_static.get();
     if (const double e = energy(u); e < best_e - 1e-9) best = std::move(u), ++stats.static_wins;

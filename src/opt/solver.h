@@ -41,6 +41,10 @@ struct FastSolverOptions {
   /// The same for each point of frontier() (fewer: a frontier solves many deadlines).
   std::vector<double> frontier_rounding_thresholds = {1.0, 0.5};
   int frontier_anchors = 1 << 30;  ///< exact LP solves along a frontier (the rest interpolate)
+  /// solve_within (opt/pack_search.h) also polishes from every pack at option 0 and from the best
+  /// static plan, beside the solver's plan; false: the solver's plan alone (about a third of the
+  /// work: the decomposed solve's per-rank solves, whose cost is multiplied by the ranks).
+  bool fixed_start_polishes = true;
 };
 
 /// Holds the relaxation of one problem; solve() may be called for many deadlines (warm starts).
@@ -50,6 +54,8 @@ class PathTimes;  // solver.cpp: incremental earliest starts and tails of an ass
 class FastSolver {
  public:
   explicit FastSolver(const Problem& p, FastSolverOptions options = {});
+  /// The options it was made with.
+  const FastSolverOptions& options() const { return options_; }
   ~FastSolver();
   FastSolver(const FastSolver&) = delete;
   FastSolver& operator=(const FastSolver&) = delete;

@@ -46,26 +46,38 @@ class Reducer {
     out.window_start_ns = g_.window_start_ns;
     out.dur_ns.resize(k);
     for (std::size_t p = 0; p < k; ++p) out.dur_ns[p] = dur_[port_node_[p]];
-    // The rank's own sources: releases (and recorded starts where every constraint was dropped).
-    out.end_release_ns_rank = pass(graph::KeptPaths::kSources);
-    out.release_ns = at_start_;
-    out.end_release_ns = at_end_;
     // From each port's end, latest first, so that the lags of the ports after it are final when
     // its own are pruned against them.
-    std::vector<std::uint32_t> by_end(k), by_start(k);
-    std::iota(by_end.begin(), by_end.end(), 0);
-    by_start = by_end;
-    std::sort(by_end.begin(), by_end.end(), [&](auto a, auto b) { return pos_[end_tp(a)] > pos_[end_tp(b)]; });
+    std::vector<std::uint32_t> by_start(k);
+    std::iota(by_start.begin(), by_start.end(), 0);
     std::sort(by_start.begin(), by_start.end(), [&](auto a, auto b) { return pos_[start_tp(a)] < pos_[start_tp(b)]; });
     kept_.assign(k, {});
     kept_end_.assign(k, kNoTime);
-    for (const std::uint32_t q : by_end) {
-      const TimeNs to_end = pass(end_tp(q));
-      for (std::size_t p = 0; p < k; ++p) {
-        if (p != q && at_end_[p] != kNoTime) out.lags.push_back({q, static_cast<std::uint32_t>(p), at_end_[p], true});
+    // Every source of a pass (ports' ends and hubs), latest first: a pass reaches only later
+    // timepoints, so the sources it may compose or be covered by are done.
+    std::vector<std::uint32_t> hub_tp = hubs();
+    hub_.assign(hub_tp.size(), {});
+    seen_.assign(k + hub_tp.size(), {});
+    std::vector<std::uint32_t> order(k + hub_tp.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto tp_of = [&](std::uint32_t i) { return i < k ? end_tp(i) : hub_tp[i - k]; };
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return pos_[tp_of(a)] > pos_[tp_of(b)]; });
+    for (const std::uint32_t i : order) {
+      const TimeNs to_end = pass_from(tp_of(i), i);
+      if (i >= k) {
+        hub_[i - k] = covered(to_end);
+        continue;
       }
-      prune(q, at_start_, to_end, by_start);
+      for (std::size_t p = 0; p < k; ++p) {
+        if (p != i && at_end_[p] != kNoTime) out.lags.push_back({i, static_cast<std::uint32_t>(p), at_end_[p], true});
+      }
+      prune(i, at_start_, to_end, by_start);
     }
+    // The rank's own sources: releases (and recorded starts where every constraint was dropped),
+    // last, so that their pass too stops where a hub's or a port's takes over.
+    out.end_release_ns_rank = pass_from(graph::KeptPaths::kSources, kNone32);
+    out.release_ns = at_start_;
+    out.end_release_ns = at_end_;
     for (std::uint32_t q = 0; q < k; ++q) {
       for (const auto& [p, lag] : kept_[q]) out.lags.push_back({q, p, lag, false});
       if (kept_end_[q] != kNoTime) out.lags.push_back({q, kRankEnd, kept_end_[q], false});
@@ -93,15 +105,73 @@ class Reducer {
   std::uint32_t start_tp(std::uint32_t p) const { return DepGraph::start_tp(port_node_[p]); }
   std::uint32_t end_tp(std::uint32_t p) const { return DepGraph::end_tp(port_node_[p]); }
 
-  /// One pass from `src` (a port's end, or kSources: the rank's own sources, on its own clock):
-  /// at_start_/at_end_ receive the longest path to each port's start and end (kNoTime: not
-  /// reached). Returns the longest path to the end of a node that is not a port (kNoTime: none).
-  TimeNs pass(std::uint32_t src) {
+  /// A pass from `src_tp` (a port's end, a hub, or kSources: the rank's own sources, on its own
+  /// clock), to each port's start and end (at_start_/at_end_; kNoTime: not reached) and to the
+  /// end of a node that is not a port (returned; kNoTime: none), that leaves out what a later source's pass
+  /// already covers (ports.h, "Passes that stop where another takes over"): a timepoint x reached
+  /// at v is dropped when a hub h this pass reached at d, whose own pass reached x at v_h, gives
+  /// d + v_h ≥ v (every path through x is as long through h), or a port m whose start it reached
+  /// at d gives d + dur(m) + v_m ≥ v (the chain through m bounds it: E(m) ≥ S(m) + dur(m)). The
+  /// hubs reached are then composed in: at_start_/at_end_/the returned tail take d + what h's pass
+  /// found. Records the pass's (position, value) in seen_[self], ascending, for earlier sources
+  /// (self kNone32: not recorded).
+  TimeNs pass_from(std::uint32_t src_tp, std::uint32_t self) {
     at_start_.assign(port_node_.size(), kNoTime);
     at_end_.assign(port_node_.size(), kNoTime);
-    return paths_.pass(src, 0, [&](std::uint32_t tp, TimeNs v) {
-      (DepGraph::is_end(tp) ? at_end_ : at_start_)[port_of_[DepGraph::node_of(tp)]] = v;
-    });
+    std::vector<Seen> scratch;
+    std::vector<Seen>& seen = self == kNone32 ? scratch : seen_[self];
+    via_.clear();
+    hubs_reached_.clear();
+    TimeNs tail = paths_.pass(
+        src_tp, 0,
+        [&](std::uint32_t tp, TimeNs v) { (DepGraph::is_end(tp) ? at_end_ : at_start_)[port_of_[DepGraph::node_of(tp)]] = v; },
+        [&](std::size_t pos, std::uint32_t tp, TimeNs v) {
+          if (dominated(pos, v)) return false;
+          seen.push_back({static_cast<std::uint32_t>(pos), v});
+          const std::uint32_t n = DepGraph::node_of(tp);
+          if (!DepGraph::is_end(tp) && port_of_[n] != kNone32) add_via(port_of_[n], v + dur_[n], pos);
+          if (const std::uint32_t h = hub_of_tp_[tp]; h != kNone32) {
+            hubs_reached_.push_back({h, v});
+            add_via(static_cast<std::uint32_t>(port_node_.size()) + h, v, pos);
+          }
+          return true;
+        });
+    for (const auto& [h, d] : hubs_reached_) {
+      const Covered& c = hub_[h];
+      for (const auto& [p, ns] : c.start) at_start_[p] = std::max(at_start_[p], d + ns);
+      for (const auto& [p, ns] : c.end) at_end_[p] = std::max(at_end_[p], d + ns);
+      if (c.tail != kNoTime) tail = std::max(tail, d + c.tail);
+    }
+    return tail;
+  }
+
+  /// True when a source of via_ covers timepoint position `pos` reached at `v`; drops the sources
+  /// whose passes have nothing left past `pos`.
+  bool dominated(std::size_t pos, TimeNs v) {
+    bool out = false;
+    for (Via& c : via_) {
+      const std::vector<Seen>& s = seen_[c.source];
+      while (c.at < s.size() && s[c.at].pos < pos) ++c.at;
+      if (c.at < s.size() && s[c.at].pos == pos && v <= c.base + s[c.at].ns) out = true;
+    }
+    std::erase_if(via_, [&](const Via& c) { return c.at >= seen_[c.source].size(); });
+    return out;
+  }
+
+  /// Checks the rest of the current pass against `source`'s pass (done before: it starts later),
+  /// at `base` + its values, from position `pos` on; at most kVia at a time (the one with the
+  /// least of its pass left makes room).
+  void add_via(std::uint32_t source, TimeNs base, std::size_t pos) {
+    const std::vector<Seen>& s = seen_[source];
+    if (s.empty()) return;
+    const auto at = std::lower_bound(s.begin(), s.end(), pos, [](const Seen& a, std::size_t b) { return a.pos < b; });
+    if (at == s.end()) return;
+    if (via_.size() == kVia) {
+      via_.erase(std::min_element(via_.begin(), via_.end(), [&](const Via& a, const Via& b) {
+        return seen_[a.source].size() - a.at < seen_[b.source].size() - b.at;
+      }));
+    }
+    via_.push_back({source, base, static_cast<std::size_t>(at - s.begin())});
   }
 
   /// Keeps the lags from q (`direct`: to each port's start; `to_end`: to the rank's end) that no
@@ -133,6 +203,67 @@ class Reducer {
   std::vector<std::vector<std::pair<std::uint32_t, TimeNs>>> kept_;  // per port: (to, lag)
   std::vector<TimeNs> kept_end_;
   std::vector<TimeNs> chain_;
+
+  /// A timepoint a pass from a port's end visited: its topological position and longest path.
+  struct Seen {
+    std::uint32_t pos = 0;
+    TimeNs ns = 0;
+  };
+  /// A source (port p: p; hub h: ports + h) whose pass bounds the current one from here on:
+  /// `base` + its pass's value (a port: the path to its start + its duration; a hub: the path to
+  /// it), and where the current pass stands in seen_[source].
+  struct Via {
+    std::uint32_t source = 0;
+    TimeNs base = 0;
+    std::size_t at = 0;
+  };
+  /// Sources a pass checks a timepoint against at a time (more only costs time, never changes
+  /// the lags kept).
+  static constexpr std::size_t kVia = 4;
+  /// What a hub's pass found, composed: (port, longest path) to ports' starts and ends reached,
+  /// and to the end of a node that is not a port (kNoTime: none).
+  struct Covered {
+    std::vector<std::pair<std::uint32_t, TimeNs>> start, end;
+    TimeNs tail = kNoTime;
+  };
+
+  /// at_start_/at_end_ and `tail` as a Covered (only what was reached).
+  Covered covered(TimeNs tail) const {
+    Covered c;
+    for (std::uint32_t p = 0; p < at_start_.size(); ++p) {
+      if (at_start_[p] != kNoTime) c.start.push_back({p, at_start_[p]});
+      if (at_end_[p] != kNoTime) c.end.push_back({p, at_end_[p]});
+    }
+    c.tail = tail;
+    return c;
+  }
+
+  /// Hubs: the ends of host nodes with an edge from a GPU node's timepoint (a synchronisation:
+  /// every later host node, and the work it launches, is reached through it, so one pass from
+  /// it serves every earlier source that reaches it). Fills hub_of_tp_; returns their timepoints.
+  std::vector<std::uint32_t> hubs() {
+    hub_of_tp_.assign(2 * g_.nodes(), kNone32);
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t n = 0; n < g_.nodes(); ++n) {
+      if (g_.gpu[n]) continue;
+      bool sync = false;
+      for (const std::uint32_t tp : {DepGraph::start_tp(n), DepGraph::end_tp(n)}) {
+        for (std::uint32_t e = g_.in_begin[tp]; e < g_.in_begin[tp + 1]; ++e) {
+          sync = sync || (g_.in_lag[e] != graph::kDroppedLag && g_.gpu[DepGraph::node_of(g_.in_from[e])]);
+        }
+      }
+      if (!sync) continue;
+      hub_of_tp_[DepGraph::end_tp(n)] = static_cast<std::uint32_t>(out.size());
+      out.push_back(DepGraph::end_tp(n));
+    }
+    return out;
+  }
+
+  std::vector<std::vector<Seen>> seen_;  // per source: its pass, ascending position
+  std::vector<Via> via_;
+  std::vector<std::uint32_t> hub_of_tp_;  // per timepoint: its hub, or kNone32
+  std::vector<Covered> hub_;              // per hub: what its pass found
+  std::vector<std::pair<std::uint32_t, TimeNs>> hubs_reached_;  // the current pass's (hub, path)
 };
 
 /// One participant of an instance: rank r's port p.

@@ -18,6 +18,15 @@
 // port m counted with its own duration, is at least as long (E(m) ≥ S(m) + dur(m), so the chain
 // bounds S(p) from below as tightly). A rank whose collectives are a chain keeps O(ports) lags.
 //
+// Passes that stop where a chain takes over. The passes run latest port end first, so when the
+// pass from E(q) reaches the start of a later port m (at d = D(q→m)), m's own pass is done: a
+// timepoint x the pass reaches at v with v ≤ d + dur(m) + (m's pass's value at x) lies only on
+// paths that the chain q → m → … bounds at least as tightly (E(m) ≥ S(m) + dur(m)), so the pass
+// drops x and does not follow its arcs. The lags kept are those of the full passes (a path
+// through a dropped x is never longer than the chain, so the full pass would have pruned it), and
+// a pass stops soon after the next ports: about O(V + E) per rank in all where ports are spread
+// along it, instead of O(ports × (V + E)). Measured in bench/ (docs/multi-rank.md, "How far it scales").
+//
 // time_job composes the ranks' reductions: instances in topological order; an instance's
 // transfer starts at the latest arrival of its participants (on the job's clock: each rank's
 // offset added) and ends after the longest of its participants' durations. Exact for the job's
@@ -59,7 +68,8 @@ struct PortGraph {
 /// g, distinct): the port's start is the rank's arrival, its end is left to the job (no S → E
 /// path through a port). Releases and lags as graph::longest_path (timing::replay) reads them;
 /// a node whose every constraint was dropped keeps its recorded start, as there. Throws
-/// std::invalid_argument for a size mismatch or a port outside g. O(ports × (V + E) + lags).
+/// std::invalid_argument for a size mismatch or a port outside g. O(ports × (V + E) + lags) at worst;
+/// far less where a pass stops where a chain takes over (file comment).
 PortGraph reduce_to_ports(const graph::DepGraph& g, std::span<const TimeNs> dur, std::span<const std::uint32_t> port_node);
 
 /// One rank of a job for time_job: its reduction, the instance each port belongs to (0 ..
