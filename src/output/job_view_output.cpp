@@ -58,17 +58,16 @@ HtmlReport to_report(const job::DecomposedSolve& d, const job::JobPorts& jp, con
   double lo = 0, hi = 0;
   for (std::size_t r = 0; r < v.ranks.size(); ++r) {
     const job::JobViewRank& k = v.ranks[r];
-    double clock_ns = 0, ns = 0;
     for (const job::RankLanePack& p : k.packs) {
       h.packs.push_back({static_cast<int>(r), p.start_ns - v.start_ns, p.end_ns - v.start_ns, p.clock_mhz, p.ops});
       lo = lo == 0 ? p.clock_mhz : std::min(lo, p.clock_mhz);
       hi = std::max(hi, p.clock_mhz);
-      clock_ns += p.clock_mhz * static_cast<double>(p.end_ns - p.start_ns);
-      ns += static_cast<double>(p.end_ns - p.start_ns);
     }
     const trace::JobRank* info = r < jp.link.info.ranks.size() ? &jp.link.info.ranks[r] : nullptr;
+    // The mean clock as the solve reports it (text, --json), or the static clock kept.
+    const double mean_mhz = v.static_mhz > 0 ? v.static_mhz : (r < d.ranks.size() ? d.ranks[r].mean_clock_mhz : 0);
     h.ranks.push_back({info ? info->rank : static_cast<std::int32_t>(r), static_cast<int>(r), info ? info->path : "",
-                       static_cast<std::int64_t>(k.packs.size()), ns > 0 ? clock_ns / ns : 0, k.baseline_j, k.kept_j});
+                       static_cast<std::int64_t>(k.packs.size()), mean_mhz, k.baseline_j, k.kept_j});
   }
   h.min_clock_mhz = lo;
   h.max_clock_mhz = std::max(hi, d.baseline.run.clock_mhz);

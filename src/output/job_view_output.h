@@ -16,7 +16,8 @@ namespace emo::output {
 /// The report of `d` (with its job view, d.view) on the job `jp` and the catalog GPU `gpu`: the
 /// summary table (baseline, best static clock, EMO's composed plan, and the static clock when it
 /// is kept), the energy–latency markers and the target; per rank (ReportRank) its packs, its mean
-/// clock (the kept static clock when kept), its GPU's energy at the baseline and in the kept plan
+/// clock (RankSolve::mean_clock_mhz as the text and --json give it; the static clock when it is
+/// kept), its GPU's energy at the baseline and in the kept plan
 /// (JobViewRank; summing to the job's), and the critical path by rank (ReportRankStretch). No
 /// timeline of ops, per-pack table, frontier or power curve (HtmlReport::timeline false). Times
 /// relative to the kept run's start. Throws std::invalid_argument when d has no view.

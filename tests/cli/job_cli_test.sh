@@ -162,6 +162,24 @@ PY
 else
   bad "emo_make_job ($MAKE_JOB) failed: $(tail -3 "$out/gen4.err" 2>/dev/null)"
 fi
+# A balanced job (SYNTHETIC, no straggler) at +0.2 %: the best static clock is cheaper and kept; the
+# ranks are run at it again, every pack is drawn at it, and the report says so.
+if [[ -x $MAKE_JOB ]] && "$MAKE_JOB" "$DATA/kineto/hta_training_16rank_rank0.json.gz" "$out/bal4" --ranks 4 > /dev/null &&
+   "$EMO" optimize "$out"/bal4/*.json.gz --gpu A100-SXM4-80GB --max-slowdown 0.2% --solve decomposed --solve-threads 2 -q \
+     --report "$out/ds.html" --json "$out/ds.json" > /dev/null 2> "$out/ds.err" &&
+   python3 - "$out/ds.html" "$out/ds.json" <<'PY'
+import json, re, sys
+html = open(sys.argv[1]).read()
+d = json.loads(re.search(r'<script type="application/json" id="emo-data">(.*?)</script>', html, re.S).group(1))
+res = json.load(open(sys.argv[2]))
+assert res["static_kept"], "the static clock is no longer kept at +0.2 % on this job: pick a target where it is"
+f = res["static_best_clock_mhz"]
+assert {p["clock_mhz"] for p in d["packs"]} == {f} and len(d["ranks"]) == 4, {p["clock_mhz"] for p in d["packs"]}
+assert d["makespan_ns"] == res["emo"]["time_ns"] and d["rank_path"][-1][2] == d["makespan_ns"]
+assert f"The best static clock, {f:.0f} MHz, is kept" in html and f"EMO (static {f:.0f} MHz kept)" in html
+PY
+then ok "--solve decomposed --report, the static clock kept: every pack at it, and said"
+else bad "decomposed report with the static clock kept: $(tail -3 "$out/ds.err")"; fi
 expect_error "--solve of an unknown kind" "--solve" "$EMO" optimize "$r0" "$r1" --solve fast \
   --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
 

@@ -127,6 +127,17 @@ assert d["rank_path"] and d["rank_path"][-1][2] == d["makespan_ns"], d["rank_pat
 PY
 then ok "decomposed --report/--overlay: mpirun -np 2 --mpi gives the plain run's files (a lane per rank, the critical path)"
 else bad "decomposed --report/--overlay under mpirun -np 2: $(head -c 300 "$out/view.np2.err")"; fi
+# The same with the static clock kept (a balanced job at +0.2 %: the ranks run at it again, 'S').
+"$MAKE_JOB" "$DATA/kineto/hta_training_16rank_rank0.json.gz" "$out/bal4" --ranks 4 > /dev/null || bad "emo_make_job bal4 failed"
+bal4=("$out"/bal4/rank*.json.gz)
+OPT=(optimize --gpu A100-SXM4-80GB --max-slowdown 0.2% --solve decomposed --quiet)
+run sview.plain -- --report "$out/sview.plain.html" --overlay "$out/sview.plain.ov.json" "${bal4[@]}" ||
+  bad "decomposed report, static kept: plain run failed: $(head -c 300 "$out/sview.plain.err")"
+if run sview.np2 "${MPIRUN[@]}" -np 2 -- --mpi --report "$out/sview.np2.html" --overlay "$out/sview.np2.ov.json" "${bal4[@]}" &&
+   cmp -s "$out/sview.plain.html" "$out/sview.np2.html" && cmp -s "$out/sview.plain.ov.json" "$out/sview.np2.ov.json" &&
+   grep -q "MHz kept)" "$out/sview.np2.html"
+then ok "decomposed --report/--overlay, static clock kept: mpirun -np 2 --mpi gives the plain run's files"
+else bad "decomposed --report/--overlay, static kept, under mpirun -np 2: $(head -c 300 "$out/sview.np2.err")"; fi
 
 # A failure in one process's rank solves (emo_test_mpi_fault P: process P's RankWorker fails its
 # solves), or a bad file, under --solve decomposed: every process ends, exit 2, one line from process 0.
