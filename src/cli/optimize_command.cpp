@@ -30,6 +30,7 @@
 #include "driver/workload_backend.h"
 #include "model/gpu_catalog.h"
 #include "output/html_report.h"
+#include "output/job_view_output.h"
 #include "output/optimize_output.h"
 #include "output/pack_output.h"
 #include "runtime/nvml.h"
@@ -186,8 +187,12 @@ GpuChoice gpu_for(const trace::Trace& t, const std::string& option) {
 /// How `o` loads traces: its --load-threads; reduced (trace/reduce.h) unless an output draws
 /// every op (--overlay, --report).
 job::LoadOptions load_options(const OptimizeCliOptions& o) {
-  return {o.load_threads, o.overlay_out.empty() && o.report_out.empty()};
+  // --solve decomposed draws packs, not ops: its traces are reduced whatever it writes.
+  return {o.load_threads, o.solve == "decomposed" || (o.overlay_out.empty() && o.report_out.empty())};
 }
+
+/// Whether the decomposed solve draws the job view (`--report`, `--overlay`; job/job_view.h).
+bool wants_view(const OptimizeCliOptions& o) { return !o.overlay_out.empty() || !o.report_out.empty(); }
 
 /// What load_all gives: the traces (a plain run: all of them; with --mpi every process keeps its
 /// own in the share instead) and, on process 0 or a plain run, every trace's digest, in order.
@@ -223,6 +228,7 @@ int serve_ranks(const OptimizeCliOptions& o, driver::OptimizeOptions opts, job::
   opts.progress = nullptr;  // process 0 draws the progress
   job::DecomposedOptions how;
   how.threads = o.solve_threads;
+  how.lanes = wants_view(o);
   try {
     job::serve_decomposed_mpi(share, opts, how);
   } catch (const job::MpiPeerFailed&) {
@@ -322,10 +328,9 @@ bool wants_decomposed(const OptimizeCliOptions& o, std::size_t ranks) {
     return false;
   }
   const bool d = o.solve == "decomposed" || (o.solve == "auto" && ranks > job::kJointSolveMaxRanks);
-  if (d && (o.true_optimum || !o.overlay_out.empty() || !o.report_out.empty() || o.compare_independent)) {
+  if (d && (o.true_optimum || o.compare_independent)) {
     throw InputError(fmt::format("--solve {} ({} ranks)", o.solve, ranks),
-                     "the decomposed solve has no --true-optimum, --compare-independent, --overlay or --report; "
-                     "give --solve joint for them");
+                     "the decomposed solve has no --true-optimum or --compare-independent; give --solve joint for them");
   }
   if (d && (!o.win.window.empty() || !o.win.annotation.empty())) {
     throw InputError(fmt::format("--solve {} ({} ranks)", o.solve, ranks),
@@ -355,6 +360,7 @@ void run_decomposed(const job::JobPorts& jp, std::vector<trace::Trace> traces, c
   job::DecomposedOptions how;
   how.threads = o.solve_threads;
   how.progress = &bar;
+  how.lanes = wants_view(o);
   // The job's GPU: rank 0's (the first trace's, which process 0 holds).
   const GpuChoice gpu = gpu_for(o.mpi ? share.traces.at(0) : traces.at(0), o.gpu);
   const job::DecomposedSolve d = o.mpi ? job::solve_decomposed_mpi(jp, share, *gpu.spec, opts, how)
@@ -369,6 +375,8 @@ void run_decomposed(const job::JobPorts& jp, std::vector<trace::Trace> traces, c
   docs.back()["gpu"] = gpu.spec->id;
   docs.back()["job"] = output::job_json(jp.link.info);
   if (!o.policy_out.empty()) write_output(o.policy_out, policy::to_json(d.policy));
+  if (!o.report_out.empty()) write_output(o.report_out, output::render_html_report(output::to_report(d, jp, gpu.spec->id)));
+  if (!o.overlay_out.empty()) output::write_decomposed_overlay(d, jp, o.overlay_out);
 }
 
 /// Writes --json: one document, or {"traces": [...]} for several.
@@ -512,8 +520,12 @@ Action add_optimize_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--policy", o->policy_out, "Write the clock policy (emo.policy/1, docs/policy.md)");
   cmd->add_option("--json", o->json_out, "Write the JSON result to FILE ('-' = stdout only, no text)");
-  cmd->add_option("--overlay", o->overlay_out, "Write a Perfetto JSON trace with the critical path and the packs");
-  cmd->add_option("--report", o->report_out, "Write a self-contained HTML report (timeline, frontier)");
+  cmd->add_option("--overlay", o->overlay_out,
+                  "Write a Perfetto JSON trace with the critical path and the packs (--solve decomposed: the packs and "
+                  "the critical path by rank, no ops)");
+  cmd->add_option("--report", o->report_out,
+                  "Write a self-contained HTML report (timeline, frontier; a job: one lane per rank; --solve "
+                  "decomposed: the lanes, the critical path across ranks and per-rank savings, no op timeline)");
   cmd->add_option("--gpu-index", o->gpu_index, "--device nvml: NVML index of the GPU (default: the trace's GPU index)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-tracer", o->no_tracer,

@@ -238,7 +238,8 @@ JobBaseline baseline_of(const JobPorts& jp, const std::vector<RankPlan>& plans, 
     }
     view.push_back(&p.statics.front().second);
   }
-  JobBaseline out{evaluate(jp, view, gpu), 0};
+  JobBaseline out{evaluate(jp, view, gpu), 0, {}};
+  for (const RankRun* r : view) out.rank_above_idle_j.push_back(r->above_idle_j);
   out.run.clock_mhz = gpu.max_sm_clock_mhz();
   out.target_ns = driver::target_of(out.run.time_ns, max_slowdown);
   return out;
@@ -306,6 +307,7 @@ DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const d
     s.rank = jp.link.info.ranks[r].rank;
     s.wait_ns = rec.timing.wait_ns[r];
     out.ranks.push_back(s);
+    out.composed.runs.push_back(std::move(rounds.plans[r].plan));
   }
   return out;
 }
@@ -317,7 +319,9 @@ DecomposedSolve solve_decomposed(const JobPorts& ports, std::vector<trace::Trace
   for (std::size_t i = 0; i < position.size(); ++i) position[i] = i;
   const std::unique_ptr<RankWorker> worker = wrapped(
       std::make_unique<ThreadRankWorker>(rank_traces, std::move(position), ports.open, gpu, rank_options(options), how), how);
-  return decompose(ports, gpu, options, *worker);
+  DecomposedSolve out = decompose(ports, gpu, options, *worker);
+  if (how.lanes) out.view = job_view(ports, out, *worker, gpu);
+  return out;
 }
 
 }  // namespace emo::job

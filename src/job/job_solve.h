@@ -30,10 +30,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/timestamp.h"
 #include "driver/optimize.h"
+#include "job/job_view.h"
 #include "job/rank_worker.h"
 #include "model/gpu_catalog.h"
 #include "policy/policy.h"
@@ -93,6 +95,7 @@ struct RecordedJob {
 struct JobBaseline {
   driver::Evaluated run;  ///< Simulated; clock_mhz = the max SM clock.
   TimeNs target_ns = 0;   ///< The latency target: driver::target_of(run.time_ns, max_slowdown).
+  std::vector<double> rank_above_idle_j;  ///< Per rank: its ops' energy above idle at the max clock (J).
 };
 
 /// Steps 2–3: the rounds of rank solves and their composition.
@@ -101,6 +104,7 @@ struct ComposedRounds {
   double pin_stretch = 0;    ///< The collectives' stretch of the last round (step 1).
   int rounds = 0;            ///< 1, or 2 when the first composed plan missed the target.
   driver::Evaluated plan;    ///< The composed plan, timed on the job (before the static comparison).
+  std::vector<RankRun> runs;  ///< Per rank: its last round's plan run, reduced to its ports.
 };
 
 /// Never worse than locking one clock: the cheapest static clock within the target, among the
@@ -122,6 +126,7 @@ struct DecomposedSolve {
   driver::Evaluated plan;       ///< The kept plan: composed.plan, or static_choice.best when kept.
   std::vector<RankSolve> ranks;  ///< In the job's order.
   policy::Policy policy;        ///< One section per rank: device = its position in the job.
+  std::optional<JobView> view;  ///< With DecomposedOptions::lanes: the report's job view (job/job_view.h).
   bool simulated = true;
   double savings() const {
     return baseline.run.energy_j > 0 ? 1.0 - plan.energy_j / baseline.run.energy_j : 0.0;
@@ -147,7 +152,8 @@ DecomposedSolve decompose(const JobPorts& ports, const model::GpuSpec& gpu, cons
 /// Solves the job `ports` (job_ports of the digests of `rank_traces`, which are the ranks' traces
 /// in the job's order) by decomposition (file comment), each rank with `options` (its max_slowdown
 /// is the job's; seed and profiling as driver::optimize()) on a simulated `gpu`, on how.threads
-/// threads, in a ThreadRankWorker (passed through how.wrap_worker). No trace is merged and no graph
+/// threads, in a ThreadRankWorker (passed through how.wrap_worker); with how.lanes also the job view
+/// (job_view). No trace is merged and no graph
 /// of the whole job built: a rank's graph lives while it is solved or reduced. Throws
 /// std::invalid_argument when the traces do not match `ports`, and what driver::optimize() throws.
 DecomposedSolve solve_decomposed(const JobPorts& ports, std::vector<trace::Trace> rank_traces, const model::GpuSpec& gpu,

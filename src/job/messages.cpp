@@ -133,7 +133,7 @@ trace::RankDigest digest_of(const json& j) {
 std::string encode(const Command& c) {
   json cuts = json::array();
   for (const trace::JobCut& cut : c.cuts) cuts.push_back(cut_json(cut));
-  const json j{{"gpu", c.gpu}, {"cuts", std::move(cuts)}, {"round", c.round}, {"clocks", c.clocks_mhz}};
+  const json j{{"gpu", c.gpu}, {"cuts", std::move(cuts)}, {"round", c.round}, {"clocks", c.clocks_mhz}, {"ends", c.port_end_ns}};
   const std::vector<std::uint8_t> b = json::to_cbor(j);
   return static_cast<char>(c.kind) + std::string(b.begin(), b.end());
 }
@@ -141,7 +141,7 @@ std::string encode(const Command& c) {
 bool is_command(const std::string& bytes) {
   if (bytes.empty()) return false;
   const auto k = static_cast<CommandKind>(bytes[0]);
-  return k == CommandKind::kPorts || k == CommandKind::kRound || k == CommandKind::kStatics;
+  return k == CommandKind::kPorts || k == CommandKind::kRound || k == CommandKind::kStatics || k == CommandKind::kLanes;
 }
 
 Command decode_command(const std::string& bytes) {
@@ -153,6 +153,7 @@ Command decode_command(const std::string& bytes) {
   for (const json& cut : j.at("cuts")) c.cuts.push_back(cut_of(cut));
   c.round = j.at("round").get<int>();
   c.clocks_mhz = j.at("clocks").get<std::vector<double>>();
+  c.port_end_ns = j.at("ends").get<std::vector<std::vector<TimeNs>>>();
   return c;
 }
 
@@ -178,6 +179,17 @@ std::string encode_reply(const std::vector<std::vector<RankRun>>& runs) {
   return answer(out);
 }
 
+std::string encode_reply(const std::vector<RankLane>& lanes) {
+  json out = json::array();
+  for (const RankLane& lane : lanes) {
+    std::vector<std::int64_t> ints;  // per pack: start, end, ops
+    std::vector<double> clocks;
+    for (const RankLanePack& p : lane) ints.insert(ints.end(), {p.start_ns, p.end_ns, p.ops}), clocks.push_back(p.clock_mhz);
+    out.push_back({{"packs", std::move(ints)}, {"clocks", std::move(clocks)}});
+  }
+  return answer(out);
+}
+
 std::string encode_failure(const std::exception_ptr& e) { return kFailed + encode_error(e); }
 
 std::vector<timing::PortGraph> decode_ports_reply(const std::string& bytes) {
@@ -197,6 +209,18 @@ std::vector<std::vector<RankRun>> decode_statics_reply(const std::string& bytes)
   for (const json& rank : answered(bytes)) {
     std::vector<RankRun>& runs = out.emplace_back();
     for (const json& r : rank) runs.push_back(run_of(r));
+  }
+  return out;
+}
+
+std::vector<RankLane> decode_lanes_reply(const std::string& bytes) {
+  std::vector<RankLane> out;
+  for (const json& lane : answered(bytes)) {
+    const auto ints = lane.at("packs").get<std::vector<std::int64_t>>();
+    const auto clocks = lane.at("clocks").get<std::vector<double>>();
+    if (ints.size() != 3 * clocks.size()) throw std::invalid_argument("solve_decomposed_mpi: a malformed lane");
+    RankLane& l = out.emplace_back();
+    for (std::size_t i = 0; i < clocks.size(); ++i) l.push_back({ints[3 * i], ints[3 * i + 1], clocks[i], ints[3 * i + 2]});
   }
   return out;
 }

@@ -3,7 +3,7 @@
 // one leading character that says what the bytes are. No MPI here: the transport (job/mpi_comm.h)
 // only moves the bytes, and these encoders are tested without it.
 //
-//   command (process 0 → another):  'O' ports | 'R' round | 'S' static clocks, then CBOR
+//   command (process 0 → another):  'O' ports | 'R' round | 'S' static clocks | 'L' lanes, then CBOR
 //   reply   (another → process 0):  'P' + CBOR array, one entry per rank of that process
 //                                   'E' + an encoded error (encode_error)
 //   error:                          "I|path\nproblem" (emo::InputError) or "X|what" (anything else)
@@ -25,6 +25,8 @@ enum class CommandKind : char {
   kPorts = 'O',    ///< Step 0: here are your ranks' open pins (`cuts`); reduce them to ports.
   kRound = 'R',    ///< Step 2: solve your ranks against `cuts` in round `round`.
   kStatics = 'S',  ///< Run your ranks at each of `clocks_mhz`.
+  kLanes = 'L',    ///< The job view: your ranks' lanes with their ports ending at `port_end_ns` (static
+                   ///< clock: clocks_mhz[0] > 0), RankWorker::lanes.
 };
 
 /// One command, for the ranks of the process it goes to (in their job order).
@@ -33,7 +35,8 @@ struct Command {
   std::string gpu{};                  ///< The simulated GPU's catalog id (model::GpuCatalog::builtin()).
   std::vector<trace::JobCut> cuts{};  ///< kPorts: the open pins (JobPorts::open); kRound: the round's cuts.
   int round = 0;                    ///< kRound: 0 first.
-  std::vector<double> clocks_mhz{};   ///< kStatics: SM clocks, MHz.
+  std::vector<double> clocks_mhz{};   ///< kStatics: SM clocks, MHz; kLanes: {the static clock, or 0}.
+  std::vector<std::vector<TimeNs>> port_end_ns{};  ///< kLanes: per rank, per port, its end (the rank's clock, ns).
 };
 
 /// The bytes of `c`.
@@ -49,6 +52,7 @@ Command decode_command(const std::string& bytes);
 std::string encode_reply(const std::vector<timing::PortGraph>& ports);
 std::string encode_reply(const std::vector<RankPlan>& plans);
 std::string encode_reply(const std::vector<std::vector<RankRun>>& runs);
+std::string encode_reply(const std::vector<RankLane>& lanes);
 /// A reply carrying the error `e` (the process failed its part).
 std::string encode_failure(const std::exception_ptr& e);
 
@@ -57,6 +61,7 @@ std::string encode_failure(const std::exception_ptr& e);
 std::vector<timing::PortGraph> decode_ports_reply(const std::string& bytes);
 std::vector<RankPlan> decode_plans_reply(const std::string& bytes);
 std::vector<std::vector<RankRun>> decode_statics_reply(const std::string& bytes);
+std::vector<RankLane> decode_lanes_reply(const std::string& bytes);
 
 /// An error as "I|path\nproblem" (emo::InputError) or "X|what" (anything else), to cross to process 0.
 std::string encode_error(const std::exception_ptr& e);

@@ -57,6 +57,12 @@ class MpiWorker : public RankWorker {
         messages::decode_plans_reply);
   }
 
+  std::vector<RankLane> lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz) override {
+    return exchange<RankLane>(
+        [&](std::size_t q) { return command_bytes(CommandKind::kLanes, {}, 0, {static_mhz}, part(port_end_ns, q)); },
+        [&] { return own_->lanes(part(port_end_ns, 0), static_mhz); }, messages::decode_lanes_reply);
+  }
+
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
     std::vector<std::vector<RankRun>> out = exchange<std::vector<RankRun>>(
         [&](std::size_t) { return command_bytes(CommandKind::kStatics, {}, 0, clocks_mhz); },
@@ -70,8 +76,9 @@ class MpiWorker : public RankWorker {
  private:
   /// The bytes of a command of `kind` on this job's GPU.
   std::string command_bytes(CommandKind kind, std::vector<trace::JobCut> cuts, int round = 0,
-                            std::vector<double> clocks_mhz = {}) const {
+                            std::vector<double> clocks_mhz = {}, std::vector<std::vector<TimeNs>> port_end_ns = {}) const {
     Command c;
+    c.port_end_ns = std::move(port_end_ns);
     c.kind = kind;
     c.gpu = gpu_.id;
     c.cuts = std::move(cuts);
@@ -113,8 +120,9 @@ class MpiWorker : public RankWorker {
   }
 
   /// The entries of `all` (job order) for process q's ranks.
-  std::vector<trace::JobCut> part(const std::vector<trace::JobCut>& all, std::size_t q) const {
-    std::vector<trace::JobCut> out;
+  template <class T>
+  std::vector<T> part(const std::vector<T>& all, std::size_t q) const {
+    std::vector<T> out;
     for (const std::size_t i : positions_of(q, share_.processes, all.size())) out.push_back(all[i]);
     return out;
   }
@@ -144,6 +152,8 @@ class Served {
           return messages::encode_reply(ranks(gpu).recorded());
         case CommandKind::kStatics: return messages::encode_reply(ranks(gpu).statics(c.clocks_mhz));
         case CommandKind::kRound: return messages::encode_reply(ranks(gpu).solve(c.cuts, c.round));
+        case CommandKind::kLanes:
+          return messages::encode_reply(ranks(gpu).lanes(c.port_end_ns, c.clocks_mhz.empty() ? 0.0 : c.clocks_mhz.front()));
       }
       throw std::invalid_argument("solve_decomposed_mpi: an unknown command");
     } catch (...) {
@@ -181,6 +191,7 @@ DecomposedSolve solve_decomposed_mpi(const JobPorts& ports, MpiShare& share, con
     if (ports.open.size() != share.paths.size()) throw std::invalid_argument("solve_decomposed_mpi: one trace per rank of the job expected");
     MpiWorker worker(share, ports, gpu, options, how);
     DecomposedSolve out = decompose(ports, gpu, options, worker);
+    if (how.lanes) out.view = job_view(ports, out, worker, gpu);
     share.release(true);
     return out;
   } catch (...) {

@@ -1,11 +1,13 @@
 #include "job/rank_worker.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "core/parallel.h"
 #include "core/units.h"
@@ -73,7 +75,8 @@ timing::PortGraph recorded_ports(trace::Trace& t, const trace::JobCut& open) {
 /// the policy's clock requests as `emo run` issues them (early by the switch latency, held to the
 /// minimum switch interval: runtime::SimBackend::run_policy), reduced to its ports.
 RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::SimDevice& device, std::uint64_t noise_seed,
-                 const std::vector<double>& node_clock_mhz, const policy::Policy* policy = nullptr) {
+                 const std::vector<double>& node_clock_mhz, const policy::Policy* policy = nullptr,
+                 std::vector<TimeNs>* dur_out = nullptr) {
   runtime::SimRunOptions o;
   o.seed = noise_seed;
   std::vector<runtime::ClockRequest> requests;
@@ -90,13 +93,28 @@ RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::Si
     out.above_idle_j += op.above_idle_w * static_cast<double>(op.dur_ns) * 1e-9;
   }
   out.ports = timing::reduce_to_ports(pg.g, dur, pg.port_node);
+  if (dur_out != nullptr) *dur_out = std::move(dur);
   return out;
+}
+
+/// The packs of `r`'s plan (its packing's, by op row) on `pg`'s nodes, and their clocks, into `keep`.
+void keep_packs(const driver::OptimizeResult& r, const PortedGraph& pg, RankKeptPlan& keep) {
+  const graph::DepGraph& og = r.packs.analysis.graph;
+  std::unordered_map<std::uint32_t, std::uint32_t> pack_of_row;
+  for (std::uint32_t n = 0; n < og.nodes(); ++n) {
+    if (r.packs.packing.pack_of[n] != pack::kNoPack) pack_of_row[og.op[n]] = r.packs.packing.pack_of[n];
+  }
+  keep.pack_of_node.assign(pg.g.nodes(), UINT32_MAX);
+  for (std::uint32_t n = 0; n < pg.g.nodes(); ++n) {
+    if (const auto it = pack_of_row.find(pg.g.op[n]); pg.g.gpu[n] && it != pack_of_row.end()) keep.pack_of_node[n] = it->second;
+  }
+  keep.pack_clock_mhz = r.plan().pack_clock_mhz;
 }
 
 /// Step 2 for one rank at `position` in the job: its trace against `cut`, then its plan (and, with
 /// `statics`, the max clock) run on its own graph and reduced to its ports.
 RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, const model::GpuSpec& gpu,
-                    const driver::OptimizeOptions& options, std::size_t position, bool statics) {
+                    const driver::OptimizeOptions& options, std::size_t position, bool statics, RankKeptPlan* keep) {
   driver::OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
   o.progress = nullptr;
   t.meta.cut = cut;
@@ -131,7 +149,8 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
     total += static_cast<double>(pg.g.dur[n]);
   }
   p.solve.mean_clock_mhz = total > 0 ? weighted / total : 0;
-  p.plan = run_rank(t, pg, device, noise, clock, &r.policy());
+  p.plan = run_rank(t, pg, device, noise, clock, &r.policy(), keep != nullptr ? &keep->dur_ns : nullptr);
+  if (keep != nullptr) keep_packs(r, pg, *keep);
   if (statics) p.statics.emplace_back(f_max, run_rank(t, pg, device, noise, static_clocks(pg.g, f_max)));
   return p;
 }
@@ -173,6 +192,36 @@ void for_ranks(std::size_t n, int threads, ProgressSink* sink, const char* label
   if (error) std::rethrow_exception(error);
 }
 
+/// Rank `t`'s lane (RankWorker::lanes): the packs of `kept` in its plan run — or its run at the
+/// static clock `static_mhz` > 0 (as static_runs) — timed with its ports ending at `port_end_ns`.
+RankLane rank_lane(trace::Trace& t, const trace::JobCut& open, const RankKeptPlan& kept, const model::GpuSpec& gpu,
+                   std::uint64_t seed, std::size_t position, const std::vector<TimeNs>& port_end_ns, double static_mhz) {
+  const PortedGraph pg = ported_graph(t, open);
+  if (kept.pack_of_node.size() != pg.g.nodes() || kept.dur_ns.size() != pg.g.nodes()) {
+    throw std::logic_error("solve_decomposed: lanes asked of a rank whose plan was not kept (" + t.meta.path + ")");
+  }
+  std::vector<TimeNs> dur = kept.dur_ns;
+  if (static_mhz > 0) {
+    runtime::SimDeviceOptions dev_opts;
+    dev_opts.seed = seed;
+    const runtime::SimDevice device(gpu, dev_opts);
+    (void)run_rank(t, pg, device, rank_noise_seed(seed, position), static_clocks(pg.g, static_mhz), nullptr, &dur);
+  }
+  const std::vector<TimeNs> time = timing::time_with_port_ends(pg.g, dur, pg.port_node, port_end_ns);
+  RankLane lane(kept.pack_clock_mhz.size(), RankLanePack{INT64_MAX, INT64_MIN, 0, 0});
+  for (std::uint32_t n = 0; n < pg.g.nodes(); ++n) {
+    const std::uint32_t k = kept.pack_of_node[n];
+    if (k >= lane.size()) continue;
+    lane[k].start_ns = std::min(lane[k].start_ns, time[graph::DepGraph::start_tp(n)]);
+    lane[k].end_ns = std::max(lane[k].end_ns, time[graph::DepGraph::end_tp(n)]);
+    lane[k].clock_mhz = static_mhz > 0 ? static_mhz : kept.pack_clock_mhz[k];
+    ++lane[k].ops;
+  }
+  std::erase_if(lane, [](const RankLanePack& p) { return p.ops == 0; });
+  std::sort(lane.begin(), lane.end(), [](const RankLanePack& a, const RankLanePack& b) { return a.start_ns < b.start_ns; });
+  return lane;
+}
+
 const char* round_label(int round) { return round == 0 ? "ranks (decomposed solve)" : "ranks (decomposed solve, again)"; }
 
 }  // namespace
@@ -181,7 +230,7 @@ ThreadRankWorker::ThreadRankWorker(std::vector<trace::Trace>& traces, std::vecto
                                    std::vector<trace::JobCut> open, const model::GpuSpec& gpu,
                                    const driver::OptimizeOptions& options, const DecomposedOptions& how)
     : traces_(traces), position_(std::move(position)), open_(std::move(open)), gpu_(gpu), options_(options),
-      threads_(how.threads), progress_(how.progress) {
+      threads_(how.threads), progress_(how.progress), keep_(how.lanes), kept_(how.lanes ? traces.size() : 0) {
   if (open_.size() != traces_.size() || position_.size() != traces_.size()) {
     throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
   }
@@ -203,7 +252,7 @@ std::vector<RankPlan> ThreadRankWorker::solve(std::vector<trace::JobCut>& cuts, 
   if (cuts.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: cuts for other ranks");
   std::vector<RankPlan> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, round_label(round), [&](std::size_t i) {
-    out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0);
+    out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0, keep_ ? &kept_[i] : nullptr);
   });
   return out;
 }
@@ -212,6 +261,20 @@ std::vector<std::vector<RankRun>> ThreadRankWorker::statics(const std::vector<do
   std::vector<std::vector<RankRun>> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, "ranks (static clocks)", [&](std::size_t i) {
     out[i] = static_runs(traces_[i], open_[i], gpu_, options_.seed, position_[i], clocks_mhz);
+  });
+  return out;
+}
+
+std::vector<RankLane> RankWorker::lanes(const std::vector<std::vector<TimeNs>>&, double) {
+  throw std::logic_error("solve_decomposed: this rank worker draws no job view");
+}
+
+std::vector<RankLane> ThreadRankWorker::lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz) {
+  if (!keep_) throw std::logic_error("solve_decomposed: lanes asked of a worker that keeps no plans (DecomposedOptions::lanes)");
+  if (port_end_ns.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: port ends for other ranks");
+  std::vector<RankLane> out(traces_.size());
+  for_ranks(traces_.size(), threads_, progress_, "ranks (job view)", [&](std::size_t i) {
+    out[i] = rank_lane(traces_[i], open_[i], kept_[i], gpu_, options_.seed, position_[i], port_end_ns[i], static_mhz);
   });
   return out;
 }

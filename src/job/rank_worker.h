@@ -51,6 +51,27 @@ struct RankPlan {
   std::vector<std::pair<double, RankRun>> statics;  ///< Round 0: its run at the max clock (MHz, run): the baseline.
 };
 
+/// A pack of a rank's plan in the report's job view (job/job_view.h): its first op's start and
+/// last op's end in the rank's simulated run (ns; on the rank's own clock from a RankWorker, on
+/// the job's in a JobView), its SM clock and its ops.
+struct RankLanePack {
+  TimeNs start_ns = 0, end_ns = 0;
+  double clock_mhz = 0;
+  std::int64_t ops = 0;
+};
+
+/// A rank's packs in the job view, by start.
+using RankLane = std::vector<RankLanePack>;
+
+/// What a worker keeps of a rank's last solve for RankWorker::lanes (DecomposedOptions::lanes):
+/// per node of its graph with open pins its pack in the plan (UINT32_MAX: none), the packs' clocks
+/// (MHz) and the plan run's node durations (ns). About 12 bytes per node.
+struct RankKeptPlan {
+  std::vector<std::uint32_t> pack_of_node;
+  std::vector<double> pack_clock_mhz;
+  std::vector<TimeNs> dur_ns;
+};
+
 /// The per-rank work of a decomposed solve for the ranks a worker holds (all of them, or one
 /// process's share), in their order. Each call is one step for every such rank; an error of any
 /// rank is thrown after every rank is done.
@@ -64,6 +85,12 @@ class RankWorker {
   virtual std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) = 0;
   /// Every rank run at each SM clock of `clocks_mhz`: per rank, per clock.
   virtual std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) = 0;
+  /// The job view (a report, job/job_view.h): every rank's packs of its last solve's plan — or,
+  /// with static_mhz > 0, every pack at that static clock — in the same simulated run as solve()'s
+  /// plan run (statics()' run at that clock), timed on its own graph with port p ending at
+  /// port_end_ns[rank][p] (the rank's own clock: the job's instance ends minus its offset). Per
+  /// rank its packs (RankLane). This default throws std::logic_error (a worker that keeps no plans).
+  virtual std::vector<RankLane> lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz);
 };
 
 /// Given this process's in-process worker, the worker to use instead (e.g. a test's wrapper that
@@ -75,6 +102,8 @@ struct DecomposedOptions {
   int threads = 0;                   ///< Ranks solved at once (0: the machine's cores).
   ProgressSink* progress = nullptr;  ///< Told "ranks" done of the total (not owned).
   RankWorkerWrap wrap_worker{};      ///< Empty: the in-process worker as it is (tests wrap it).
+  bool lanes = false;                ///< Keep each rank's last plan (RankKeptPlan) and draw the job view
+                                     ///< (DecomposedSolve::view; `emo optimize --report/--overlay`).
 };
 
 /// Share of the latency target each rank's own solve gets (step 2): the rank may reach a
@@ -108,6 +137,7 @@ class ThreadRankWorker : public RankWorker {
   std::vector<timing::PortGraph> recorded() override;
   std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override;
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override;
+  std::vector<RankLane> lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz) override;
 
  private:
   std::vector<trace::Trace>& traces_;
@@ -117,6 +147,8 @@ class ThreadRankWorker : public RankWorker {
   driver::OptimizeOptions options_;
   int threads_ = 0;
   ProgressSink* progress_ = nullptr;
+  bool keep_ = false;                 // DecomposedOptions::lanes
+  std::vector<RankKeptPlan> kept_;    // with keep_: per rank, its last solve's plan
 };
 
 }  // namespace emo::job

@@ -90,10 +90,10 @@ d.lanes.forEach((lane,i)=>{const g=lane.group||lane.label;
   if(g!==group){rows.push({kind:'header',label:g});group=g;
     if(lane.gpu>=0&&!packGpus.has(lane.gpu)){rows.push({kind:'packs',gpu:lane.gpu});packGpus.add(lane.gpu);}}
   laneRow[i]=rows.length;rows.push({kind:'lane',lane:lane});});
-for(const g of [...new Set(d.packs.map(p=>p.gpu))].sort((a,b)=>a-b))
+if(d.timeline)for(const g of [...new Set(d.packs.map(p=>p.gpu))].sort((a,b)=>a-b))
   if(!packGpus.has(g)){rows.push({kind:'header',label:'GPU '+g});rows.push({kind:'packs',gpu:g});}
 const H=top+lh*rows.length+30;
-const tl=el('svg',{width:W,height:H,id:'timeline'},document.getElementById('timeline-box'));
+const tl=el('svg',{width:W,height:H,id:'timeline'},document.getElementById('timeline-box')||document.createElement('div'));
 const sx=t=>left+(W-left-50)*t/d.makespan_ns;
 rows.forEach((row,k)=>{const y=top+k*lh;
   if(row.kind==='header'){el('rect',{x:0,y:y+1,width:W,height:lh-2,fill:'#eef2f7',class:'lane-group'},tl);
@@ -184,7 +184,7 @@ if(series.length){
     s.w.forEach((w,i)=>{pts.push(px(i*dt)+','+py(w),px((i+1)*dt)+','+py(w));});
     el('polyline',{points:pts.join(' '),fill:'none',stroke:c,'stroke-width':1.5,class:'power-line'},ps);}
   legend(ps,pw-230,34,series.map(s=>[s[1],s[2]+' ('+d.measured+')']));
-}else{el('text',{x:pl,y:ph/2,'font-size':13},ps,'Power over the iteration: not measured on this device.');}
+}else{el('text',{x:pl,y:ph/2,'font-size':13},ps,'Power over the iteration: '+(d.no_power||'not measured on this device.'));}
 document.body.dataset.drawn=rects+','+points;
 )";
 
@@ -253,7 +253,7 @@ json report_data(const HtmlReport& r) {
           {"frontier", points_json(r.frontier)}, {"static_curve", points_json(r.static_curve)},
           {"markers", points_json(r.markers)}, {"target_s", r.target_s},
           {"power", {{"baseline", power(r.baseline_power)}, {"emo", power(r.emo_power)}}},
-          {"measured", r.simulated ? "simulated runs" : "measured"}};
+          {"measured", r.simulated ? "simulated runs" : "measured"}, {"timeline", r.timeline}, {"no_power", r.no_power}};
 }
 
 std::string fmt_ms(std::int64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns) / 1e6); }
@@ -301,12 +301,15 @@ std::string clock_scale(const HtmlReport& r) {
 std::string rank_section(const HtmlReport& r) {
   if (r.ranks.empty()) return "";
   const std::string run = r.simulated ? "simulated run" : "measured";
+  const std::string caption =
+      !r.rank_caption.empty()
+          ? escape_html(r.rank_caption)
+          : "One lane per rank: its GPU's packs coloured by the plan's clock, the job's critical path as recorded at "
+            "the max clock (thick: on a rank; dashed: from rank to rank), and at the right the rank's savings: its "
+            "GPU's energy in the kept plan's run against the baseline run (" +
+                std::string(r.simulated ? "simulated runs" : "measured") + ").";
   std::string html =
-      "<h2>Ranks: packs by SM clock, the critical path across ranks</h2><p>One lane per rank: its GPU's packs "
-      "coloured by the plan's clock, the job's critical path as recorded at the max "
-      "clock (thick: on a rank; dashed: from rank to rank), and at the right the rank's savings: its GPU's energy in "
-      "the kept plan's run against the baseline run (" + std::string(r.simulated ? "simulated runs" : "measured") +
-      ").</p><div class=\"legend\">" + clock_scale(r) +
+      "<h2>Ranks: packs by SM clock, the critical path across ranks</h2><p>" + caption + "</p><div class=\"legend\">" + clock_scale(r) +
       "<span style=\"background:#111;height:3px\"></span>critical path</div><div id=\"ranks-box\"></div>\n<div class=\"packs-box\"><table id=\"rank-table\"><tr><th>rank</th>"
       "<th>GPU</th><th>trace</th><th>packs</th><th>mean clock (MHz)</th><th>baseline (J, " + run + ")</th><th>EMO (J, " +
       run + ")</th><th>saved (J)</th><th>savings</th><th>of the job's savings</th></tr>\n";
@@ -368,11 +371,13 @@ std::string render_html_report(const HtmlReport& r) {
           "), and EMO as predicted.</p></div>\n<div><h2>Power over the iteration</h2><div id=\"power-box\"></div><p>All "
           "GPUs, mean over " + std::to_string(std::max(r.baseline_power.power_w.size(), r.emo_power.power_w.size())) +
           " intervals (" + measured + ").</p></div></div>\n";
-  html += "<h2>Timeline</h2><div class=\"legend\"><span style=\"background:#4c78a8\"></span>GPU op"
-          "<span style=\"background:#d62728\"></span>op on the critical path<span style=\"background:#111;height:3px\"></span>"
-          "critical path (dashed: lane to lane, across gaps)<span style=\"background:#9c9c9c\"></span>CPU"
-          + clock_scale(r) + "</div><div id=\"timeline-box\"></div>\n";
-  html += pack_table(r);
+  if (r.timeline) {
+    html += "<h2>Timeline</h2><div class=\"legend\"><span style=\"background:#4c78a8\"></span>GPU op"
+            "<span style=\"background:#d62728\"></span>op on the critical path<span style=\"background:#111;height:3px\"></span>"
+            "critical path (dashed: lane to lane, across gaps)<span style=\"background:#9c9c9c\"></span>CPU"
+            + clock_scale(r) + "</div><div id=\"timeline-box\"></div>\n";
+    html += pack_table(r);
+  }
   html += "<script type=\"application/json\" id=\"emo-data\">" + script_safe(data) + "</script>\n";
   html += std::string("<script>(function(){") + kScriptTimeline + kScriptRanks + kScriptFrontier + kScriptPower + "})();</script>\n</body></html>\n";
   return html;

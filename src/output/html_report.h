@@ -129,6 +129,13 @@ struct HtmlReport {
   /// the ranks' energies summed (the job's when every GPU is measured).
   std::vector<ReportRank> ranks;
   std::vector<ReportRankStretch> rank_path;
+  /// false: no timeline of ops and no per-pack table (the decomposed solve's report: its ranks' ops
+  /// stay with the processes that hold them; the job view draws their packs).
+  bool timeline = true;
+  /// Said where the power plot would be when there is no power curve; "" = "not measured on this device."
+  std::string no_power;
+  /// The job view's caption; "" = the joint solve's (its critical path as recorded at the max clock).
+  std::string rank_caption;
 };
 
 /// Renders `r` as one self-contained HTML document. Intervals are merged per lane and path steps

@@ -433,6 +433,12 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
   return h;
 }
 
+std::string rank_savings_label(double baseline_j, double emo_j, double job_baseline_j, bool simulated) {
+  return fmt::format("saves {:.1f} % of its energy ({:.3f} → {:.3f} J{}); {:.2f} % of the job's baseline",
+                     100 * (1 - emo_j / baseline_j), baseline_j, emo_j, simulated ? ", simulated" : "",
+                     100 * (baseline_j - emo_j) / job_baseline_j);
+}
+
 void write_optimize_overlay(const trace::Trace& t, const OptimizeResult& r, const std::string& path) {
   const driver::Evaluation& ev = r.evaluation;
   std::map<std::int32_t, std::string> labels;
@@ -442,10 +448,7 @@ void write_optimize_overlay(const trace::Trace& t, const OptimizeResult& r, cons
     if (b == ev.statics.baseline_gpu_j.end() || e == ev.emo_run.gpu_energy_j.end() || b->second <= 0 ||
         ev.statics.baseline.energy_j <= 0)
       continue;
-    labels[static_cast<std::int32_t>(d)] =
-        fmt::format("saves {:.1f} % of its energy ({:.3f} → {:.3f} J{}); {:.2f} % of the job's baseline",
-                    100 * (1 - e->second / b->second), b->second, e->second, r.simulated ? ", simulated" : "",
-                    100 * (b->second - e->second) / ev.statics.baseline.energy_j);
+    labels[static_cast<std::int32_t>(d)] = rank_savings_label(b->second, e->second, ev.statics.baseline.energy_j, r.simulated);
   }
   write_pack_overlay(t, r.packs, path, r.plan().pack_clock_mhz, labels);
 }

@@ -55,6 +55,11 @@ std::string to_text(const job::DecomposedSolve& d);
 /// rank (output::rank_segments), each stretch drawn from the previous one's end.
 HtmlReport to_report(const trace::Trace& trace, const driver::OptimizeResult& r);
 
+/// The label of a rank's pack track in a job's overlay: "saves 29.5 % of its energy (86.794 →
+/// 61.178 J, simulated); 6.87 % of the job's baseline" (its GPU's energies at the baseline and the
+/// kept plan, the job's baseline energy; J, > 0).
+std::string rank_savings_label(double baseline_j, double emo_j, double job_baseline_j, bool simulated);
+
 /// `emo optimize --overlay`: write_pack_overlay with the kept plan's clocks; in a linked job each
 /// rank's pack track is labelled with its GPU's savings, e.g. "saves 29.5 % of its energy (86.794
 /// → 61.178 J, simulated); 6.87 % of the job's baseline". Throws what write_pack_overlay throws.

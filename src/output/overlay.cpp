@@ -172,6 +172,18 @@ void write_critical_path(const trace::Trace& t, const timing::Analysis& a, TimeN
   }
 }
 
+/// Each of `tracks`: its process named (name_process), its slices as complete events, times
+/// relative to `origin` (ns).
+void write_tracks(Writer& w, const std::vector<OverlayTrack>& tracks, TimeNs origin) {
+  for (const OverlayTrack& track : tracks) {
+    name_process(w, track.pid, track);
+    for (const OverlayTrack::Slice& sl : track.slices) {
+      w.event(fmt::format(R"({{"ph": "X", "cat": "emo", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})",
+                          json_quote(sl.name), track.pid, sl.tid, us(sl.start_ns - origin), us(sl.dur_ns), sl.args_json));
+    }
+  }
+}
+
 }  // namespace
 
 void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::string& path) {
@@ -201,12 +213,24 @@ void write_overlay(const trace::Trace& t, const timing::Analysis& a, const std::
                           kSlackPidBase + gs.device, rel(win.start_ns), us(win.end_ns - win.start_ns), gs.device));
     }
   }
-  for (const OverlayTrack& track : extra) {
-    name_process(w, track.pid, track);
-    for (const OverlayTrack::Slice& sl : track.slices) {
-      w.event(fmt::format(R"({{"ph": "X", "cat": "emo", "name": {}, "pid": {}, "tid": 0, "ts": {}, "dur": {}, "args": {}}})",
-                          json_quote(sl.name), track.pid, rel(sl.start_ns), us(sl.dur_ns), sl.args_json));
-    }
+  write_tracks(w, extra, origin);
+  w.put("\n]}\n");
+  w.close();
+}
+
+void write_track_overlay(const std::string& path, const std::string& title, TimeNs origin_ns,
+                         const std::vector<OverlayTrack>& tracks, const std::vector<OverlayFlow>& flows) {
+  Writer w(path);
+  w.put(fmt::format("{{\"displayTimeUnit\": \"ns\", \"otherData\": {{\"emo_origin_ns\": {}, \"emo_trace\": {}}}, \"traceEvents\": [",
+                    origin_ns, json_quote(title)));
+  write_tracks(w, tracks, origin_ns);
+  std::uint64_t id = 1;
+  for (const OverlayFlow& f : flows) {
+    w.event(fmt::format(R"({{"ph": "s", "id": {}, "cat": "critical_path", "name": "critical_path", "pid": {}, "tid": {}, "ts": {}}})",
+                        id, f.from_pid, f.from_tid, us(f.from_ns - origin_ns)));
+    w.event(fmt::format(R"({{"ph": "f", "bp": "e", "id": {}, "cat": "critical_path", "name": "critical_path", "pid": {}, "tid": {}, "ts": {}}})",
+                        id, f.to_pid, f.to_tid, us(f.to_ns - origin_ns)));
+    ++id;
   }
   w.put("\n]}\n");
   w.close();

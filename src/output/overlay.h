@@ -30,6 +30,7 @@ struct OverlayTrack {
     TimeNs start_ns = 0;  ///< Trace time (absolute ns).
     TimeNs dur_ns = 0;
     std::string args_json = "{}";  ///< A JSON object.
+    std::int64_t tid = 0;          ///< Its thread in the track's process.
   };
   std::string name;
   std::int64_t pid = 0;
@@ -37,6 +38,22 @@ struct OverlayTrack {
   std::string label;              ///< Shown beside the name (a "process_labels" event); "" = none.
   std::int64_t sort_index = -1;   ///< Its process_sort_index; -1 = none (after the sorted ones).
 };
+
+/// A flow arrow (cat "critical_path") of write_track_overlay: from the slice of process from_pid,
+/// thread from_tid at from_ns to the one of to_pid, to_tid starting at to_ns (trace time, ns).
+struct OverlayFlow {
+  std::int64_t from_pid = 0, from_tid = 0;
+  TimeNs from_ns = 0;
+  std::int64_t to_pid = 0, to_tid = 0;
+  TimeNs to_ns = 0;
+};
+
+/// An overlay of EMO's own tracks alone, no op of any trace (the decomposed solve's job view: its
+/// ranks' ops stay with their processes): `tracks` written as write_overlay writes its extra
+/// tracks, then `flows`; timestamps relative to `origin_ns` (otherData.emo_origin_ns; emo_trace =
+/// `title`). Throws emo::InputError when `path` cannot be written.
+void write_track_overlay(const std::string& path, const std::string& title, TimeNs origin_ns,
+                         const std::vector<OverlayTrack>& tracks, const std::vector<OverlayFlow>& flows);
 
 /// The process_sort_index of a linked job's rank at position `device` for its GPU (slot 0), host
 /// (1), a later stage's track (2) and slack windows (3): 4 × device + slot.

@@ -103,3 +103,57 @@ struct JobTiming {
 JobTiming time_job(std::span<const RankPorts> ranks, std::size_t instances);
 
 }  // namespace emo::timing
+
+namespace emo::timing {
+
+/// One stretch of a job's critical path (job_critical_path): rank `rank` (index into the ranks
+/// given) holds the path over [start_ns, end_ns] (job clock, ns). A stretch starts at the end of
+/// the collective instance `from_instance` (−1: at the rank's own window start, where the path
+/// begins) and ends where instance `to_instance` ends (−1: at the rank's end, the job's end); its
+/// last collective's transfer is part of it when the rank was that instance's last arrival.
+struct JobPathStretch {
+  std::uint32_t rank = 0;
+  TimeNs start_ns = 0, end_ns = 0;
+  std::int64_t from_instance = -1;
+  std::int64_t to_instance = -1;
+};
+
+/// The critical path of a job timed by time_job(ranks, instances) = `jt`, by rank, in time order,
+/// found by backtracking from the job's end over the reductions' constraints that hold with
+/// equality (exact integers):
+///
+///  1. The job ends at the latest rank end (ties: the lowest rank index), r. Its end is bound by
+///     one of: a port's instance ending there (go to 2 with that instance), a lag q → end
+///     (E(q) + lag: the stretch on r starts at E(q); go to 2 with q's instance), its own release
+///     (the stretch starts at r's window start: the path begins).
+///  2. Instance c: its transfer starts at its last participant's arrival, so the path goes to that
+///     participant (ties: the rank the path is on, then the lowest index), r', whose stretch ends
+///     at E(c) (it waited for no one). Its arrival S(p) is bound by a lag q → p (E(q) + lag: the
+///     stretch starts at E(q); repeat 2 with q's instance) or by its release (it starts at r''s
+///     window start: the path begins). An instance whose end its transfer does not set (a
+///     participant's own constraint on its end, PortGraph::end_release_ns or an into-end lag) is
+///     followed the same way from that participant.
+///
+/// Where a lag and a release bind together, the lag is taken (the path goes on through the
+/// collectives). Consecutive stretches on one rank are merged. A broken cycle (jt.cycle_breaks)
+/// can make an instance bind itself: the backtrack stops at an instance it has seen. Times are
+/// on the job's clock (each rank's offset added), as jt's.
+///
+/// Example (tests/timing/job_path_test.cpp): ranks A, B, C; A arrives at c0 last (100), c0 ends
+/// at 120; B arrives at c1 at 120 + 80 = 200, last, c1 ends at 210; C ends at 210 + 90 = 300, the
+/// job's end: stretches A [0, 120], B [120, 210], C [210, 300].
+/// O(Σ ports + Σ lags) per instance on the path. Throws std::invalid_argument when `jt` is not
+/// time_job's on these ranks (sizes differ).
+std::vector<JobPathStretch> job_critical_path(std::span<const RankPorts> ranks, std::size_t instances, const JobTiming& jt);
+
+/// The rank's timepoints (graph::DepGraph::start_tp / end_tp; size 2 × g.nodes(), ns on the rank's
+/// own clock) when its nodes take `dur` (size g.nodes()) and each port `port_node[p]` ends at
+/// `port_end_ns[p]` — the rank's side of a job timed from the reductions (reduce_to_ports of the
+/// same g, dur and ports; the job's instance ends minus the rank's offset): every other timepoint
+/// as graph::longest_path takes it, so each port's start is the arrival time_job computed. A
+/// port end given as INT64_MIN is left to its start + duration. O(V + E). Throws
+/// std::invalid_argument on a size mismatch or a port outside g.
+std::vector<TimeNs> time_with_port_ends(const graph::DepGraph& g, std::span<const TimeNs> dur,
+                                        std::span<const std::uint32_t> port_node, std::span<const TimeNs> port_end_ns);
+
+}  // namespace emo::timing

@@ -2,9 +2,11 @@
 # Several ranks of one job (docs/multi-rank.md): emo analyze/pack/optimize link them; the `job`
 # JSON (ranks, offsets, residual); the overlay's process per rank; the joint policy's section per
 # rank; and bad jobs: duplicated ranks, traces of different jobs, --ranks of the wrong length.
-# Usage: job_cli_test.sh PATH/TO/emo
+# The decomposed solve's report and overlay on a generated 4-rank job (SYNTHETIC, emo_make_job).
+# Usage: job_cli_test.sh PATH/TO/emo [PATH/TO/emo_make_job]
 set -u
-EMO=${1:?usage: job_cli_test.sh EMO_BINARY}
+EMO=${1:?usage: job_cli_test.sh EMO_BINARY [EMO_MAKE_JOB]}
+MAKE_JOB=${2:-$(dirname "$EMO")/emo_make_job}
 source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DATA
 r0="$DATA/kineto/hta_sampled_2rank_rank0.json.gz"
 r1="$DATA/kineto/hta_sampled_2rank_rank1.json.gz"
@@ -117,8 +119,67 @@ else
 fi
 expect_error "--solve decomposed needs a job" "--solve decomposed" "$EMO" optimize "$r0" --solve decomposed \
   --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
-expect_error "--solve decomposed has no overlay" "--solve joint" "$EMO" optimize "$r0" "$r1" --solve decomposed \
-  --overlay "$out/x.json" --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
+expect_error "--solve decomposed has no true optimum" "--solve joint" "$EMO" optimize "$r0" "$r1" --solve decomposed \
+  --true-optimum --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
+
+# --- the decomposed solve's report and overlay (issue 26): a lane per rank at pack granularity, the
+# critical path across ranks, per-rank savings summing to the job's; on a generated job (SYNTHETIC:
+# 4 copies of a real rank, rank 1 a 10 % straggler) ---------------------------------------------------
+if [[ -x $MAKE_JOB ]] && "$MAKE_JOB" "$DATA/kineto/hta_training_16rank_rank0.json.gz" "$out/gen4" --ranks 4 --straggler 1 \
+     --slowdown 0.1 > /dev/null 2> "$out/gen4.err"; then
+  if "$EMO" optimize "$out"/gen4/*.json.gz --gpu A100-SXM4-80GB --max-slowdown 0.5% --solve decomposed --solve-threads 2 -q \
+       --report "$out/dr.html" --overlay "$out/dro.json" --json "$out/dr.json" > /dev/null 2> "$out/dr.err" &&
+     python3 - "$out/dr.html" "$out/dro.json" "$out/dr.json" <<'PY'
+import json, re, sys
+html = open(sys.argv[1]).read()
+d = json.loads(re.search(r'<script type="application/json" id="emo-data">(.*?)</script>', html, re.S).group(1))
+res = json.load(open(sys.argv[3]))
+# One lane per rank, each with its packs (as many as its solve made), inside the kept run.
+assert [(k["rank"], k["gpu"]) for k in d["ranks"]] == [(i, i) for i in range(4)], d["ranks"]
+packs = {}
+for p in d["packs"]:
+    packs[p["gpu"]] = packs.get(p["gpu"], 0) + 1
+    assert 0 <= p["start_ns"] <= p["end_ns"] <= d["makespan_ns"], p
+assert packs == {i: r["packs"] for i, r in enumerate(res["ranks"])}, (packs, res["ranks"])
+assert d["makespan_ns"] == res["emo"]["time_ns"], (d["makespan_ns"], res["emo"])  # "emo": the kept plan
+# The critical path: stretches joined rank to rank, from the job's start to its end.
+path = d["rank_path"]
+assert path and all(0 <= s[0] < 4 for s in path), path
+assert all(path[i][1] == path[i - 1][2] and path[i][0] != path[i - 1][0] for i in range(1, len(path))), path
+assert path[-1][2] == d["makespan_ns"], (path[-1], d["makespan_ns"])
+# Per-rank energies sum to the job's (summary and JSON).
+base, emo = (float(x) for x in re.search(r'the job \(sum over ranks\)</td><td>([0-9.]+)</td><td>([0-9.]+)</td>', html).groups())
+assert abs(base - res["baseline"]["energy_j"]) < 1e-3 and abs(emo - res["emo"]["energy_j"]) < 1e-3, (base, emo, res)
+assert "<h2>Timeline</h2>" not in html and "Simulated device" in html and "SIMULATED" in html
+o = json.load(open(sys.argv[2]))
+names = sorted(e["args"]["name"] for e in o["traceEvents"] if e.get("ph") == "M" and e["name"] == "process_name")
+assert names == ["EMO critical path"] + [f"EMO packs, rank {i} (GPU {i})" for i in range(4)], names
+assert sum(e.get("ph") == "X" and e["pid"] == 1000000000 for e in o["traceEvents"]) == len(path)
+assert sum(e.get("ph") == "X" and e.get("tid") == 0 and e["pid"] < 4 for e in o["traceEvents"]) == len(d["packs"])
+PY
+  then ok "--solve decomposed --report/--overlay: a lane per rank, the critical path across ranks, sums equal to the job's"
+  else bad "decomposed report/overlay: $(tail -3 "$out/dr.err")"; fi
+else
+  bad "emo_make_job ($MAKE_JOB) failed: $(tail -3 "$out/gen4.err" 2>/dev/null)"
+fi
+# A balanced job (SYNTHETIC, no straggler) at +0.2 %: the best static clock is cheaper and kept; the
+# ranks are run at it again, every pack is drawn at it, and the report says so.
+if [[ -x $MAKE_JOB ]] && "$MAKE_JOB" "$DATA/kineto/hta_training_16rank_rank0.json.gz" "$out/bal4" --ranks 4 > /dev/null &&
+   "$EMO" optimize "$out"/bal4/*.json.gz --gpu A100-SXM4-80GB --max-slowdown 0.2% --solve decomposed --solve-threads 2 -q \
+     --report "$out/ds.html" --json "$out/ds.json" > /dev/null 2> "$out/ds.err" &&
+   python3 - "$out/ds.html" "$out/ds.json" <<'PY'
+import json, re, sys
+html = open(sys.argv[1]).read()
+d = json.loads(re.search(r'<script type="application/json" id="emo-data">(.*?)</script>', html, re.S).group(1))
+res = json.load(open(sys.argv[2]))
+assert res["static_kept"], "the static clock is no longer kept at +0.2 % on this job: pick a target where it is"
+f = res["static_best_clock_mhz"]
+assert {p["clock_mhz"] for p in d["packs"]} == {f} and len(d["ranks"]) == 4, {p["clock_mhz"] for p in d["packs"]}
+assert d["makespan_ns"] == res["emo"]["time_ns"] and d["rank_path"][-1][2] == d["makespan_ns"]
+assert f"The best static clock, {f:.0f} MHz, is kept" in html and f"EMO (static {f:.0f} MHz kept)" in html
+PY
+then ok "--solve decomposed --report, the static clock kept: every pack at it, and said"
+else bad "decomposed report with the static clock kept: $(tail -3 "$out/ds.err")"; fi
 expect_error "--solve of an unknown kind" "--solve" "$EMO" optimize "$r0" "$r1" --solve fast \
   --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
 

@@ -6,8 +6,8 @@
 # every process exit 2 with one line naming the file, printed once, and nothing hangs.
 # The decomposed solve (--solve decomposed: each process solves the ranks it loaded) gives the
 # same files as a plain run on the real pair and on two generated 4-rank jobs (SYNTHETIC,
-# emo_make_job), one of which takes the second round; a failure in any process's solves, or a bad
-# file, ends every process with exit 2 and one line.
+# emo_make_job), one of which takes the second round, and its --report/--overlay; a failure in any
+# process's solves, or a bad file, ends every process with exit 2 and one line.
 # The failing process is emo_test_mpi_fault (tests/job/mpi_fault_main.cpp): emo's decomposed
 # --mpi path with that process's rank solves failing through the RankWorker seam.
 # Usage: optimize_mpi_test.sh PATH/TO/emo [PATH/TO/emo_make_job [PATH/TO/emo_test_mpi_fault]]
@@ -110,6 +110,34 @@ compare gen4 2 4
 train4=("$out"/training_16rank/rank*.json.gz)
 OPT=(optimize --max-slowdown 0.1% --solve decomposed --quiet)
 compare train4 2
+
+# The decomposed solve's report and overlay (issue 26): each process sends process 0 its ranks'
+# lanes (a few numbers per pack, the 'L' message) and process 0 draws them: the files are
+# byte-identical to a plain run's, with a lane per rank and the critical path across ranks.
+OPT=(optimize --max-slowdown 0.5% --solve decomposed --quiet)
+run view.plain -- --report "$out/view.plain.html" --overlay "$out/view.plain.ov.json" "${train4[@]}" ||
+  bad "decomposed report: plain run failed: $(head -c 300 "$out/view.plain.err")"
+if run view.np2 "${MPIRUN[@]}" -np 2 -- --mpi --report "$out/view.np2.html" --overlay "$out/view.np2.ov.json" "${train4[@]}" &&
+   cmp -s "$out/view.plain.html" "$out/view.np2.html" && cmp -s "$out/view.plain.ov.json" "$out/view.np2.ov.json" &&
+   python3 - "$out/view.np2.html" <<'PY'
+import json, re, sys
+d = json.loads(re.search(r'<script type="application/json" id="emo-data">(.*?)</script>', open(sys.argv[1]).read(), re.S).group(1))
+assert [k["rank"] for k in d["ranks"]] == [0, 1, 2, 3] and {p["gpu"] for p in d["packs"]} == {0, 1, 2, 3}, d["ranks"]
+assert d["rank_path"] and d["rank_path"][-1][2] == d["makespan_ns"], d["rank_path"]
+PY
+then ok "decomposed --report/--overlay: mpirun -np 2 --mpi gives the plain run's files (a lane per rank, the critical path)"
+else bad "decomposed --report/--overlay under mpirun -np 2: $(head -c 300 "$out/view.np2.err")"; fi
+# The same with the static clock kept (a balanced job at +0.2 %: the ranks run at it again, 'S').
+"$MAKE_JOB" "$DATA/kineto/hta_training_16rank_rank0.json.gz" "$out/bal4" --ranks 4 > /dev/null || bad "emo_make_job bal4 failed"
+bal4=("$out"/bal4/rank*.json.gz)
+OPT=(optimize --gpu A100-SXM4-80GB --max-slowdown 0.2% --solve decomposed --quiet)
+run sview.plain -- --report "$out/sview.plain.html" --overlay "$out/sview.plain.ov.json" "${bal4[@]}" ||
+  bad "decomposed report, static kept: plain run failed: $(head -c 300 "$out/sview.plain.err")"
+if run sview.np2 "${MPIRUN[@]}" -np 2 -- --mpi --report "$out/sview.np2.html" --overlay "$out/sview.np2.ov.json" "${bal4[@]}" &&
+   cmp -s "$out/sview.plain.html" "$out/sview.np2.html" && cmp -s "$out/sview.plain.ov.json" "$out/sview.np2.ov.json" &&
+   grep -q "MHz kept)" "$out/sview.np2.html"
+then ok "decomposed --report/--overlay, static clock kept: mpirun -np 2 --mpi gives the plain run's files"
+else bad "decomposed --report/--overlay, static kept, under mpirun -np 2: $(head -c 300 "$out/sview.np2.err")"; fi
 
 # A failure in one process's rank solves (emo_test_mpi_fault P: process P's RankWorker fails its
 # solves), or a bad file, under --solve decomposed: every process ends, exit 2, one line from process 0.

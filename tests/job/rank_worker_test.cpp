@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -288,6 +289,88 @@ TEST(JobMessages, DigestsCrossUnchanged) {
           << "collective " << c;
     }
   }
+}
+
+}  // namespace
+}  // namespace emo::job
+
+namespace emo::job {
+namespace {
+
+TEST(JobMessages, ALanesCommandAndItsReplyCrossUnchanged) {
+  messages::Command c;
+  c.kind = messages::CommandKind::kLanes;
+  c.gpu = "A100-SXM4-80GB";
+  c.clocks_mhz = {1185};
+  c.port_end_ns = {{120, 1'234'567'890'123}, {}, {-5}};
+  const std::string bytes = messages::encode(c);
+  EXPECT_EQ(bytes[0], 'L');
+  ASSERT_TRUE(messages::is_command(bytes));
+  const messages::Command d = messages::decode_command(bytes);
+  EXPECT_EQ(d.kind, messages::CommandKind::kLanes);
+  EXPECT_EQ(d.clocks_mhz, (std::vector<double>{1185}));
+  EXPECT_EQ(d.port_end_ns, c.port_end_ns);
+  const std::vector<RankLane> lanes{{{0, 100, 1000.5, 3}, {120, 9'876'543'210'987, 1200, 1}}, {}};
+  const std::vector<RankLane> back = messages::decode_lanes_reply(messages::encode_reply(lanes));
+  ASSERT_EQ(back.size(), 2u);
+  ASSERT_EQ(back[0].size(), 2u);
+  EXPECT_TRUE(back[1].empty());
+  for (std::size_t i = 0; i < 2; ++i) {
+    const RankLanePack &a = back[0][i], &b = lanes[0][i];
+    EXPECT_EQ(std::tie(a.start_ns, a.end_ns, a.clock_mhz, a.ops), std::tie(b.start_ns, b.end_ns, b.clock_mhz, b.ops));
+  }
+}
+
+/// two_ranks() solved with the job view (DecomposedOptions::lanes), once.
+const DecomposedSolve& solved_with_view() {
+  static const DecomposedSolve d = [] {
+    std::vector<trace::Trace> ranks = two_ranks();
+    const JobPorts jp = ports_of(ranks);
+    DecomposedOptions how;
+    how.threads = 2;
+    how.lanes = true;
+    return solve_decomposed(jp, std::move(ranks), a100(), options(), how);
+  }();
+  return d;
+}
+
+// The job view of a real solve agrees with the solve's own figures: the kept run's makespan, the
+// job's energies summed over the ranks, every pack of each rank's policy section at its clock, and
+// a critical path that runs without a gap from its first rank's start to the job's end.
+TEST(JobViewOfASolve, AgreesWithTheSolvesFiguresAndPolicy) {
+  const DecomposedSolve& d = solved_with_view();
+  ASSERT_TRUE(d.view.has_value());
+  const JobView& v = *d.view;
+  EXPECT_EQ(v.makespan_ns, d.plan.time_ns);
+  double base = 0, kept = 0;
+  for (const JobViewRank& k : v.ranks) base += k.baseline_j, kept += k.kept_j;
+  EXPECT_NEAR(base, d.baseline.run.energy_j, 1e-9 * d.baseline.run.energy_j);
+  EXPECT_NEAR(kept, d.plan.energy_j, 1e-9 * d.plan.energy_j);
+  ASSERT_EQ(v.ranks.size(), d.policy.gpus.size());
+  for (std::size_t r = 0; r < v.ranks.size(); ++r) {
+    std::multiset<double> want, got;
+    for (const policy::PackClock& pc : d.policy.gpus[r].packs) want.insert(pc.clock_mhz);
+    for (const RankLanePack& p : v.ranks[r].packs) {
+      got.insert(p.clock_mhz);
+      EXPECT_GE(p.start_ns, v.start_ns);
+      EXPECT_LE(p.end_ns, v.start_ns + v.makespan_ns);
+      EXPECT_LE(p.start_ns, p.end_ns);
+    }
+    EXPECT_EQ(got, want) << "rank " << r << ": one lane pack per policy pack, at its clock";
+    EXPECT_EQ(static_cast<std::int64_t>(v.ranks[r].packs.size()), d.ranks[r].packs);
+  }
+  ASSERT_FALSE(v.path.empty());
+  EXPECT_EQ(v.path.back().end_ns, v.start_ns + v.makespan_ns);
+  EXPECT_EQ(v.path.back().to_instance, -1);
+  EXPECT_EQ(v.path.front().from_instance, -1);
+  for (std::size_t i = 1; i < v.path.size(); ++i) {
+    EXPECT_EQ(v.path[i].start_ns, v.path[i - 1].end_ns) << "stretch " << i;
+    EXPECT_NE(v.path[i].rank, v.path[i - 1].rank);
+  }
+}
+
+TEST(JobViewOfASolve, NoneWithoutLanes) {
+  EXPECT_FALSE(recorded_solve().d.view.has_value());
 }
 
 }  // namespace

@@ -20,45 +20,11 @@
 #include <tuple>
 #include <vector>
 
+#include "timing/hand_graph.h"
+
 namespace emo::timing {
 namespace {
 
-using graph::DepGraph;
-constexpr auto S = DepGraph::start_tp;
-constexpr auto E = DepGraph::end_tp;
-constexpr TimeNs kNo = INT64_MIN;
-
-/// A graph of GPU nodes with durations `dur`, releases `release` (kNo: none) and edges (from
-/// timepoint, to timepoint, lag); timepoints in the order S0 E0 S1 E1 ... (the edges go forward).
-DepGraph hand_graph(const std::vector<TimeNs>& dur, const std::vector<TimeNs>& release,
-                    const std::vector<std::tuple<std::uint32_t, std::uint32_t, TimeNs>>& edges) {
-  DepGraph g;
-  const std::uint32_t n = static_cast<std::uint32_t>(dur.size());
-  g.dur = dur;
-  g.release = release;
-  g.window_start_ns = INT64_MAX;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    g.op.push_back(i);
-    g.gpu.push_back(1);
-    g.rec_start.push_back(release[i] == kNo ? 0 : release[i]);
-    g.rec_end.push_back(g.rec_start.back() + dur[i]);
-    if (release[i] != kNo) g.window_start_ns = std::min(g.window_start_ns, release[i]);
-  }
-  g.in_begin.assign(2 * n + 1, 0);
-  for (std::uint32_t tp = 0; tp < 2 * n; ++tp) {
-    g.in_begin[tp] = static_cast<std::uint32_t>(g.in_from.size());
-    for (const auto& [from, to, lag] : edges) {
-      if (to != tp) continue;
-      g.in_from.push_back(from);
-      g.in_lag.push_back(lag);
-      g.in_type.push_back(graph::EdgeType::kStreamOrder);
-      g.in_inferred.push_back(0);
-    }
-    g.topo.push_back(tp);
-  }
-  g.in_begin[2 * n] = static_cast<std::uint32_t>(g.in_from.size());
-  return g;
-}
 
 DepGraph rank_a() {
   return hand_graph({100, 20, 50, 10, 200}, {0, kNo, kNo, kNo, 0}, {{E(0), S(1), 0}, {E(1), S(2), 5}, {E(2), S(3), 0}});
