@@ -513,23 +513,6 @@ FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_ma
   return s;
 }
 
-int refinement_option(const std::vector<double>& clocks_mhz, const std::vector<double>& dynamic_energy_j,
-                      const std::vector<double>& measured, int k) {
-  const auto n = static_cast<int>(clocks_mhz.size());
-  if (dynamic_energy_j.size() != clocks_mhz.size() || k < 0 || k >= n) {
-    throw std::invalid_argument(fmt::format("refinement_option: {} clocks, {} energies, option {}", clocks_mhz.size(),
-                                            dynamic_energy_j.size(), k));
-  }
-  const auto is_at = [&](int i) {
-    return std::find(measured.begin(), measured.end(), clocks_mhz[static_cast<std::size_t>(i)]) != measured.end();
-  };
-  if (!is_at(k) || k + 1 >= n) return k;
-  int next = k + 1;  // the next measured option below k, or the lowest
-  while (next < n - 1 && !is_at(next)) ++next;
-  const int below = k + std::max(1, (next - k) / 2);
-  return dynamic_energy_j[static_cast<std::size_t>(below)] < dynamic_energy_j[static_cast<std::size_t>(k)] ? below : k;
-}
-
 std::vector<std::vector<double>> refinement_clocks(const ProblemStage& problem, const ProfileStage& profile,
                                                    const std::vector<int>& plan, const std::vector<int>& static_choice,
                                                    int extra_profiles) {
@@ -544,12 +527,16 @@ std::vector<std::vector<double>> refinement_clocks(const ProblemStage& problem, 
       const bool known = is_measured(measured, f) || std::find(clocks[p].begin(), clocks[p].end(), f) != clocks[p].end();
       if (!known && budget > 0) clocks[p].push_back(f), --budget;
     };
-    // The plan's clock, or below it where it was measured already (refinement_option); then the
-    // best static plan's clock.
-    std::vector<double> f, e, at;
-    for (const opt::PackOption& o : options[p]) f.push_back(o.clock_mhz), e.push_back(o.dynamic_energy_j);
-    for (const model::ClockPoint& pt : measured) at.push_back(pt.clock_mhz);
-    want(refinement_option(f, e, at, plan[p]));
+    // The plan's clock; where it was measured already, its lower neighbour when the models put
+    // that cheaper (the pack is held there by the deadline, and the models decide how close it
+    // may go); then the best static plan's clock.
+    const int k = plan[p];
+    if (is_measured(measured, options[p][static_cast<std::size_t>(k)].clock_mhz) &&
+        k + 1 < static_cast<int>(options[p].size()) &&
+        options[p][static_cast<std::size_t>(k) + 1].dynamic_energy_j < options[p][static_cast<std::size_t>(k)].dynamic_energy_j)
+      want(k + 1);
+    else
+      want(k);
     if (!static_choice.empty()) want(static_choice[p]);
   }
   return clocks;

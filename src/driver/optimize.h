@@ -246,25 +246,11 @@ ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle
 /// The figures of `problem` that OptimizeResult reports.
 ModelTarget summary_of(const ProblemStage& problem);
 
-/// Stage 3½, one round of "profile where you decide": per pack, the option refinement_option picks
-/// for the clock `plan` gives it, then the clock of `static_choice` (the best static plan; may be
-/// empty), each only where the pack has no measured point at that clock, and no more than
-/// kRefineProfilesPerPack beyond the K profiled clocks over all rounds (`extra_profiles`: that
-/// budget; the target ladder grants it per step). One list per pack (empty: nothing to measure).
-/// The option of one pack to measure for plan option `k` (stage 3½): `clocks_mhz` the pack's option
-/// clocks, descending, `dynamic_energy_j` the models' energies of the same options, `measured` the
-/// clocks measured so far. k itself when its clock is not measured. When it is, the models decide how
-/// far below it the pack may go, so the option to measure is below k: halfway (by option index,
-/// rounded down, at least one step) to the next measured option below k, or to the lowest option when
-/// none is measured below — where interpolating between the measured neighbours errs most — provided
-/// the models put that option cheaper than k; else k (nothing to learn). E.g. options 1410, 1395, …,
-/// 705 MHz (15 MHz steps), measured {1410, 1335, 1065, 705}, k at 1335 MHz: 1200 MHz (halfway to
-/// 1065). Issue 26: the adjacent option, measured before, left the models' error in the rest of the
-/// gap, where a +1 % budget is spent (docs/multi-rank.md, "Why the stage-level plan wins where it
-/// does"). Throws std::invalid_argument when the sizes differ or k is out of range.
-int refinement_option(const std::vector<double>& clocks_mhz, const std::vector<double>& dynamic_energy_j,
-                      const std::vector<double>& measured, int k);
-
+/// Stage 3½, one round of "profile where you decide": per pack, the clock `plan` gives it, then the
+/// clock of `static_choice` (the best static plan; may be empty), each only where the pack has no
+/// measured point at that clock, and no more than kRefineProfilesPerPack beyond the K profiled
+/// clocks over all rounds (`extra_profiles`: that budget; the target ladder grants it per step).
+/// One list per pack (empty: nothing to measure).
 std::vector<std::vector<double>> refinement_clocks(const ProblemStage& problem, const ProfileStage& profile,
                                                    const std::vector<int>& plan, const std::vector<int>& static_choice,
                                                    int extra_profiles = kRefineProfilesPerPack);

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "core/error.h"
 #include "core/progress.h"
@@ -401,36 +399,6 @@ TEST(Optimize, RefinementMeasuresWhereThePlanDecidesWithinItsBudget) {
     EXPECT_EQ(r.profile.refinement_profiles, asked);
     EXPECT_EQ(r.profile.pack_clock_profiles, static_cast<std::int64_t>(3 * P) + asked);
   }
-}
-
-/// refinement_option on hand-built options (A100: 1410 … 705 MHz in 15 MHz steps, 48 options, option
-/// i at 1410 − 15 i MHz; energies falling with the clock unless said). Worked by hand:
-/// - measured {1410, 1335, 1065, 705}, plan at 1335 (option 5): the next measured option below is
-///   1065 (option 23), halfway is option 5 + (23 − 5) / 2 = 14, 1200 MHz;
-/// - plan at 1260 (option 10), not measured: itself;
-/// - plan at 1065 (option 23), measured: halfway to 705 (option 47) is 23 + 12 = 35, 885 MHz;
-/// - measured {1410, 1395}, plan at 1410 (option 0): the adjacent option is measured, halfway is
-///   option 0 + max(1, 0) = 1 (already measured: refinement_clocks then asks nothing);
-/// - plan at 705 (the lowest option), measured: itself (nothing below);
-/// - the models put 1200 MHz no cheaper than 1335 (flat energies): 1335 itself.
-/// Before issue 26 the rule measured the adjacent option (1320 for the first case).
-TEST(Optimize, RefinementMeasuresHalfwayToTheNextMeasuredClockBelow) {
-  std::vector<double> f, e;
-  for (int i = 0; i < 48; ++i) f.push_back(1410 - 15 * i), e.push_back(100 - i);
-  ASSERT_EQ(f.back(), 705);
-  const std::vector<double> measured = {1410, 1335, 1065, 705};
-  EXPECT_EQ(driver::refinement_option(f, e, measured, 5), 14);
-  EXPECT_EQ(f[14], 1200);
-  EXPECT_EQ(driver::refinement_option(f, e, measured, 10), 10);
-  EXPECT_EQ(driver::refinement_option(f, e, measured, 23), 35);
-  EXPECT_EQ(f[35], 885);
-  EXPECT_EQ(driver::refinement_option(f, e, {1410, 1395}, 0), 1);
-  EXPECT_EQ(driver::refinement_option(f, e, measured, 47), 47);
-  const std::vector<double> flat(48, 5.0);
-  EXPECT_EQ(driver::refinement_option(f, flat, measured, 5), 5);
-  EXPECT_THROW(driver::refinement_option(f, e, measured, 48), std::invalid_argument);
-  EXPECT_THROW(driver::refinement_option(f, flat, measured, -1), std::invalid_argument);
-  EXPECT_THROW(driver::refinement_option(f, std::vector<double>(3, 0.0), measured, 0), std::invalid_argument);
 }
 
 /// A sink that records every progress report.
