@@ -43,5 +43,38 @@ echo '{}' > "$out/plan.json"
 expect_error "no target plan" "$out/plan.json: no target plan" "$X" replay "$out/job" --stages 2 --microbatches 2 \
   --plan "$out/plan.json" --max-slowdown 1%
 
+# `packs` (the analysis verb): EMO's packs with the passes they hold, EMO's policy replayed. Its
+# switched replay of EMO's policy must be the very run emo optimize measured and kept (same device,
+# seeds, switch requests): time to the ns, energy to 1e-9 relative.
+"$X" profile "$out/job" --stages 2 --microbatches 2 --out "$out/p.csv" > /dev/null
+"$BUILD/emo" pipeline --stage-profile "$out/p.csv" --stages 2 --microbatches 2 --p-blocked 60 --max-slowdown 1% \
+  --points 20 --plans --json "$out/pl.json" > /dev/null
+"$BUILD/emo" optimize "$out"/job/*.json.gz --max-slowdown 1% -q --json "$out/o.json" --policy "$out/pol.json" > /dev/null
+if "$X" packs "$out/job" --stages 2 --microbatches 2 --plan "$out/pl.json" --policy "$out/pol.json" \
+     --max-slowdown 1% --json "$out/packs.json" > "$out/packs.txt" 2> "$out/err"; then
+  ok "packs runs on 2 x 2"
+else bad "packs failed: $(cat "$out/err")"; fi
+python3 - "$out/packs.json" "$out/o.json" <<'PY' && ok "packs: EMO's policy replayed as emo optimize measured it; every pass in a pack of its stage's GPU" || bad "packs: $(head -c 600 "$out/packs.json")"
+import json, sys
+k, o = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+run = k["runs"]["EMO policy, switched"]
+if not o.get("static_kept") and not o.get("baseline_kept"):
+    assert run["time_ns"] == o["emo"]["time_ns"], (run, o["emo"])
+    assert abs(run["energy_j"] / o["emo"]["energy_j"] - 1) < 1e-9, (run, o["emo"])
+seen = set()
+for p in k["packs"]:
+    for q in p["passes"]:
+        assert q["pass"].startswith(f"stage {p['device']} "), p
+        seen.add(q["pass"])
+assert len(seen) == 2 * 2 * 2, seen  # 2 stages x 2 micro-batches x (forward, backward)
+assert k["baseline"]["time_ns"] == o["baseline"]["time_ns"]
+PY
+expect_error "packs without a policy" "packs needs --policy" "$X" packs "$out/job" --stages 2 --microbatches 2 \
+  --plan "$out/pl.json" --max-slowdown 1%
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['gpus'][0]['packs'].pop(); json.dump(d, open(sys.argv[2],'w'))" \
+  "$out/pol.json" "$out/short.json"
+expect_error "policy of another packing" "$out/short.json:" "$X" packs "$out/job" --stages 2 --microbatches 2 \
+  --plan "$out/pl.json" --policy "$out/short.json" --max-slowdown 1%
+
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]
