@@ -23,13 +23,11 @@
 #include <tuple>
 #include <vector>
 
+#include "timing/hand_graph.h"
 #include "timing/timing.h"
 
 namespace emo::timing {
 namespace {
-
-using graph::DepGraph;
-constexpr TimeNs kNo = INT64_MIN;
 
 struct RandomRank {
   DepGraph g;
@@ -80,19 +78,7 @@ RandomRank random_rank(std::mt19937_64& rng, std::uint32_t n) {
   for (const TimeNs rel : g.release) {
     if (rel != kNo) g.window_start_ns = std::min(g.window_start_ns, rel);
   }
-  g.in_begin.assign(2 * n + 1, 0);
-  for (std::uint32_t tp = 0; tp < 2 * n; ++tp) {
-    g.in_begin[tp] = static_cast<std::uint32_t>(g.in_from.size());
-    for (const auto& [from, to, lag] : edges) {
-      if (to != tp) continue;
-      g.in_from.push_back(from);
-      g.in_lag.push_back(lag);
-      g.in_type.push_back(graph::EdgeType::kStreamOrder);
-      g.in_inferred.push_back(0);
-    }
-    g.topo.push_back(tp);
-  }
-  g.in_begin[2 * n] = static_cast<std::uint32_t>(g.in_from.size());
+  add_edges(g, edges);
   return r;
 }
 
