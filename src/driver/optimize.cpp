@@ -307,7 +307,7 @@ Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const P
   pl.fit = fit(trace, profiled, profiled.option_clocks_mhz.front(), idle_w);
   pl.problem = std::make_unique<ProblemStage>(build_problem(packs, pl.fit, idle_w, max_slowdown));
   opt::FastSolverOptions so;
-  so.fixed_start_polishes = options.fixed_start_polishes;
+  so.polish_from_static = options.polish_from_static;
   pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem, so);
   pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
   return pl;

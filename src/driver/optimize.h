@@ -60,8 +60,8 @@ struct OptimizeOptions {
                                             ///< alone (the decomposed solve's per-rank solves).
   int refine_rounds = kRefineRounds;        ///< Refinement rounds at most, 0 … kRefineRounds (the
                                             ///< decomposed solve's per-rank solves: 1).
-  bool fixed_start_polishes = true;         ///< opt::FastSolverOptions::fixed_start_polishes (the
-                                            ///< per-rank solves: false).
+  bool polish_from_static = true;           ///< opt::FastSolverOptions::polish_from_static (the
+                                            ///< decomposed solve's per-rank solves: false).
   ProgressSink* progress = nullptr;         ///< Told each stage's progress (core/progress.h; not owned):
                                             ///< packing, profiling, refinement, frontier, evaluation.
 };

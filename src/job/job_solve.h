@@ -19,7 +19,8 @@
 //      single-trace driver::optimize() with no further slowdown (its baseline already ends at the job's end).
 //   3. Every rank arrives at every collective by L'_c, so every transfer starts by L'_c and the job
 //      ends by w + (1 + s) M0: the plans compose. Each rank runs its plan on its own graph on the
-//      simulated device (ideal switching; its own noise draws) and reduces the run to its ports;
+//      simulated device (its policy's clock requests as `emo run` issues them: switch latency and
+//      minimum interval; its own noise draws) and reduces the run to its ports;
 //      the composition times the job, every collective waiting for its last participant. The
 //      baseline and the static clocks are timed the same way.
 //

@@ -22,15 +22,18 @@ namespace emo::job {
 driver::OptimizeOptions rank_options(const driver::OptimizeOptions& options) {
   driver::OptimizeOptions o = options;
   o.max_slowdown = options.max_slowdown * kRankShare;
-  // A rank's pinned solve costs as many times as the job has ranks (docs/multi-rank.md, "How far
-  // it scales"): at its share alone (no target ladder), no frontier (none is shown), the models'
+  // A rank's pinned solve costs as many times as the job has ranks (docs/multi-rank.md, "Decomposed
+  // solve", step 2): at its share alone (no target ladder), no frontier (none is shown), the models'
   // static clock measured once (the job's static clocks are compared on the job), one refinement
-  // round, and the exact local search from the solver's plan alone.
+  // round, and the exact local search from the solver's plan and from the baseline, not from the
+  // best static plan (a rank's cut fixes its collectives' times: on the straggler job of
+  // JobOptimize.TheOtherRanksSlowDownIntoTheirWaitForTheStraggler the plans are the same without
+  // it and 4 points costlier without the baseline's start).
   o.target_ladder = false;
   o.frontier_points = 0;
   o.static_sweep = false;
   o.refine_rounds = 1;
-  o.fixed_start_polishes = true;
+  o.polish_from_static = false;
   return o;
 }
 

@@ -284,11 +284,12 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
   // depend on the threads.
   pc.compute_all_times();
   int greedy_moves = 0, static_moves = 0;
-  const bool fixed = solver.options().fixed_start_polishes;
   std::future<std::vector<int>> greedy;
-  if (fixed) greedy = std::async(std::launch::async, [&] { return polish(pc, all_max, limit, max_moves, greedy_moves); });
+  if (solver.options().polish_from_max) {
+    greedy = std::async(std::launch::async, [&] { return polish(pc, all_max, limit, max_moves, greedy_moves); });
+  }
   std::future<std::vector<int>> from_static;
-  if (fixed && uniform != all_max)
+  if (solver.options().polish_from_static && uniform != all_max)
     from_static = std::async(std::launch::async, [&] { return polish(pc, uniform, limit, max_moves, static_moves); });
   std::vector<int> best =
       polish(pc, solver_plan(pc, pp, solver, target_ns, uniform, stats), limit, max_moves, stats.polish_moves);

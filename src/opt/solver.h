@@ -41,10 +41,12 @@ struct FastSolverOptions {
   /// The same for each point of frontier() (fewer: a frontier solves many deadlines).
   std::vector<double> frontier_rounding_thresholds = {1.0, 0.5};
   int frontier_anchors = 1 << 30;  ///< exact LP solves along a frontier (the rest interpolate)
-  /// solve_within (opt/pack_search.h) also polishes from every pack at option 0 and from the best
-  /// static plan, beside the solver's plan; false: the solver's plan alone (about a third of the
-  /// work: the decomposed solve's per-rank solves, whose cost is multiplied by the ranks).
-  bool fixed_start_polishes = true;
+  /// solve_within (opt/pack_search.h) also polishes from every pack at option 0 (the baseline) and
+  /// from the best static plan, beside the solver's plan, each start a third of its work; false
+  /// leaves that start out (the decomposed solve's per-rank solves leave out the static one:
+  /// job::rank_options).
+  bool polish_from_max = true;
+  bool polish_from_static = true;
 };
 
 /// Holds the relaxation of one problem; solve() may be called for many deadlines (warm starts).

@@ -545,7 +545,8 @@ nlohmann::json to_json(const job::DecomposedSolve& d) {
           {"savings", d.savings()},
           {"slowdown", d.slowdown()},
           {"ranks", ranks},
-          {"switching", "ideal: every op at its pack's clock from its start"},
+          {"switching", "each rank's policy run with its clock requests as emo run issues them (switch latency, "
+                        "minimum switch interval); the static clocks and the baseline switch nothing"},
           {"simulated", d.simulated}};
 }
 
@@ -554,7 +555,7 @@ std::string to_text(const job::DecomposedSolve& d) {
       "decomposed joint solve of {} ranks (docs/multi-rank.md): {} collectives pinned at their max-clock start "
       "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; each rank's plan run "
       "on its own graph and reduced to its collectives, the job timed from them (collectives wait for their last "
-      "participant; ideal switching):\n",
+      "participant; each rank's policy run with switch latency):\n",
       d.ranks.size(), d.recorded.collectives_pinned, 100 * d.composed.pin_stretch, 100 * d.composed.rank_slowdown,
       d.composed.rounds > 1 ? fmt::format(" ({} rounds: the first missed the target)", d.composed.rounds) : "");
   out += fmt::format("  {:<30} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");

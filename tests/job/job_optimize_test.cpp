@@ -112,7 +112,8 @@ TEST(JobOptimize, TheOtherRanksSlowDownIntoTheirWaitForTheStraggler) {
   // The decomposed solve (job/job_solve.h) of the same job: each rank against its collectives'
   // pinned times. Run together on the joint graph it keeps the job's target, the waiting ranks run
   // slower than the straggler, and it gives up little against the joint plan (both run alike:
-  // ideal switching, same device and seed; measured +2.6 % here, +1.7 % on the 8-rank job of
+  // same device and seed, the decomposed plan with switch latency, the joint one without; measured
+  // +2.6 % here (+2.7 % with the per-rank solves' lighter search), +1.7 % on the 8-rank job of
   // docs/multi-rank.md, so 4 % bounds it with room for the noise of the models).
   std::vector<trace::Trace> ranks = job_ranks(source);
   std::vector<trace::RankDigest> digests;
