@@ -1,6 +1,7 @@
 #include "driver/optimize.h"
 
 #include <algorithm>
+#include <span>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -406,18 +407,18 @@ std::vector<double> clock_per_gpu(const pack::PackRun& packs, const PlanStage& p
 }
 
 /// A looser target must never save less (issue 26): where runs are affordable, the plans for
-/// tighter model targets (kTighterShares of the way from the predicted baseline to the model
+/// tighter model targets (the first `shares` of kTighterShares of the way from the predicted baseline to the model
 /// target; the same models) are measured too, and one replaces `kept` when it measures cheaper
 /// within `target_ns`. A plan that a tighter target's search finds is then a candidate of every
 /// looser one; not a proof (each target profiles and fits on its own), a guard measured over
 /// generated jobs and random traces (Promises.*). Returns the runs.
 template <typename RunFn>
-int tighter_plans(const ProblemStage& problem, opt::FastSolver& solver, Candidate& kept, TimeNs target_ns, RunFn&& run,
-                  opt::SearchStats& search) {
+int tighter_plans(const ProblemStage& problem, opt::FastSolver& solver, Candidate& kept, TimeNs target_ns, int shares,
+                  RunFn&& run, opt::SearchStats& search) {
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   std::vector<std::vector<int>> tried{kept.plan.choice};
   int runs = 0;
-  for (const double share : kTighterShares) {
+  for (const double share : std::span(kTighterShares).first(static_cast<std::size_t>(std::clamp<int>(shares, 0, kTighterShares.size())))) {
     const auto t = base_ns + static_cast<TimeNs>(share * static_cast<double>(problem.target_ns - base_ns));
     if (t >= problem.target_ns) continue;
     PlanStage p = plan(problem, solver, t, search);
@@ -726,8 +727,12 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
                          conservative, ev.search);
   ev.validation = v.validation;
   Candidate kept = std::move(v.kept);
-  if (oracle) {
-    ev.candidates.tighter_runs = tighter_plans(problem, solver, kept, target_ns, run, ev.search);
+  if (backend.static_oracle()) {
+    ev.candidates.tighter_runs = tighter_plans(problem, solver, kept, target_ns, options.tighter_plans, run, ev.search);
+  }
+  // The static plans stepped clock by clock from the best measured one: a few runs, made wherever
+  // runs are affordable (the simulated device), with the full sweep or without (static_sweep).
+  if (backend.static_oracle()) {
     c = static_candidate(problem, model_static, std::move(c), kept, ev.validation.calibrated_target_ns, target_ns, run,
                          ev.candidates.static_runs);
   }

@@ -50,11 +50,14 @@ struct OptimizeOptions {
   int frontier_points = 24;                 ///< Points of the predicted frontier (≥ 2; 0: none, as the
                                             ///< decomposed solve's per-rank solves, which show none).
   bool static_sweep = true;                 ///< Where the backend affords the runs (the simulated device):
-                                            ///< every option clock measured as a static plan, and the
-                                            ///< candidates measured around EMO's plan (tighter targets,
-                                            ///< static steps); false: as on a real GPU, the models' best
-                                            ///< static clock run once (the decomposed solve's per-rank
+                                            ///< every option clock measured as a static plan; false:
+                                            ///< the models' best static clock run once and stepped clock
+                                            ///< by clock as measured (the decomposed solve's per-rank
                                             ///< solves: the job's static clocks are compared on the job).
+  int tighter_plans = 3;                    ///< Where runs are affordable, the plans for the first this
+                                            ///< many tighter model targets (0, ¼, ½ of the way from the
+                                            ///< predicted baseline) measured too (the per-rank solves: 1,
+                                            ///< the plan at their predicted baseline).
   bool target_ladder = true;                ///< Plan on the target ladder where the backend affords the runs
                                             ///< (kTargetLadder; the simulated device); false: at the target
                                             ///< alone (the decomposed solve's per-rank solves).

@@ -25,14 +25,16 @@ driver::OptimizeOptions rank_options(const driver::OptimizeOptions& options) {
   // A rank's pinned solve costs as many times as the job has ranks (docs/multi-rank.md, "Decomposed
   // solve", step 2): at its share alone (no target ladder), no frontier (none is shown), the models'
   // static clock measured once (the job's static clocks are compared on the job), one refinement
-  // round, and the exact local search from the solver's plan and from the baseline, not from the
-  // best static plan (a rank's cut fixes its collectives' times: on the straggler job of
-  // JobOptimize.TheOtherRanksSlowDownIntoTheirWaitForTheStraggler the plans are the same without
-  // it and 4 points costlier without the baseline's start).
+  // round, of the tighter targets only the predicted baseline (the slack a cut gives is before its
+  // collectives; the rank's own share is small), and the exact local search from the solver's plan
+  // and from the baseline, not from the best static plan (a rank's cut fixes its collectives'
+  // times: on the straggler job of JobOptimize.TheOtherRanksSlowDownIntoTheirWaitForTheStraggler
+  // the plans are the same without it and 4 points costlier without the baseline's start).
   o.target_ladder = false;
   o.frontier_points = 0;
   o.static_sweep = false;
   o.refine_rounds = 1;
+  o.tighter_plans = 1;
   o.polish_from_static = false;
   return o;
 }
