@@ -721,6 +721,8 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     } else {
       c = with_policy(plan_of(problem, *model_static));
       c->run = {ev.statics.best.time_ns, ev.statics.best.energy_j, 0, 0, 0, {}, {}, {}};  // not measured per pack
+      // Its figure is the static run's, the clock locked throughout: so is its policy (between packs too).
+      for (policy::GpuPolicy& gp : c->policy.gpus) gp.default_clock_mhz = ev.candidates.static_mhz;
     }
   }
   Validated v = validate(problem, solver, profile, std::move(first), target_ns, backend.max_validation_runs(), run,
