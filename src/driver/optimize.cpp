@@ -1,10 +1,10 @@
 #include "driver/optimize.h"
 
 #include <algorithm>
-#include <span>
 #include <array>
 #include <cmath>
 #include <functional>
+#include <span>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -729,12 +729,11 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
                          conservative, ev.search);
   ev.validation = v.validation;
   Candidate kept = std::move(v.kept);
+  // Where runs are affordable (the simulated device), with the full static sweep or without
+  // (static_sweep): the plans for tighter targets, and the static plans stepped clock by clock from
+  // the best measured one.
   if (backend.static_oracle()) {
     ev.candidates.tighter_runs = tighter_plans(problem, solver, kept, target_ns, options.tighter_plans, run, ev.search);
-  }
-  // The static plans stepped clock by clock from the best measured one: a few runs, made wherever
-  // runs are affordable (the simulated device), with the full sweep or without (static_sweep).
-  if (backend.static_oracle()) {
     c = static_candidate(problem, model_static, std::move(c), kept, ev.validation.calibrated_target_ns, target_ns, run,
                          ev.candidates.static_runs);
   }

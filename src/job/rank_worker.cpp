@@ -7,7 +7,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 #include "core/parallel.h"
 #include "core/units.h"
@@ -105,13 +104,15 @@ RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::Si
 /// The packs of `r`'s plan (its packing's, by op row) on `pg`'s nodes, and their clocks, into `keep`.
 void keep_packs(const driver::OptimizeResult& r, const PortedGraph& pg, RankKeptPlan& keep) {
   const graph::DepGraph& og = r.packs.analysis.graph;
-  std::unordered_map<std::uint32_t, std::uint32_t> pack_of_row;
+  std::vector<std::uint32_t> pack_of_row;  // per op row of the rank's trace (both graphs' op)
   for (std::uint32_t n = 0; n < og.nodes(); ++n) {
-    if (r.packs.packing.pack_of[n] != pack::kNoPack) pack_of_row[og.op[n]] = r.packs.packing.pack_of[n];
+    if (r.packs.packing.pack_of[n] == pack::kNoPack) continue;
+    if (og.op[n] >= pack_of_row.size()) pack_of_row.resize(og.op[n] + 1, UINT32_MAX);
+    pack_of_row[og.op[n]] = r.packs.packing.pack_of[n];
   }
   keep.pack_of_node.assign(pg.g.nodes(), UINT32_MAX);
   for (std::uint32_t n = 0; n < pg.g.nodes(); ++n) {
-    if (const auto it = pack_of_row.find(pg.g.op[n]); pg.g.gpu[n] && it != pack_of_row.end()) keep.pack_of_node[n] = it->second;
+    if (pg.g.gpu[n] && pg.g.op[n] < pack_of_row.size()) keep.pack_of_node[n] = pack_of_row[pg.g.op[n]];
   }
   keep.pack_clock_mhz = r.plan().pack_clock_mhz;
 }
