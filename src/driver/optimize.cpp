@@ -309,6 +309,7 @@ Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const P
   pl.problem = std::make_unique<ProblemStage>(build_problem(packs, pl.fit, idle_w, max_slowdown));
   opt::FastSolverOptions so;
   so.polish_from_static = options.polish_from_static;
+  so.polish_from_max_at_baseline_only = options.polish_from_max_at_baseline_only;
   pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem, so);
   pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
   return pl;

@@ -65,6 +65,8 @@ struct OptimizeOptions {
                                             ///< decomposed solve's per-rank solves: 1).
   bool polish_from_static = true;           ///< opt::FastSolverOptions::polish_from_static (the
                                             ///< decomposed solve's per-rank solves: false).
+  bool polish_from_max_at_baseline_only = false;  ///< opt::FastSolverOptions::polish_from_max_at_baseline_only
+                                                  ///< (the decomposed solve's per-rank solves: true).
   ProgressSink* progress = nullptr;         ///< Told each stage's progress (core/progress.h; not owned):
                                             ///< packing, profiling, refinement, frontier, evaluation.
 };

@@ -57,6 +57,16 @@ void check_rank_traces(const trace::Trace& job, std::size_t rank_traces, const c
   }
 }
 
+std::size_t next_static_batch(const std::vector<double>& remaining, double f_prev_mhz, TimeNs t_prev_ns,
+                              double f_last_mhz, TimeNs t_last_ns, TimeNs target_ns) {
+  if (f_prev_mhz <= f_last_mhz || t_last_ns <= t_prev_ns) return kStaticBatch;
+  const double ns_per_mhz = static_cast<double>(t_last_ns - t_prev_ns) / (f_prev_mhz - f_last_mhz);
+  const double lowest_within = f_last_mhz - static_cast<double>(target_ns - t_last_ns) / ns_per_mhz;
+  std::size_t within = 0;
+  while (within < remaining.size() && remaining[within] >= lowest_within) ++within;
+  return std::clamp<std::size_t>(within + 2, 1, kStaticBatch);
+}
+
 JobPorts job_ports(const std::vector<trace::RankDigest>& digests, trace::JobLink link) {
   if (digests.size() != link.info.ranks.size() || link.match.size() != digests.size()) {
     throw std::invalid_argument("job_ports: the digests are not those of the link");
@@ -163,10 +173,6 @@ policy::Policy job_policy(const JobPorts& jp, std::vector<RankPlan>& plans, cons
   return p;
 }
 
-/// Static clocks asked of the ranks at a time (best_static): the search stops at the first clock
-/// that misses the target, usually within the first few below the max at a tight target.
-inline constexpr std::size_t kStaticBatch = 8;
-
 /// The clocks every rank's solve offered, descending, without the max clock.
 std::vector<double> common_clocks(const std::vector<RankPlan>& plans, double f_max) {
   std::vector<double> out = plans.empty() ? std::vector<double>{} : plans[0].option_clocks_mhz;
@@ -180,14 +186,20 @@ std::vector<double> common_clocks(const std::vector<RankPlan>& plans, double f_m
 
 /// The cheapest static clock within the target among `clocks_mhz` (descending, below the max; the
 /// max clock is `baseline`), from the max down until one misses (a lower clock is never faster),
-/// asking the ranks kStaticBatch clocks at a time. nullopt: none fits.
+/// asking the ranks kStaticBatch clocks first, then as next_static_batch says. nullopt: none fits.
 std::optional<driver::Evaluated> best_static(const JobPorts& jp, RankWorker& worker, const std::vector<double>& clocks_mhz,
                                      const driver::Evaluated& baseline, const model::GpuSpec& gpu, TimeNs target_ns) {
   std::optional<driver::Evaluated> best;
   if (baseline.time_ns <= target_ns) best = baseline;
-  for (std::size_t from = 0; from < clocks_mhz.size(); from += kStaticBatch) {
+  driver::Evaluated prev = baseline, last = baseline;
+  prev.clock_mhz = last.clock_mhz = gpu.max_sm_clock_mhz();
+  for (std::size_t from = 0, n = kStaticBatch; from < clocks_mhz.size(); from += n) {
+    if (from > 0) {
+      const std::vector<double> rest(clocks_mhz.begin() + static_cast<std::ptrdiff_t>(from), clocks_mhz.end());
+      n = next_static_batch(rest, prev.clock_mhz, prev.time_ns, last.clock_mhz, last.time_ns, target_ns);
+    }
     const std::vector<double> batch(clocks_mhz.begin() + static_cast<std::ptrdiff_t>(from),
-                                    clocks_mhz.begin() + static_cast<std::ptrdiff_t>(std::min(clocks_mhz.size(), from + kStaticBatch)));
+                                    clocks_mhz.begin() + static_cast<std::ptrdiff_t>(std::min(clocks_mhz.size(), from + n)));
     const std::vector<std::vector<RankRun>> runs = worker.statics(batch);
     for (std::size_t k = 0; k < batch.size(); ++k) {
       std::vector<const RankRun*> run;
@@ -195,6 +207,7 @@ std::optional<driver::Evaluated> best_static(const JobPorts& jp, RankWorker& wor
       driver::Evaluated e = evaluate(jp, run, gpu);
       if (e.time_ns > target_ns) return best;
       e.clock_mhz = batch[k];
+      prev = last, last = e;
       if (!best || e.energy_j < best->energy_j) best = e;
     }
   }

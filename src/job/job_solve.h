@@ -84,6 +84,21 @@ JobPorts job_ports(const std::vector<trace::RankDigest>& digests, trace::JobLink
 inline constexpr int kDecomposedRounds = 2;
 inline constexpr double kRetryMargin = 0.0005;
 
+/// Static clocks asked of the ranks at most at a time (the decomposed solve's job-level static
+/// search, from the max clock down until one misses the target).
+inline constexpr std::size_t kStaticBatch = 8;
+
+/// How many static clocks to ask next, of `remaining` (descending, below the last one measured):
+/// the job's time measured at the last two clocks, (`f_prev_mhz`, `t_prev_ns`) above
+/// (`f_last_mhz`, `t_last_ns`), extended in a straight line to `target_ns` predicts the clocks
+/// still within the target; those, the first predicted to miss and one more, at most
+/// kStaticBatch, at least 1; kStaticBatch when the line does not fall (no slope measured). The
+/// batch never changes which clocks are measured before the first miss, only how many are asked
+/// at once, and fewer past the miss: the time rises ever faster as the clock falls, so the line
+/// rather overestimates the clocks left within the target (docs/multi-rank.md).
+std::size_t next_static_batch(const std::vector<double>& remaining, double f_prev_mhz, TimeNs t_prev_ns,
+                              double f_last_mhz, TimeNs t_last_ns, TimeNs target_ns);
+
 /// Steps 0–1 of a decomposed solve: the job timed at its recorded (max-clock) durations from its
 /// ranks' port reductions (timing::time_job).
 struct RecordedJob {

@@ -28,13 +28,17 @@ driver::OptimizeOptions rank_options(const driver::OptimizeOptions& options) {
   // collectives; the rank's own share is small), and the exact local search from the solver's plan
   // and from the baseline, not from the best static plan (a rank's cut fixes its collectives'
   // times: on the straggler job of JobOptimize.TheOtherRanksSlowDownIntoTheirWaitForTheStraggler
-  // the plans are the same without it and 4 points costlier without the baseline's start).
+  // the plans are the same without it and 4 points costlier without the baseline's start); that
+  // start only for the plans at the rank's predicted baseline, where it wins (on the two 16-rank
+  // jobs of docs/multi-rank.md, 18 of its 37 searches there; above it, at the rank's own share,
+  // 1 of 128, while it took a third of the rank's CPU time).
   o.target_ladder = false;
   o.frontier_points = 0;
   o.static_sweep = false;
   o.refine_rounds = 1;
   o.tighter_plans = 1;
   o.polish_from_static = false;
+  o.polish_from_max_at_baseline_only = true;
   return o;
 }
 
@@ -168,8 +172,17 @@ std::vector<RankRun> static_runs(trace::Trace& t, const trace::JobCut& open, con
   runtime::SimDeviceOptions dev_opts;
   dev_opts.seed = seed;
   const runtime::SimDevice device(gpu, dev_opts);
+  runtime::SimRunOptions o;
+  o.seed = rank_noise_seed(seed, position);
+  // As run_rank with every GPU node at f, without the replay (runtime::StaticSimRuns).
+  const runtime::StaticSimRuns runs(t, pg.g, device, o);
   std::vector<RankRun> out;
-  for (const double f : clocks_mhz) out.push_back(run_rank(t, pg, device, rank_noise_seed(seed, position), static_clocks(pg.g, f)));
+  std::vector<TimeNs> dur;
+  for (const double f : clocks_mhz) {
+    RankRun& r = out.emplace_back();
+    r.above_idle_j = runs.run(f, dur);
+    r.ports = timing::reduce_to_ports(pg.g, dur, pg.port_node);
+  }
   return out;
 }
 

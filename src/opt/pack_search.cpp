@@ -54,6 +54,29 @@ std::vector<double> PackChoices::clocks(const std::vector<int>& choice) const {
   return c;
 }
 
+std::vector<int> PackChoices::uniform_choice(std::size_t k) const {
+  std::vector<int> c(options_.size());
+  for (std::size_t p = 0; p < c.size(); ++p) c[p] = static_cast<int>(std::min(k, options_[p].size() - 1));
+  return c;
+}
+
+TimeNs PackChoices::uniform_makespan_ns(std::size_t k) const {
+  if (k >= uniform_makespan_.size()) uniform_makespan_.resize(k + 1, -1);
+  if (uniform_makespan_[k] < 0) uniform_makespan_[k] = schedule(uniform_choice(k)).makespan_ns;
+  return uniform_makespan_[k];
+}
+
+TimeNs PackChoices::fastest_makespan_ns() const {
+  if (fastest_makespan_ >= 0) return fastest_makespan_;
+  std::vector<int> fastest(options_.size(), 0);
+  for (std::size_t p = 0; p < fastest.size(); ++p) {
+    const auto& o = options_[p];
+    for (std::size_t k = 1; k < o.size(); ++k)
+      if (o[k].factor < o[static_cast<std::size_t>(fastest[p])].factor) fastest[p] = static_cast<int>(k);
+  }
+  return fastest_makespan_ = schedule(fastest).makespan_ns;
+}
+
 std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns) {
   const pack::PackGraph& pg = pc.graph();
   for (std::size_t round = 0; round <= pc.packs(); ++round) {
@@ -160,33 +183,24 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
 std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns) {
   std::size_t K = 0;
   for (const auto& o : pc.options()) K = std::max(K, o.size());
-  auto uniform = [&](std::size_t k) {
-    std::vector<int> c(pc.packs());
-    for (std::size_t p = 0; p < c.size(); ++p) c[p] = static_cast<int>(std::min(k, pc.options()[p].size() - 1));
-    return c;
-  };
   // Energy = idle power × makespan + Σ dynamic energy. The makespan grows with every pack's factor,
   // so the plan with each pack at its smallest factor bounds every makespan from below, and idle ×
   // that + the dynamic sum bounds each clock's energy: clocks are scored in order of that bound,
   // the exact schedule evaluated only while the bound can still win (the result is the full scan's).
-  std::vector<int> fastest(pc.packs(), 0);
-  for (std::size_t p = 0; p < fastest.size(); ++p) {
-    const auto& o = pc.options()[p];
-    for (std::size_t k = 1; k < o.size(); ++k)
-      if (o[k].factor < o[static_cast<std::size_t>(fastest[p])].factor) fastest[p] = static_cast<int>(k);
-  }
-  const double floor_j = pc.idle_w() * pc.gpus() * ns_to_s(pc.schedule(fastest).makespan_ns);
+  // Each clock's makespan is evaluated once per PackChoices, whatever the limit (the same options
+  // are asked at several targets: the plan, its re-plans, the tighter plans).
+  const double floor_j = pc.idle_w() * pc.gpus() * ns_to_s(pc.fastest_makespan_ns());
   std::vector<std::pair<double, std::size_t>> order;  // (lower bound, k)
-  for (std::size_t k = 0; k < K; ++k) order.push_back({pc.predicted_energy(uniform(k), 0) + floor_j, k});
+  for (std::size_t k = 0; k < K; ++k) order.push_back({pc.predicted_energy(pc.uniform_choice(k), 0) + floor_j, k});
   std::sort(order.begin(), order.end());
   std::optional<std::vector<int>> best;
   double best_e = 0;
   std::size_t best_k = 0;
   for (const auto& [bound, k] : order) {
     if (best && bound > best_e * (1 + 1e-12)) break;
-    std::vector<int> c = uniform(k);
-    const TimeNs m = pc.schedule(c).makespan_ns;
+    const TimeNs m = pc.uniform_makespan_ns(k);
     if (m > limit_ns) continue;
+    std::vector<int> c = pc.uniform_choice(k);
     const double e = pc.predicted_energy(c, m);
     if (!best || e < best_e || (e == best_e && k < best_k)) best = std::move(c), best_e = e, best_k = k;
   }
@@ -285,7 +299,9 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
   pc.compute_all_times();
   int greedy_moves = 0, static_moves = 0;
   std::future<std::vector<int>> greedy;
-  if (solver.options().polish_from_max) {
+  const bool from_max = solver.options().polish_from_max &&
+                        (!solver.options().polish_from_max_at_baseline_only || target_ns <= pc.uniform_makespan_ns(0) + kRoundingNs);
+  if (from_max) {
     greedy = std::async(std::launch::async, [&] { return polish(pc, all_max, limit, max_moves, greedy_moves); });
   }
   std::future<std::vector<int>> from_static;

@@ -48,12 +48,22 @@ class PackChoices {
   timing::Schedule schedule(const std::vector<int>& choice) const;
   /// The clock (MHz) of each pack at the choice.
   std::vector<double> clocks(const std::vector<int>& choice) const;
+  /// Every pack at option min(k, its last): that choice (uniform_choice), and its exact makespan
+  /// (ns), evaluated once per k and remembered — the static plans best_static_choice scores at
+  /// every target of the same options. Fills a cache: one thread at a time, as time().
+  std::vector<int> uniform_choice(std::size_t k) const;
+  TimeNs uniform_makespan_ns(std::size_t k) const;
+  /// The makespan (ns) with every pack at its smallest factor (a lower bound of every choice's
+  /// makespan when each pack's times grow with its factor), evaluated once. One thread, as time().
+  TimeNs fastest_makespan_ns() const;
 
  private:
   const pack::PackGraph* pg_;
   std::vector<std::vector<PackOption>> options_;
   double idle_w_ = 0, gpus_ = 1;
   mutable std::vector<std::vector<std::optional<pack::PackTime>>> cache_;
+  mutable std::vector<TimeNs> uniform_makespan_;  ///< By k; -1: not evaluated yet.
+  mutable TimeNs fastest_makespan_ = -1;
 };
 
 /// Counters of one search (reported by `emo optimize --json`).
@@ -94,13 +104,17 @@ inline constexpr int kBatchPolishRounds = 16;
 /// most 8 tries; at the fastest deadline, raise_critical repairs the plan), starting from the best
 /// static plan (best_static_choice; every pack at option 0 when none fits), then polish(); the
 /// same polish from every pack at option 0 and from the best static plan compete, and the
-/// cheapest prediction wins — never worse than the best static plan. Counts into `stats`.
+/// cheapest prediction wins — never worse than the best static plan. Which of those two starts
+/// run: solver.options() (FastSolverOptions::polish_from_max, polish_from_static,
+/// polish_from_max_at_baseline_only). Counts into `stats`.
 std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
                               SearchStats& stats);
 
 /// The static plans' best: among the uniform choices (every pack at option index k, clamped to its
 /// last option; options share their clocks, so one clock for every pack) whose exact makespan is
-/// within `limit_ns`, the one of least predicted energy; nullopt when none fits. O(K · (V + E)).
+/// within `limit_ns`, the one of least predicted energy; nullopt when none fits. O(K · (V + E))
+/// the first time on `pc` (each k's makespan is remembered: PackChoices::uniform_makespan_ns),
+/// O(K · P) at any other limit. Not thread-safe on one `pc` (it fills that cache).
 std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns);
 
 /// The per-device static plans' best (each device its own clock for all its packs; issue 26):

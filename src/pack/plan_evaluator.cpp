@@ -24,6 +24,10 @@ TimeNs slot_weight(const PackTime& t, std::uint32_t s) { return s == 0 ? t.dur_n
 
 PlanEvaluator::PlanEvaluator(const PackGraph& pg, std::vector<PackTime> times)
     : pg_(pg), times_(std::move(times)), schedule_(pg.evaluate(times_)) {
+  // last_node: the highest node ending at the end (apply_slower keeps it so incrementally).
+  for (std::uint32_t n = 0; n < pg_.g.nodes(); ++n) {
+    if (schedule_.time[DepGraph::end_tp(n)] == schedule_.end_ns) schedule_.last_node = n;
+  }
   build_rank_graph();
   find_feedback();
   compute_tails();
@@ -241,39 +245,87 @@ TimeNs PlanEvaluator::try_slower(std::uint32_t p, const PackTime& t, TimeNs limi
 void PlanEvaluator::apply_slower(std::uint32_t p, PackTime t) {
   check_slower(p, t);
   const DepGraph& g = pg_.g;
-  // Only ranks from the first changed target on can move, and only ranks up to the last
-  // changed source can have a longer tail: both passes start there.
-  std::uint32_t first = UINT32_MAX, last = 0;
+  std::uint32_t first = UINT32_MAX;
   for (std::uint32_t s = slot_begin_[p]; s < slot_begin_[p + 1]; ++s) {
     if (slot_edge_[s] == UINT32_MAX) continue;
     in_lag_[slot_edge_[s]] = slot_weight(t, s - slot_begin_[p]);
     first = std::min(first, slot_to_[s]);
-    last = std::max(last, slot_from_[s]);
   }
   times_[p] = std::move(t);
-  for (std::uint32_t r = first; r < time_.size(); ++r) {
+  // Earliest times: from the changed edges' targets forward, through the ranks that moved only
+  // (a rank's time changes only when an in-edge's lag or its source's time did).
+  const TimeNs old_end = schedule_.end_ns;
+  std::uint32_t last_moved_end = 0;
+  bool end_moved = false;
+  visit_changed<true>(p, [&](std::uint32_t r) {
     TimeNs v = floor_[r];
     for (std::uint32_t k = in_begin_[r]; k < in_begin_[r + 1]; ++k) v = std::max(v, time_[in_from_[k]] + in_lag_[k]);
     if (v == INT64_MIN) v = fallback_[r];
-    if (v == time_[r]) continue;
+    if (v == time_[r]) return false;
     time_[r] = v;
-    schedule_.time[g.topo[r]] = v;
-    if (DepGraph::is_end(g.topo[r])) schedule_.end_ns = std::max(schedule_.end_ns, v);
-  }
+    const std::uint32_t tp = g.topo[r];
+    schedule_.time[tp] = v;
+    if (DepGraph::is_end(tp)) {
+      schedule_.end_ns = std::max(schedule_.end_ns, v);
+      if (!end_moved || DepGraph::node_of(tp) > last_moved_end) last_moved_end = DepGraph::node_of(tp);
+      end_moved = true;
+    }
+    return true;
+  });
   schedule_.makespan_ns = schedule_.end_ns - g.window_start_ns;
-  // last_node is not tracked incrementally: find it again (O(V)).
-  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
-    if (schedule_.time[DepGraph::end_tp(n)] == schedule_.end_ns) schedule_.last_node = n;
+  // last_node: the highest node ending at the end. A node now at a later end moved; at the same
+  // end, the old last node is still there (times only rise), and a moved one may be higher.
+  if (end_moved) {
+    std::uint32_t last = schedule_.end_ns == old_end ? schedule_.last_node : 0;
+    bool found = schedule_.end_ns == old_end;
+    for (std::uint32_t n = found ? last + 1 : 0; n <= last_moved_end; ++n) {
+      if (schedule_.time[DepGraph::end_tp(n)] == schedule_.end_ns) last = n, found = true;
+    }
+    if (found) schedule_.last_node = last;
   }
-  for (std::uint32_t r = std::min<std::size_t>(last + 1, time_.size()); r-- > 0;) {
+  // Tails: from the changed edges' sources backward, through the ranks whose tail grew.
+  visit_changed<false>(p, [&](std::uint32_t r) {
     TimeNs d = 0;
     for (std::uint32_t o = out_begin_[r]; o < out_begin_[r + 1]; ++o) d = std::max(d, in_lag_[out_edge_[o]] + tail_[out_to_[o]]);
+    if (d == tail_[r]) return false;
     tail_[r] = d;
-  }
+    return true;
+  });
   compute_slot_base();
   // The cached source times of packs whose sources all come before the first change still hold.
   for (std::uint32_t q = 0; q < pg_.packs; ++q) {
     if (fb_last_[q] != UINT32_MAX && fb_last_[q] >= first) source_cache_[q].clear();
+  }
+}
+
+template <bool kForward, typename Visit>
+void PlanEvaluator::visit_changed(std::uint32_t p, Visit&& visit) {
+  // Pending ranks in a bitset, taken lowest first (forward) or highest first (backward): every
+  // edge goes forward in rank, so a rank is visited after every pending one it depends on.
+  std::size_t pending = 0, word = kForward ? SIZE_MAX : 0;
+  auto mark = [&](std::uint32_t r) {
+    std::uint64_t& w = pending_[r >> 6];
+    const std::uint64_t bit = std::uint64_t{1} << (r & 63);
+    if (w & bit) return;
+    w |= bit, ++pending;
+    word = kForward ? std::min<std::size_t>(word, r >> 6) : std::max<std::size_t>(word, r >> 6);
+  };
+  for (std::uint32_t s = slot_begin_[p]; s < slot_begin_[p + 1]; ++s) {
+    if (slot_edge_[s] != UINT32_MAX) mark(kForward ? slot_to_[s] : slot_from_[s]);
+  }
+  for (; pending > 0; kForward ? ++word : --word) {
+    while (pending_[word] != 0) {
+      const int bit = kForward ? std::countr_zero(pending_[word]) : 63 - std::countl_zero(pending_[word]);
+      const auto r = static_cast<std::uint32_t>(word * 64 + static_cast<std::size_t>(bit));
+      pending_[word] &= ~(std::uint64_t{1} << bit);
+      --pending;
+      if (!visit(r)) continue;
+      if constexpr (kForward) {
+        for (std::uint32_t o = out_begin_[r]; o < out_begin_[r + 1]; ++o) mark(out_to_[o]);
+      } else {
+        for (std::uint32_t k = in_begin_[r]; k < in_begin_[r + 1]; ++k) mark(in_from_[k]);
+      }
+    }
   }
 }
 

@@ -18,8 +18,8 @@
 // apply_slower() changes a timepoint up to the last source. Otherwise E'(u) = E(u) and a try is
 // O(p's port edges): one pass over E(u) - L(v) kept per changed edge. With a limit, the rise at
 // the old source times (a lower bound) rejects a try whose makespan passes it without
-// propagating. apply_slower() recomputes E from p's first target on and L up to p's last
-// source (O(V + E) at most). Internally the graph is renumbered by topological rank (dropped
+// propagating. apply_slower() updates E forward from p's changed targets and L backward from its
+// changed sources, through the timepoints that change only (O(V + E) at most). Internally the graph is renumbered by topological rank (dropped
 // edges left out), so that every pass walks memory forward, and the pending timepoints of a
 // propagation are a bitset over ranks.
 #pragma once
@@ -39,7 +39,7 @@ class PlanEvaluator {
   /// this object. Throws std::invalid_argument as PackGraph::evaluate does. O(V + E).
   PlanEvaluator(const PackGraph& pg, std::vector<PackTime> times);
 
-  /// The plan's makespan (ns) and schedule.
+  /// The plan's makespan (ns) and schedule (its last_node: the highest node ending at end_ns).
   TimeNs makespan_ns() const noexcept { return schedule_.makespan_ns; }
   const timing::Schedule& schedule() const noexcept { return schedule_; }
   const std::vector<PackTime>& times() const noexcept { return times_; }
@@ -56,7 +56,8 @@ class PlanEvaluator {
   /// precondition).
   bool is_slower(std::uint32_t p, const PackTime& t) const;
 
-  /// Makes that change (same preconditions). O(V + E).
+  /// Makes that change (same preconditions). Visits only the timepoints whose earliest time or
+  /// tail changes, and their neighbours: O(V + E) at most.
   void apply_slower(std::uint32_t p, PackTime t);
 
   /// Latest time (ns, absolute like schedule().time) of each timepoint that keeps the plan's
@@ -82,6 +83,12 @@ class PlanEvaluator {
   const std::vector<std::pair<std::uint32_t, TimeNs>>& moved_sources(std::uint32_t p, const PackTime& t) const;
   /// slot_base_ from time_ and tail_. O(slots).
   void compute_slot_base();
+  /// apply_slower's passes over the ranks whose time (kForward, ascending rank: from pack p's
+  /// changed targets) or tail (backward, descending: from its changed sources) may change:
+  /// `visit(r)` recomputes rank r and returns whether it changed; only then are r's successors
+  /// (forward) or predecessors (backward) visited. Uses pending_, left clear.
+  template <bool kForward, typename Visit>
+  void visit_changed(std::uint32_t p, Visit&& visit);
   /// max(0, max over pack p's changed edges u -> v under `t` of E(u) + w' - L(v)) (ns).
   TimeNs rise_at_old_times(std::uint32_t p, const PackTime& t) const;
 

@@ -148,4 +148,27 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   return result;
 }
 
+StaticSimRuns::StaticSimRuns(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
+                             const SimRunOptions& options)
+    : g_(g), device_(device) {
+  NodeTruths nt = node_truths(trace, g, device, options);
+  truth_ = std::move(nt.truth);
+  noise_ = std::move(nt.noise);
+}
+
+double StaticSimRuns::run(double clock_mhz, std::vector<TimeNs>& dur) const {
+  const auto& gpu = device_.gpu();
+  if (std::abs(gpu.nearest_sm_clock(clock_mhz) - clock_mhz) > 0.5)
+    throw std::invalid_argument("run_on_sim: a node's clock is not supported by " + gpu.id);
+  dur.assign(g_.dur.begin(), g_.dur.end());
+  double above_idle_j = 0;
+  for (std::size_t i = 0; i < g_.nodes(); ++i) {
+    if (!g_.gpu[i]) continue;
+    if (g_.dur[i] > 0) dur[i] = std::max<TimeNs>(1, std::llround(device_.true_time_ns(truth_[i], g_.dur[i], clock_mhz) * noise_[i]));
+    const double above_w = device_.true_power_w(truth_[i], clock_mhz) - gpu.idle_power_w;
+    above_idle_j += above_w * static_cast<double>(dur[i]) * 1e-9;
+  }
+  return above_idle_j;
+}
+
 }  // namespace emo::runtime

@@ -59,4 +59,28 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
                         std::span<const double> node_clock_mhz, const std::vector<ClockRequest>& requests = {},
                         const SimRunOptions& options = {});
 
+/// The GPU ops of one graph run at static clocks on the simulated device, without the replay: at
+/// one clock for every GPU op and no request, an op's time and power depend on that clock alone,
+/// so each GPU node's duration and power above idle are run_on_sim's for the same `device`,
+/// `options.seed` and clock, to the bit; the kernels' ground truths and the noise are drawn once
+/// for every clock asked. What the decomposed solve's static clocks need of a rank (each run is
+/// then reduced to the rank's collective ports: job::ThreadRankWorker::statics), at a fraction of
+/// run_on_sim's cost. `trace`, `g` and `device` must outlive it.
+class StaticSimRuns {
+ public:
+  StaticSimRuns(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
+                const SimRunOptions& options = {});
+  /// Every GPU node of the graph at `clock_mhz`: `dur` (resized to g.nodes(); host nodes keep
+  /// g.dur) as run_on_sim's replay uses it; returns Σ over GPU nodes, in node order, of
+  /// (P_op(f) − P_idle) · t_op(f) · 1e-9 (J), as a sum over run_on_sim's ops. Throws
+  /// std::invalid_argument when the device does not support the clock.
+  double run(double clock_mhz, std::vector<TimeNs>& dur) const;
+
+ private:
+  const graph::DepGraph& g_;
+  const SimDevice& device_;
+  std::vector<OpTruth> truth_;  ///< Per node (GPU nodes only).
+  std::vector<double> noise_;   ///< Per node: the time noise factor.
+};
+
 }  // namespace emo::runtime

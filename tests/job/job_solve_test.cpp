@@ -165,5 +165,23 @@ TEST(JobSolveProperty, WithoutAStraggler) {
   }
 }
 
+// next_static_batch worked by hand. Clocks 15 MHz apart; the job took 1,000 ms at 1290 MHz and
+// 1,001 ms at 1275: 1 ms per 15 MHz. A 1,005 ms target is 4 ms, 60 MHz, further: 1260, 1245,
+// 1230 and 1215 are predicted within, then the first miss and one more: 6. With no slope
+// measured (the same time, or one point): kStaticBatch; far targets capped at kStaticBatch; at
+// the target already: the next clock (predicted to miss) and one more.
+TEST(NextStaticBatch, WorkedByHand) {
+  std::vector<double> rest;
+  for (double f = 1260; f >= 705; f -= 15) rest.push_back(f);
+  const TimeNs ms = 1'000'000;
+  EXPECT_EQ(job::next_static_batch(rest, 1290, 1000 * ms, 1275, 1001 * ms, 1005 * ms), 6u);
+  EXPECT_EQ(job::next_static_batch(rest, 1290, 1000 * ms, 1275, 1000 * ms, 1005 * ms), job::kStaticBatch);
+  EXPECT_EQ(job::next_static_batch(rest, 1275, 1000 * ms, 1275, 1000 * ms, 1005 * ms), job::kStaticBatch);
+  EXPECT_EQ(job::next_static_batch(rest, 1290, 1000 * ms, 1275, 1001 * ms, 1100 * ms), job::kStaticBatch);
+  EXPECT_EQ(job::next_static_batch(rest, 1290, 1000 * ms, 1275, 1001 * ms, 1001 * ms), 2u);
+  // Three clocks left, all predicted within: all three (the batch is cut by the caller's end).
+  EXPECT_EQ(job::next_static_batch({1260, 1245, 1230}, 1290, 1000 * ms, 1275, 1001 * ms, 1010 * ms), 5u);
+}
+
 }  // namespace
 }  // namespace emo::testing

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "graph/hand_trace.h"
+#include "opt/packed.h"
 #include "pack/pack_graph.h"
 #include "pack/packer.h"
 #include "pack/random_trace.h"
@@ -17,27 +18,6 @@
 
 namespace emo::testing {
 namespace {
-
-struct Packed {
-  timing::Analysis analysis;
-  pack::Packing packing;
-  pack::PackGraph pg;
-};
-
-Packed pack_of(const trace::Trace& t, TimeNs min_pack) {
-  Packed p{timing::analyze(t, graph::Window{}, {}), {}, {}};
-  p.packing = pack::pack_timeline(t, p.analysis.graph, p.analysis.schedule, p.analysis.node_slack, {min_pack, "test"});
-  p.pg = pack::contract(p.analysis.graph, p.packing);
-  return p;
-}
-
-double devices_of(const pack::Packing& p) {
-  std::vector<std::int32_t> d;
-  for (const auto& k : p.packs) {
-    if (std::find(d.begin(), d.end(), k.device) == d.end()) d.push_back(k.device);
-  }
-  return static_cast<double>(d.size());
-}
 
 /// The cheapest choice within `limit` by enumerating every choice: (energy, makespan), or
 /// nullopt when none fits.

@@ -204,8 +204,9 @@ void expect_tries_agree(const pack::PackGraph& pg, const pack::PlanEvaluator& ev
 }
 
 // On random small pack graphs, every try_slower is PackGraph::evaluate's makespan (with and
-// without a limit, and for timings tried before the last moves), and after each apply_slower
-// the schedule is evaluate's, to the ns.
+// without a limit, and for timings tried before the last moves: they read the tails that
+// apply_slower updates), and after each apply_slower the schedule is evaluate's, to the ns, its
+// last node the highest ending at the end.
 TEST(PlanEvaluator, AgreesWithFullEvaluationOnRandomPackGraphs) {
   for (std::uint64_t seed = 1; seed <= 400; ++seed) {
     Rng r{seed};
@@ -230,6 +231,11 @@ TEST(PlanEvaluator, AgreesWithFullEvaluationOnRandomPackGraphs) {
       const timing::Schedule full = pg.evaluate(times);
       ASSERT_EQ(ev.makespan_ns(), full.makespan_ns) << "seed " << seed << " step " << step;
       ASSERT_EQ(ev.schedule().time, full.time) << "seed " << seed << " step " << step;
+      std::uint32_t last = 0;  // the highest node ending at the end, by scan
+      for (std::uint32_t n = 0; n < pg.g.nodes(); ++n) {
+        if (full.time[graph::DepGraph::end_tp(n)] == full.end_ns) last = n;
+      }
+      ASSERT_EQ(ev.schedule().last_node, last) << "seed " << seed << " step " << step;
     }
   }
 }

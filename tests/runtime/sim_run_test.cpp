@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/hand_trace.h"
+#include "pack/random_trace.h"
 #include "runtime/sim_backend.h"
 
 namespace emo::runtime {
@@ -134,6 +135,51 @@ TEST(HoldToInterval, ARedundantRequestIsDroppedAndDevicesAreIndependent) {
   // (dropped), 990 at 5 is issued, 1410 at 6 is held until 5 + 15 = 20.
   EXPECT_EQ(held(15, {{1, 0, 1410}, {1, 5 * kMs, 990}, {1, 6 * kMs, 1410}}),
             (V{{-2, 1200}, {13, 990}, {28, 1410}, {43, 1100}, {5000, 990}, {20000, 1410}}));
+}
+
+// StaticSimRuns against run_on_sim (the replayed run, a second method): every GPU node's duration
+// and the sum of its ops' energy above idle, to the bit, at several clocks (noise on, several
+// seeds), on the hand chain and on random traces of every shape; the chain's 990 MHz GEMM is
+// also worked from the device's formula. An unsupported clock is refused as run_on_sim refuses it.
+TEST(StaticSimRuns, AreRunOnSimsOpsAtOneClockForEveryGpuOp) {
+  int compared = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const trace::Trace t = seed == 1 ? chain()
+                                     : emo::testing::random_trace(seed, 1 + static_cast<int>(seed % 2), 1 + static_cast<int>((seed / 2) % 2),
+                                                                  1 + static_cast<int>((seed / 4) % 3), 40);
+    const auto g = graph::build_graph(t);
+    SimDevice dev(a100(), {.seed = seed});
+    const StaticSimRuns runs(t, g, dev, seeded(seed * 3));
+    std::vector<TimeNs> dur;
+    for (const double f : {1410.0, 1230.0, 990.0, 705.0}) {
+      const double above = runs.run(f, dur);
+      const auto r = run_on_sim(t, g, dev, clocks_for(g, f), {}, seeded(seed * 3));
+      ASSERT_EQ(dur.size(), g.nodes());
+      std::vector<TimeNs> want(g.dur.begin(), g.dur.end());
+      double want_above = 0;
+      for (const RunOp& op : r.ops) {
+        want[op.node] = op.dur_ns;
+        want_above += op.above_idle_w * static_cast<double>(op.dur_ns) * 1e-9;
+      }
+      ASSERT_EQ(dur, want) << "seed " << seed << " at " << f << " MHz";
+      EXPECT_EQ(above, want_above) << "seed " << seed << " at " << f << " MHz";
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 160);
+  // The chain without noise: the first GEMM at 990 MHz from the device's formula.
+  const auto t = chain();
+  const auto g = graph::build_graph(t);
+  SimDevice dev(a100(), {.seed = 1});
+  const StaticSimRuns quiet(t, g, dev, no_noise());
+  std::vector<TimeNs> dur;
+  (void)quiet.run(990, dur);
+  std::uint32_t gemm = 0;
+  while (!g.gpu[gemm]) ++gemm;
+  const WorkOp op{std::string(t.strings.view(t.ops.name[g.op[gemm]])), trace::OpKind::kKernel, 0, 0, g.dur[gemm]};
+  EXPECT_EQ(dur[gemm], std::llround(dev.true_time_ns(dev.truth(op), g.dur[gemm], 990)));
+  EXPECT_GT(dur[gemm], g.dur[gemm]);
+  EXPECT_THROW((void)quiet.run(1000.5, dur), std::invalid_argument);
 }
 
 }  // namespace

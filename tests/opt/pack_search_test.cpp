@@ -1,0 +1,136 @@
+// The exact search on the pack graph (opt/pack_search.h): best_static_choice against a full scan
+// of every clock on a fresh PackChoices (its remembered makespans must not carry one limit's
+// answer into another's), and which starts solve_within runs under FastSolverOptions.
+#include "opt/pack_search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "graph/hand_trace.h"
+#include "opt/pack_problem.h"
+#include "opt/solver.h"
+#include "opt/packed.h"
+#include "pack/pack_graph.h"
+#include "pack/packer.h"
+#include "pack/random_trace.h"
+#include "timing/analysis.h"
+
+namespace emo::testing {
+namespace {
+
+std::vector<std::int32_t> device_of_packs(const pack::Packing& p) {
+  std::vector<std::int32_t> d;
+  for (const auto& k : p.packs) d.push_back(k.device);
+  return d;
+}
+
+/// Random options per pack, every pack the same clocks: factors rising from 1, dynamic energies
+/// mostly falling (some options dominated); some packs with fewer options than others.
+std::vector<std::vector<opt::PackOption>> random_options(Rng& r, std::size_t packs, int k) {
+  std::vector<std::vector<opt::PackOption>> out(packs);
+  for (auto& o : out) {
+    const int n = r.chance(20) ? std::max(1, k - 2) : k;
+    double f = 1, e = 1.0 + static_cast<double>(r.in(0, 1000)) / 100;
+    for (int i = 0; i < n; ++i) {
+      o.push_back({1410.0 - 100 * i, f, e});
+      f += static_cast<double>(r.in(1, 60)) / 100;
+      e = std::max(0.0, e + static_cast<double>(r.in(-300, 40)) / 100);
+    }
+  }
+  return out;
+}
+
+/// The full scan, by definition: every k, every pack at option min(k, last), evaluated on a fresh
+/// PackChoices; the cheapest within `limit` (lowest k on a tie). nullopt when none fits.
+std::optional<std::vector<int>> scan(const pack::PackGraph& pg, const std::vector<std::vector<opt::PackOption>>& options,
+                                     double idle_w, double gpus, TimeNs limit) {
+  const opt::PackChoices fresh(pg, options, idle_w, gpus);
+  std::size_t K = 0;
+  for (const auto& o : options) K = std::max(K, o.size());
+  std::optional<std::vector<int>> best;
+  double best_e = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    std::vector<int> c(options.size());
+    for (std::size_t p = 0; p < c.size(); ++p) c[p] = static_cast<int>(std::min(k, options[p].size() - 1));
+    const TimeNs m = fresh.schedule(c).makespan_ns;
+    if (m > limit) continue;
+    const double e = fresh.predicted_energy(c, m);
+    if (!best || e < best_e) best = c, best_e = e;
+  }
+  return best;
+}
+
+// One PackChoices asked at many limits, loosest and tightest mixed, answers each as a full scan
+// on a fresh one does (the cached makespans are the limit-free part).
+TEST(BestStaticChoice, IsTheFullScanAtEveryLimitAskedOfOneChoices) {
+  int compared = 0, none = 0;
+  for (std::uint64_t seed = 1; seed <= 120; ++seed) {
+    const int threads = 1 + static_cast<int>(seed % 2), devices = 1 + static_cast<int>((seed / 2) % 2);
+    const Packed p = pack_of(random_trace(seed, threads, devices, 1 + static_cast<int>((seed / 4) % 3), 50), 200);
+    if (p.pg.packs == 0) continue;
+    Rng r{seed * 13};
+    const auto options = random_options(r, p.pg.packs, 6);
+    const double idle_w = seed % 2 ? 1e5 : 1e7;
+    const opt::PackChoices pc(p.pg, options, idle_w, devices_of(p.packing));
+    const TimeNs base = pc.schedule(std::vector<int>(p.pg.packs, 0)).makespan_ns;
+    for (const double slack : {0.3, -0.01, 0.0, 1.5, 0.05, 0.3, 0.6}) {
+      const auto limit = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack)));
+      const auto want = scan(p.pg, options, idle_w, devices_of(p.packing), limit);
+      const auto got = opt::best_static_choice(pc, limit);
+      ASSERT_EQ(want.has_value(), got.has_value()) << "seed " << seed << " slack " << slack;
+      if (!want) {
+        ++none;
+        continue;
+      }
+      EXPECT_EQ(*got, *want) << "seed " << seed << " slack " << slack;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 300);
+  EXPECT_GT(none, 20);  // the −1 % limits: nothing fits
+}
+
+// polish_from_max_at_baseline_only: at the baseline target (every pack at option 0's makespan,
+// within kRoundingNs) solve_within is the default search (the start from every pack at option 0 runs); above it, the
+// search without that start. The random cases include ones where that start changes the answer
+// above the baseline, so the option is seen to drop it there.
+TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
+  int at_base = 0, above = 0, start_mattered = 0;
+  for (std::uint64_t seed = 1; seed <= 80; ++seed) {
+    const int threads = 1 + static_cast<int>(seed % 2), devices = 1 + static_cast<int>((seed / 2) % 2);
+    const Packed p = pack_of(random_trace(seed, threads, devices, 1 + static_cast<int>((seed / 4) % 3), 50), 200);
+    if (p.pg.packs == 0) continue;
+    Rng r{seed * 17};
+    const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 6), 1e6, devices_of(p.packing));
+    const opt::PackProblem pp = opt::build_pack_problem(p.pg, pc.options(), device_of_packs(p.packing), 1e6);
+    auto solve = [&](TimeNs target, bool from_max, bool at_base_only) {
+      opt::FastSolverOptions so;
+      so.polish_from_static = false;
+      so.polish_from_max = from_max;
+      so.polish_from_max_at_baseline_only = at_base_only;
+      opt::FastSolver solver(pp.problem, so);
+      opt::SearchStats stats;
+      return opt::solve_within(pc, pp, solver, target, stats);
+    };
+    const TimeNs base = pc.schedule(std::vector<int>(p.pg.packs, 0)).makespan_ns;
+    EXPECT_EQ(solve(base, true, true), solve(base, true, false)) << "seed " << seed;
+    ++at_base;
+    for (const double slack : {0.05, 0.3}) {
+      // Above the baseline's makespan by more than the search's rounding tolerance (the random
+      // traces' makespans are tens of µs).
+      const auto target = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack))) + 2 * opt::kRoundingNs;
+      const std::vector<int> without = solve(target, false, false);
+      EXPECT_EQ(solve(target, true, true), without) << "seed " << seed << " slack " << slack;
+      if (solve(target, true, false) != without) ++start_mattered;
+      ++above;
+    }
+  }
+  EXPECT_GT(at_base, 60);
+  EXPECT_GT(start_mattered, 0);
+}
+
+}  // namespace
+}  // namespace emo::testing
