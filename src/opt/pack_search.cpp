@@ -180,6 +180,31 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
   return choice;
 }
 
+namespace {
+
+/// True when every pack's option factors are non-decreasing in the option index.
+bool monotone_factors(const PackChoices& pc) {
+  for (const auto& o : pc.options()) {
+    for (std::size_t k = 1; k < o.size(); ++k)
+      if (o[k].factor < o[k - 1].factor) return false;
+  }
+  return true;
+}
+
+/// With monotone_factors: the largest k < K whose uniform choice is within `limit_ns` (bisection
+/// on the remembered makespans), or SIZE_MAX when none is (k + 1 then wraps to 0 clocks).
+std::size_t last_uniform_within(const PackChoices& pc, std::size_t K, TimeNs limit_ns) {
+  if (K == 0 || pc.uniform_makespan_ns(0) > limit_ns) return SIZE_MAX;
+  std::size_t lo = 0, hi = K;  // lo within; hi the first known past it (K: none known)
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (pc.uniform_makespan_ns(mid) <= limit_ns ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
 std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns) {
   std::size_t K = 0;
   for (const auto& o : pc.options()) K = std::max(K, o.size());
@@ -189,9 +214,13 @@ std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs
   // the exact schedule evaluated only while the bound can still win (the result is the full scan's).
   // Each clock's makespan is evaluated once per PackChoices, whatever the limit (the same options
   // are asked at several targets: the plan, its re-plans, the tighter plans).
+  // Where every pack's factor rises with k, so does the makespan (a pack's times grow with its
+  // factor, and longest paths with them): the clocks past the last within the limit, found by
+  // bisection, are left out unevaluated.
+  const std::size_t within = monotone_factors(pc) ? last_uniform_within(pc, K, limit_ns) + 1 : K;
   const double floor_j = pc.idle_w() * pc.gpus() * ns_to_s(pc.fastest_makespan_ns());
   std::vector<std::pair<double, std::size_t>> order;  // (lower bound, k)
-  for (std::size_t k = 0; k < K; ++k) order.push_back({pc.predicted_energy(pc.uniform_choice(k), 0) + floor_j, k});
+  for (std::size_t k = 0; k < within; ++k) order.push_back({pc.predicted_energy(pc.uniform_choice(k), 0) + floor_j, k});
   std::sort(order.begin(), order.end());
   std::optional<std::vector<int>> best;
   double best_e = 0;

@@ -114,7 +114,9 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
 /// last option; options share their clocks, so one clock for every pack) whose exact makespan is
 /// within `limit_ns`, the one of least predicted energy; nullopt when none fits. O(K · (V + E))
 /// the first time on `pc` (each k's makespan is remembered: PackChoices::uniform_makespan_ns),
-/// O(K · P) at any other limit. Not thread-safe on one `pc` (it fills that cache).
+/// O(K · P) at any other limit; where every pack's factors rise with k (then so does the
+/// makespan), only the k up to the last within the limit (found by bisection) are evaluated:
+/// O((k* + log K) · (V + E)). Not thread-safe on one `pc` (it fills that cache).
 std::optional<std::vector<int>> best_static_choice(const PackChoices& pc, TimeNs limit_ns);
 
 /// The per-device static plans' best (each device its own clock for all its packs; issue 26):
