@@ -50,8 +50,9 @@ struct FastSolverOptions {
   /// With polish_from_max: that start only where the target is the plan at every pack's option 0
   /// itself (its exact makespan + kRoundingNs), the target at which the problem's linearised port
   /// edges leave the solver least room; above it the solver's polished plan is kept alone (the
-  /// decomposed solve's per-rank solves, whose targets all lie within a few 0.01 % of that plan's
-  /// makespan: job::rank_options; measured there, docs/multi-rank.md "Decomposed solve" step 2).
+  /// decomposed solve's per-rank solves, whose targets lie within their own share, a tenth of
+  /// the job's target, of that plan's makespan: job::rank_options; measured there,
+  /// docs/multi-rank.md "Decomposed solve" step 2).
   bool polish_from_max_at_baseline_only = false;
 };
 
