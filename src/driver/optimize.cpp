@@ -4,9 +4,9 @@
 #include <array>
 #include <cmath>
 #include <functional>
-#include <span>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <utility>
 

@@ -153,37 +153,21 @@ void PlanEvaluator::propagate(std::uint32_t p, const PackTime& t) const {
     const std::uint32_t s = in_slot_[k];
     return s >= sb && s < se ? slot_weight(t, s - sb) : in_lag_[k];
   };
-  // Pending ranks in a bitset, visited in increasing rank (every edge goes forward) until none
-  // is pending (the rise died out); only ranks that reach a source of p's changed edges.
+  // Visited in increasing rank until the rise dies out; only ranks that reach a source of p's
+  // changed edges.
   const std::uint32_t first = fb_first_[p], last = fb_last_[p];
   const std::uint8_t* reach = reaches_.data() + reach_begin_[p];
-  std::size_t pending = 0, word = SIZE_MAX;
-  auto mark = [&](std::uint32_t r) {
-    if (r < first || r > last || !reach[r - first]) return;
-    std::uint64_t& w = pending_[r >> 6];
-    const std::uint64_t bit = std::uint64_t{1} << (r & 63);
-    if (w & bit) return;
-    w |= bit;
-    ++pending;
-    word = std::min<std::size_t>(word, r >> 6);
-  };
-  for (std::uint32_t s = sb; s < se; ++s) {
-    if (slot_edge_[s] != UINT32_MAX) mark(slot_to_[s]);
-  }
-  for (; pending > 0; ++word) {
-    while (pending_[word] != 0) {
-      const auto r = static_cast<std::uint32_t>(word * 64 + std::countr_zero(pending_[word]));
-      pending_[word] &= pending_[word] - 1;
-      --pending;
-      TimeNs v = floor_[r];
-      for (std::uint32_t k = in_begin_[r]; k < in_begin_[r + 1]; ++k) v = std::max(v, time_of(in_from_[k]) + lag_of(k));
-      if (v == INT64_MIN) v = fallback_[r];
-      if (v <= time_of(r)) continue;  // did not move (it can only rise)
-      if (scratch_[r] == INT64_MIN) touched_.push_back(r);
-      scratch_[r] = v;
-      for (std::uint32_t o = out_begin_[r]; o < out_begin_[r + 1]; ++o) mark(out_to_[o]);
-    }
-  }
+  visit_changed<true>(
+      p, [&](std::uint32_t r) { return r >= first && r <= last && reach[r - first]; },
+      [&](std::uint32_t r) {
+        TimeNs v = floor_[r];
+        for (std::uint32_t k = in_begin_[r]; k < in_begin_[r + 1]; ++k) v = std::max(v, time_of(in_from_[k]) + lag_of(k));
+        if (v == INT64_MIN) v = fallback_[r];
+        if (v <= time_of(r)) return false;  // did not move (it can only rise)
+        if (scratch_[r] == INT64_MIN) touched_.push_back(r);
+        scratch_[r] = v;
+        return true;
+      });
 }
 
 bool PlanEvaluator::is_slower(std::uint32_t p, const PackTime& t) const {
@@ -252,12 +236,13 @@ void PlanEvaluator::apply_slower(std::uint32_t p, PackTime t) {
     first = std::min(first, slot_to_[s]);
   }
   times_[p] = std::move(t);
+  const auto every_rank = [](std::uint32_t) { return true; };
   // Earliest times: from the changed edges' targets forward, through the ranks that moved only
   // (a rank's time changes only when an in-edge's lag or its source's time did).
   const TimeNs old_end = schedule_.end_ns;
   std::uint32_t last_moved_end = 0;
   bool end_moved = false;
-  visit_changed<true>(p, [&](std::uint32_t r) {
+  visit_changed<true>(p, every_rank, [&](std::uint32_t r) {
     TimeNs v = floor_[r];
     for (std::uint32_t k = in_begin_[r]; k < in_begin_[r + 1]; ++k) v = std::max(v, time_[in_from_[k]] + in_lag_[k]);
     if (v == INT64_MIN) v = fallback_[r];
@@ -284,7 +269,7 @@ void PlanEvaluator::apply_slower(std::uint32_t p, PackTime t) {
     if (found) schedule_.last_node = last;
   }
   // Tails: from the changed edges' sources backward, through the ranks whose tail grew.
-  visit_changed<false>(p, [&](std::uint32_t r) {
+  visit_changed<false>(p, every_rank, [&](std::uint32_t r) {
     TimeNs d = 0;
     for (std::uint32_t o = out_begin_[r]; o < out_begin_[r + 1]; ++o) d = std::max(d, in_lag_[out_edge_[o]] + tail_[out_to_[o]]);
     if (d == tail_[r]) return false;
@@ -298,12 +283,13 @@ void PlanEvaluator::apply_slower(std::uint32_t p, PackTime t) {
   }
 }
 
-template <bool kForward, typename Visit>
-void PlanEvaluator::visit_changed(std::uint32_t p, Visit&& visit) {
+template <bool kForward, typename Keep, typename Visit>
+void PlanEvaluator::visit_changed(std::uint32_t p, Keep&& keep, Visit&& visit) const {
   // Pending ranks in a bitset, taken lowest first (forward) or highest first (backward): every
   // edge goes forward in rank, so a rank is visited after every pending one it depends on.
   std::size_t pending = 0, word = kForward ? SIZE_MAX : 0;
   auto mark = [&](std::uint32_t r) {
+    if (!keep(r)) return;
     std::uint64_t& w = pending_[r >> 6];
     const std::uint64_t bit = std::uint64_t{1} << (r & 63);
     if (w & bit) return;

@@ -19,9 +19,9 @@
 // O(p's port edges): one pass over E(u) - L(v) kept per changed edge. With a limit, the rise at
 // the old source times (a lower bound) rejects a try whose makespan passes it without
 // propagating. apply_slower() updates E forward from p's changed targets and L backward from its
-// changed sources, through the timepoints that change only (O(V + E) at most). Internally the graph is renumbered by topological rank (dropped
-// edges left out), so that every pass walks memory forward, and the pending timepoints of a
-// propagation are a bitset over ranks.
+// changed sources, through the timepoints that change only (O(V + E) at most). Internally the
+// graph is renumbered by topological rank (dropped edges left out), so that every pass walks
+// memory forward, and the pending timepoints of a pass are a bitset over ranks.
 #pragma once
 
 #include <climits>
@@ -83,12 +83,13 @@ class PlanEvaluator {
   const std::vector<std::pair<std::uint32_t, TimeNs>>& moved_sources(std::uint32_t p, const PackTime& t) const;
   /// slot_base_ from time_ and tail_. O(slots).
   void compute_slot_base();
-  /// apply_slower's passes over the ranks whose time (kForward, ascending rank: from pack p's
-  /// changed targets) or tail (backward, descending: from its changed sources) may change:
-  /// `visit(r)` recomputes rank r and returns whether it changed; only then are r's successors
-  /// (forward) or predecessors (backward) visited. Uses pending_, left clear.
-  template <bool kForward, typename Visit>
-  void visit_changed(std::uint32_t p, Visit&& visit);
+  /// The passes of propagate() and apply_slower() over the ranks whose time (kForward, ascending
+  /// rank: from pack p's changed targets) or tail (backward, descending: from its changed
+  /// sources) may change, among those `keep(r)` accepts: `visit(r)` recomputes rank r and returns
+  /// whether it changed; only then are r's successors (forward) or predecessors (backward)
+  /// visited. Uses pending_, left clear.
+  template <bool kForward, typename Keep, typename Visit>
+  void visit_changed(std::uint32_t p, Keep&& keep, Visit&& visit) const;
   /// max(0, max over pack p's changed edges u -> v under `t` of E(u) + w' - L(v)) (ns).
   TimeNs rise_at_old_times(std::uint32_t p, const PackTime& t) const;
 

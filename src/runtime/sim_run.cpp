@@ -54,6 +54,17 @@ NodeTruths node_truths(const trace::Trace& trace, const graph::DepGraph& g, cons
   return out;
 }
 
+/// A GPU node's duration at `clock_mhz` (ns, ≥ 1): its ground-truth time × its noise factor.
+TimeNs op_dur_ns(const SimDevice& device, const OpTruth& truth, TimeNs recorded_ns, double clock_mhz, double noise) {
+  return std::max<TimeNs>(1, std::llround(device.true_time_ns(truth, recorded_ns, clock_mhz) * noise));
+}
+
+/// Throws std::invalid_argument when `gpu` does not support `clock_mhz` (±0.5 MHz).
+void check_clock(const model::GpuSpec& gpu, double clock_mhz) {
+  if (std::abs(gpu.nearest_sm_clock(clock_mhz) - clock_mhz) > 0.5)
+    throw std::invalid_argument("run_on_sim: a node's clock is not supported by " + gpu.id);
+}
+
 /// Sets each GPU node's clock to the one in effect on its device when it starts in `s` (the last
 /// effective request before it, else the device's initial clock, else the max clock); counts the
 /// nodes whose clock differs from `node_clock_mhz` in ops_at_other_clock. True when a clock changed.
@@ -89,8 +100,7 @@ void check_supported(const graph::DepGraph& g, const model::GpuSpec& gpu, const 
   double supported = std::nan("");  // the last clock found supported (most nodes share a few)
   for (std::size_t i = 0; i < g.nodes(); ++i) {
     if (!g.gpu[i] || clock[i] == supported) continue;
-    if (std::abs(gpu.nearest_sm_clock(clock[i]) - clock[i]) > 0.5)
-      throw std::invalid_argument("run_on_sim: a node's clock is not supported by " + gpu.id);
+    check_clock(gpu, clock[i]);
     supported = clock[i];
   }
 }
@@ -134,8 +144,7 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
     for (std::size_t i = 0; i < n; ++i) {
       if (!g.gpu[i] || g.dur[i] <= 0) continue;
-      const double t = device.true_time_ns(nt.truth[i], g.dur[i], clock[i]) * nt.noise[i];
-      dur[i] = std::max<TimeNs>(1, std::llround(t));
+      dur[i] = op_dur_ns(device, nt.truth[i], g.dur[i], clock[i], nt.noise[i]);
     }
     s = timing::replay(g, dur);
     result.passes = pass + 1;
@@ -158,13 +167,12 @@ StaticSimRuns::StaticSimRuns(const trace::Trace& trace, const graph::DepGraph& g
 
 double StaticSimRuns::run(double clock_mhz, std::vector<TimeNs>& dur) const {
   const auto& gpu = device_.gpu();
-  if (std::abs(gpu.nearest_sm_clock(clock_mhz) - clock_mhz) > 0.5)
-    throw std::invalid_argument("run_on_sim: a node's clock is not supported by " + gpu.id);
+  check_clock(gpu, clock_mhz);
   dur.assign(g_.dur.begin(), g_.dur.end());
   double above_idle_j = 0;
   for (std::size_t i = 0; i < g_.nodes(); ++i) {
     if (!g_.gpu[i]) continue;
-    if (g_.dur[i] > 0) dur[i] = std::max<TimeNs>(1, std::llround(device_.true_time_ns(truth_[i], g_.dur[i], clock_mhz) * noise_[i]));
+    if (g_.dur[i] > 0) dur[i] = op_dur_ns(device_, truth_[i], g_.dur[i], clock_mhz, noise_[i]);
     const double above_w = device_.true_power_w(truth_[i], clock_mhz) - gpu.idle_power_w;
     above_idle_j += above_w * static_cast<double>(dur[i]) * 1e-9;
   }
