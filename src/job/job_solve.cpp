@@ -147,9 +147,10 @@ std::vector<trace::JobCut> cuts_of(const JobPorts& jp, const std::vector<const R
   return cuts;
 }
 
-/// The job policy of `d`'s kept plan: each rank's section of `plans`, device = its position in the
-/// job; every pack at the static clock when d.static_choice.kept; the job's target and figures.
-policy::Policy job_policy(const JobPorts& jp, std::vector<RankPlan>& plans, const DecomposedSolve& d) {
+/// The job policy of the plan `plan`: each rank's section of `plans`, device = its position in the
+/// job; every pack at `static_mhz` when > 0; the job's target and baseline from `d`.
+policy::Policy job_policy(const JobPorts& jp, std::vector<RankPlan>& plans, const DecomposedSolve& d,
+                          const driver::Evaluated& plan, double static_mhz) {
   policy::Policy p = plans.empty() ? policy::Policy{} : plans[0].policy;
   p.trace = jp.path;
   p.simulated = true;
@@ -158,18 +159,18 @@ policy::Policy job_policy(const JobPorts& jp, std::vector<RankPlan>& plans, cons
     plans[i].section.rank = jp.link.info.ranks[i].rank;
     p.gpus.push_back(plans[i].section);
   }
-  if (d.static_choice.kept) {
+  if (static_mhz > 0) {
     for (policy::GpuPolicy& sec : p.gpus) {
-      sec.default_clock_mhz = d.static_choice.best.clock_mhz;
-      for (policy::PackClock& pc : sec.packs) pc.clock_mhz = d.static_choice.best.clock_mhz;
+      sec.default_clock_mhz = static_mhz;
+      for (policy::PackClock& pc : sec.packs) pc.clock_mhz = static_mhz;
     }
   }
   p.max_slowdown = d.max_slowdown;
   p.latency_target_ns = d.baseline.target_ns;
   p.baseline_time_ns = d.baseline.run.time_ns;
   p.baseline_energy_j = d.baseline.run.energy_j;
-  p.predicted_time_ns = d.plan.time_ns;
-  p.predicted_energy_j = d.plan.energy_j;
+  p.predicted_time_ns = plan.time_ns;
+  p.predicted_energy_j = plan.energy_j;
   return p;
 }
 
@@ -258,6 +259,43 @@ JobBaseline baseline_of(const JobPorts& jp, const std::vector<RankPlan>& plans, 
   return out;
 }
 
+/// Per rank: `cuts`' pins with their starts at the job's transfer starts `transfer_start_ns` (job
+/// clock, per instance), on the rank's clock; and into `moved_ns` the largest change of a pin's
+/// start (ns).
+std::vector<trace::JobCut> released_at(const JobPorts& jp, const std::vector<trace::JobCut>& cuts,
+                                       const std::vector<TimeNs>& transfer_start_ns, TimeNs& moved_ns) {
+  std::vector<trace::JobCut> out = cuts;
+  moved_ns = 0;
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    const TimeNs off = jp.link.info.ranks[r].offset_ns;
+    for (std::size_t p = 0; p < out[r].pins.size(); ++p) {
+      const TimeNs s = transfer_start_ns.at(static_cast<std::size_t>(jp.instance[r][p])) - off;
+      moved_ns = std::max(moved_ns, s > out[r].pins[p].start_ns ? s - out[r].pins[p].start_ns : out[r].pins[p].start_ns - s);
+      out[r].pins[p].start_ns = s;
+    }
+  }
+  return out;
+}
+
+/// Step 3: the plans of one round (`plans`, each run released at its cut of `cuts`) composed to a
+/// fixed point: the job timed from their runs; while a transfer start moved, every rank run again
+/// released at the job's transfer starts (RankWorker::released) and the job timed again, at most
+/// kComposePasses times. Each plan's run becomes its last; c.passes and c.residual_ns are set.
+driver::Evaluated compose(const JobPorts& jp, std::vector<trace::JobCut> cuts, std::vector<RankPlan>& plans,
+                          const model::GpuSpec& gpu, RankWorker& worker, ComposedRounds& c) {
+  for (c.passes = 1;; ++c.passes) {
+    std::vector<const RankRun*> view;
+    for (const RankPlan& p : plans) view.push_back(&p.plan);
+    timing::JobTiming jt;
+    const driver::Evaluated e = evaluate(jp, view, gpu, &jt);
+    cuts = released_at(jp, cuts, jt.transfer_start_ns, c.residual_ns);
+    if (c.residual_ns == 0 || c.passes == kComposePasses) return e;
+    std::vector<RankRun> runs = worker.released(cuts);
+    if (runs.size() != plans.size()) throw std::invalid_argument("solve_decomposed: a released run per rank expected");
+    for (std::size_t r = 0; r < runs.size(); ++r) plans[r].plan = std::move(runs[r]);
+  }
+}
+
 /// What solve_rounds computes: the baseline (first round), the rounds, and the last round's plans.
 struct RoundsStep {
   JobBaseline baseline;
@@ -266,7 +304,7 @@ struct RoundsStep {
 };
 
 /// Steps 1–3, at most kDecomposedRounds times: cut, solve every rank by `worker`, compose; again
-/// with a tighter stretch when the composed plan misses the target.
+/// with a tighter stretch while the composed plan misses the target (kDecomposedRounds).
 RoundsStep solve_rounds(const JobPorts& jp, const RecordedStep& rec, const model::GpuSpec& gpu,
                         const driver::OptimizeOptions& options, RankWorker& worker) {
   RoundsStep out;
@@ -278,10 +316,8 @@ RoundsStep solve_rounds(const JobPorts& jp, const RecordedStep& rec, const model
     out.plans = worker.solve(cuts, c.rounds - 1);
     if (out.plans.size() != jp.open.size()) throw std::invalid_argument("solve_decomposed: a plan per rank expected");
     if (c.rounds == 1) out.baseline = baseline_of(jp, out.plans, gpu, options.max_slowdown);
-    std::vector<const RankRun*> view;
-    for (const RankPlan& p : out.plans) view.push_back(&p.plan);
-    c.plan = evaluate(jp, view, gpu);
-    if (c.plan.time_ns <= out.baseline.target_ns || c.rounds == kDecomposedRounds) break;
+    c.plan = compose(jp, std::move(cuts), out.plans, gpu, worker, c);
+    if (c.plan.time_ns <= out.baseline.target_ns || c.rounds == kDecomposedRounds || c.pin_stretch == 0) break;
     const double miss = static_cast<double>(c.plan.time_ns) / static_cast<double>(out.baseline.target_ns) - 1.0;
     c.pin_stretch = std::max(0.0, (1.0 + c.pin_stretch) / (1.0 + miss) - 1.0 - kRetryMargin);
   }
@@ -314,7 +350,9 @@ DecomposedSolve decompose(const JobPorts& jp, const model::GpuSpec& gpu, const d
   out.composed = rounds.composed;
   out.static_choice = choose_static(jp, worker, rounds.plans, out.baseline, out.composed.plan, gpu);
   out.plan = out.static_choice.kept ? out.static_choice.best : out.composed.plan;
-  out.policy = job_policy(jp, rounds.plans, out);
+  out.composed.policy = job_policy(jp, rounds.plans, out, out.composed.plan, 0);
+  out.policy = out.static_choice.kept ? job_policy(jp, rounds.plans, out, out.plan, out.static_choice.best.clock_mhz)
+                                      : out.composed.policy;
   for (std::size_t r = 0; r < rounds.plans.size(); ++r) {
     RankSolve s = rounds.plans[r].solve;
     s.rank = jp.link.info.ranks[r].rank;

@@ -20,9 +20,16 @@
 //   3. Every rank arrives at every collective by L'_c, so every transfer starts by L'_c and the job
 //      ends by w + (1 + s) M0: the plans compose. Each rank runs its plan on its own graph on the
 //      simulated device (its policy's clock requests as `emo run` issues them: switch latency and
-//      minimum interval; its own noise draws) and reduces the run to its ports;
-//      the composition times the job, every collective waiting for its last participant. The
-//      baseline and the static clocks are timed the same way.
+//      minimum interval; its own noise draws), its collectives' transfers starting at its cut's
+//      pins, and reduces the run to its ports; the composition times the job, every collective
+//      waiting for its last participant. A policy's switches are timed, not tied to ops: where a
+//      transfer starts earlier than its pin, the work after it starts earlier, partly at the clock
+//      of the pack before, so each rank is run again with its transfers starting where the
+//      composition put them (RankWorker::released), and the job composed again, until no transfer
+//      moves (a fixed point: the ranks' simultaneous run) or kComposePasses compositions are done.
+//      Without these passes a pipeline's lateness went from stage to stage (docs/multi-rank.md,
+//      "Where it failed: pipelines"). The baseline and the static clocks — whose op times do not
+//      depend on when ops start — are composed once.
 //
 // What this gives up against the joint solve: a rank cannot move slack from one collective to
 // the next (the budget is fixed per interval by step 1), so the critical rank saves a little less.
@@ -78,11 +85,22 @@ struct JobPorts {
 /// std::invalid_argument when they differ in number.
 JobPorts job_ports(const std::vector<trace::RankDigest>& digests, trace::JobLink link);
 
-/// Rounds at most: the composed plan is timed on the job; when it misses the target (a rank's
-/// own share compounds over its collectives), the stretch is cut by the miss plus kRetryMargin and
-/// every rank solved again, once.
-inline constexpr int kDecomposedRounds = 2;
+/// Rounds at most: the composed plan is timed on the job; while it misses the target (a rank's
+/// own share compounds over its collectives; a rank whose transfers start before their pins runs
+/// the work after them partly at the clock of the pack before), the stretch is cut by the miss plus
+/// kRetryMargin and every rank solved again — not when the stretch is 0 already (the same round
+/// again). 4: on the generated pipelines of JobSolveProperty.Pipelines the second round still
+/// missed by 0.04–0.2 % at +1 % and +3 % (the static clock kept, 2–5 % saved), the third was
+/// within (12–15 %); a job whose first round is within (the data-parallel jobs of
+/// docs/multi-rank.md) pays for one.
+inline constexpr int kDecomposedRounds = 4;
 inline constexpr double kRetryMargin = 0.0005;
+
+/// Compositions of a round's plans at most (step 3's fixed point; the first from the runs released
+/// at the cuts' pins). A fixed point was reached in 4–5 on the 16-rank pipeline of
+/// docs/multi-rank.md, 3–4 on its data-parallel jobs (16–1,024 ranks), 2–5 on the generated jobs of
+/// JobSolveProperty; the last composition's residual is reported when none is reached.
+inline constexpr int kComposePasses = 6;
 
 /// Static clocks asked of the ranks at most at a time (the decomposed solve's job-level static
 /// search, from the max clock down until one misses the target).
@@ -119,8 +137,11 @@ struct ComposedRounds {
   double rank_slowdown = 0;  ///< Each rank's own share (kRankShare × max_slowdown).
   double pin_stretch = 0;    ///< The collectives' stretch of the last round (step 1).
   int rounds = 0;            ///< 1, or 2 when the first composed plan missed the target.
+  int passes = 0;            ///< Compositions of the last round (step 3's fixed point).
+  TimeNs residual_ns = 0;    ///< The last pass's largest move of a transfer start (0: a fixed point).
   driver::Evaluated plan;    ///< The composed plan, timed on the job (before the static comparison).
   std::vector<RankRun> runs;  ///< Per rank: its last round's plan run, reduced to its ports.
+  policy::Policy policy;      ///< The composed plan's policy (DecomposedSolve::policy when it is kept).
 };
 
 /// Never worse than locking one clock: the cheapest static clock within the target, among the

@@ -141,7 +141,8 @@ std::string encode(const Command& c) {
 bool is_command(const std::string& bytes) {
   if (bytes.empty()) return false;
   const auto k = static_cast<CommandKind>(bytes[0]);
-  return k == CommandKind::kPorts || k == CommandKind::kRound || k == CommandKind::kStatics || k == CommandKind::kLanes;
+  return k == CommandKind::kPorts || k == CommandKind::kRound || k == CommandKind::kReleased || k == CommandKind::kStatics ||
+         k == CommandKind::kLanes;
 }
 
 Command decode_command(const std::string& bytes) {

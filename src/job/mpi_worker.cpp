@@ -30,6 +30,13 @@ std::vector<std::size_t> positions_of(std::size_t p, std::size_t k, std::size_t 
   return out;
 }
 
+/// `runs` as lists of one (the statics reply's shape, in which released runs cross).
+std::vector<std::vector<RankRun>> as_lists(std::vector<RankRun> runs) {
+  std::vector<std::vector<RankRun>> out;
+  for (RankRun& r : runs) out.push_back({std::move(r)});
+  return out;
+}
+
 /// Process 0's RankWorker: each step goes to every other process with the part for its ranks
 /// (exchange); process 0's own ranks are worked by its own ThreadRankWorker meanwhile.
 class MpiWorker : public RankWorker {
@@ -55,6 +62,18 @@ class MpiWorker : public RankWorker {
           return own_->solve(mine, round);
         },
         messages::decode_plans_reply);
+  }
+
+  std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) override {
+    const std::vector<std::vector<RankRun>> runs = exchange<std::vector<RankRun>>(
+        [&](std::size_t q) { return command_bytes(CommandKind::kReleased, part(releases, q)); },
+        [&] { return as_lists(own_->released(part(releases, 0))); }, messages::decode_statics_reply);
+    std::vector<RankRun> out;
+    for (const std::vector<RankRun>& r : runs) {
+      if (r.size() != 1) throw std::invalid_argument("solve_decomposed_mpi: one released run per rank expected");
+      out.push_back(r.front());
+    }
+    return out;
   }
 
   std::vector<RankLane> lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz) override {
@@ -152,6 +171,7 @@ class Served {
           return messages::encode_reply(ranks(gpu).recorded());
         case CommandKind::kStatics: return messages::encode_reply(ranks(gpu).statics(c.clocks_mhz));
         case CommandKind::kRound: return messages::encode_reply(ranks(gpu).solve(c.cuts, c.round));
+        case CommandKind::kReleased: return messages::encode_reply(as_lists(ranks(gpu).released(c.cuts)));
         case CommandKind::kLanes:
           return messages::encode_reply(ranks(gpu).lanes(c.port_end_ns, c.clocks_mhz.empty() ? 0.0 : c.clocks_mhz.front()));
       }

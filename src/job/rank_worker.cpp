@@ -79,21 +79,35 @@ timing::PortGraph recorded_ports(trace::Trace& t, const trace::JobCut& open) {
   return timing::reduce_to_ports(pg.g, pg.g.dur, pg.port_node);
 }
 
-/// The rank's graph run at `node_clock_mhz` on `device` (a static run), or — given `policy` — with
-/// the policy's clock requests as `emo run` issues them (early by the switch latency, held to the
-/// minimum switch interval: runtime::SimBackend::run_policy), reduced to its ports.
-RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::SimDevice& device, std::uint64_t noise_seed,
-                 const std::vector<double>& node_clock_mhz, const policy::Policy* policy = nullptr,
-                 std::vector<TimeNs>* dur_out = nullptr) {
+/// The clock requests of `policy` as `emo run` issues them on `device` (early by the switch
+/// latency, held to the minimum switch interval: runtime::SimBackend::run_policy) into
+/// keep.requests, and its GPU's clock before the first (its last pack's) into keep.initial_clock_mhz.
+void keep_requests(const policy::Policy& policy, const runtime::SimDevice& device, RankKeptPlan& keep) {
+  keep.requests = runtime::hold_to_interval(
+      runtime::switch_requests(policy, ms_to_ns(device.switch_latency_ms()), keep.initial_clock_mhz),
+      ms_to_ns(policy.min_switch_interval_ms), keep.initial_clock_mhz);
+}
+
+/// The rank's graph `pg` run at `node_clock_mhz` on `device` — a static run, or with `requests`
+/// (keep_requests; each GPU's clock before its first in `initial_clock_mhz`) — with port p's
+/// transfer starting no earlier than release_ns[p] when `release_ns` is given (the rank's clock: a
+/// cut's pins, or the job's transfer starts), reduced to its ports on `pg` as it is (its ports
+/// open: the releases apply to the run only).
+RankRun run_rank(const trace::Trace& t, PortedGraph& pg, const runtime::SimDevice& device, std::uint64_t noise_seed,
+                 const std::vector<double>& node_clock_mhz, const RankKeptPlan* plan = nullptr,
+                 const std::vector<TimeNs>& release_ns = {}, std::vector<TimeNs>* dur_out = nullptr) {
   runtime::SimRunOptions o;
   o.seed = noise_seed;
-  std::vector<runtime::ClockRequest> requests;
-  if (policy != nullptr) {
-    requests = runtime::hold_to_interval(
-        runtime::switch_requests(*policy, ms_to_ns(device.switch_latency_ms()), o.initial_clock_mhz),
-        ms_to_ns(policy->min_switch_interval_ms), o.initial_clock_mhz);
+  if (plan != nullptr) o.initial_clock_mhz = plan->initial_clock_mhz;
+  std::vector<TimeNs> open_release;
+  for (std::size_t p = 0; p < release_ns.size(); ++p) {
+    TimeNs& r = pg.g.release[pg.port_node.at(p)];
+    open_release.push_back(r);
+    r = std::max(r, release_ns[p]);  // as graph::build_graph applies a cut's pin
   }
-  const runtime::SimRunResult res = runtime::run_on_sim(t, pg.g, device, node_clock_mhz, requests, o);
+  const runtime::SimRunResult res =
+      runtime::run_on_sim(t, pg.g, device, node_clock_mhz, plan != nullptr ? plan->requests : std::vector<runtime::ClockRequest>{}, o);
+  for (std::size_t p = 0; p < open_release.size(); ++p) pg.g.release[pg.port_node[p]] = open_release[p];
   std::vector<TimeNs> dur(pg.g.dur.begin(), pg.g.dur.end());
   RankRun out;
   for (const runtime::RunOp& op : res.ops) {
@@ -103,6 +117,26 @@ RankRun run_rank(const trace::Trace& t, const PortedGraph& pg, const runtime::Si
   out.ports = timing::reduce_to_ports(pg.g, dur, pg.port_node);
   if (dur_out != nullptr) *dur_out = std::move(dur);
   return out;
+}
+
+/// Per port of `open` (a rank's open pins): the start of the same collective's pin in `cut`.
+/// Throws std::invalid_argument when `cut` pins other collectives (`path`: the rank's trace).
+std::vector<TimeNs> pin_starts(const trace::JobCut& cut, const trace::JobCut& open, const std::string& path) {
+  if (cut.pins.size() != open.pins.size()) throw std::invalid_argument("solve_decomposed: releases for other collectives (" + path + ")");
+  std::vector<TimeNs> out;
+  for (std::size_t p = 0; p < cut.pins.size(); ++p) {
+    if (cut.pins[p].op != open.pins[p].op) throw std::invalid_argument("solve_decomposed: releases for other collectives (" + path + ")");
+    out.push_back(cut.pins[p].start_ns);
+  }
+  return out;
+}
+
+/// The kept plan's clocks per node of `pg` (RankKeptPlan::node_clock_mhz), as run_rank takes them.
+std::vector<double> kept_clocks(const RankKeptPlan& keep, const PortedGraph& pg, const std::string& path) {
+  if (keep.node_clock_mhz.size() != pg.g.nodes()) {
+    throw std::logic_error("solve_decomposed: released runs asked of a rank not solved (" + path + ")");
+  }
+  return {keep.node_clock_mhz.begin(), keep.node_clock_mhz.end()};
 }
 
 /// The packs of `r`'s plan (its packing's, by op row) on `pg`'s nodes, and their clocks, into `keep`.
@@ -121,10 +155,13 @@ void keep_packs(const driver::OptimizeResult& r, const PortedGraph& pg, RankKept
   keep.pack_clock_mhz = r.plan().pack_clock_mhz;
 }
 
-/// Step 2 for one rank at `position` in the job: its trace against `cut`, then its plan (and, with
-/// `statics`, the max clock) run on its own graph and reduced to its ports.
+/// Step 2 for one rank at `position` in the job: its trace against `cut`, then its plan run on its
+/// own graph, its collectives released at the cut's pins (as its policy was timed), and — with
+/// `statics` — its run at the max clock, each reduced to its ports. The plan into `keep` (with
+/// `lanes`, its packs and run durations too).
 RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, const model::GpuSpec& gpu,
-                    const driver::OptimizeOptions& options, std::size_t position, bool statics, RankKeptPlan* keep) {
+                    const driver::OptimizeOptions& options, std::size_t position, bool statics, RankKeptPlan& keep,
+                    bool lanes) {
   driver::OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
   o.progress = nullptr;
   t.meta.cut = cut;
@@ -142,7 +179,7 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
   p.solve.own_savings = r.savings();
   p.solve.own_met = r.evaluation.emo.time_ns <= r.evaluation.statics.target_ns;
 
-  const PortedGraph pg = ported_graph(t, open);
+  PortedGraph pg = ported_graph(t, open);
   runtime::SimDeviceOptions dev_opts;
   dev_opts.seed = options.seed;
   const runtime::SimDevice device(gpu, dev_opts);
@@ -159,10 +196,31 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
     total += static_cast<double>(pg.g.dur[n]);
   }
   p.solve.mean_clock_mhz = total > 0 ? weighted / total : 0;
-  p.plan = run_rank(t, pg, device, noise, clock, &r.policy(), keep != nullptr ? &keep->dur_ns : nullptr);
-  if (keep != nullptr) keep_packs(r, pg, *keep);
+  keep.node_clock_mhz.assign(clock.begin(), clock.end());
+  keep_requests(r.policy(), device, keep);
+  keep.last_release_ns = pin_starts(cut, open, t.meta.path);
+  p.plan = run_rank(t, pg, device, noise, clock, &keep, keep.last_release_ns, lanes ? &keep.dur_ns : nullptr);
+  keep.last_run = p.plan;
+  if (lanes) keep_packs(r, pg, keep);
   if (statics) p.statics.emplace_back(f_max, run_rank(t, pg, device, noise, static_clocks(pg.g, f_max)));
   return p;
+}
+
+/// Rank `t` at `position`: its kept plan run again with its collectives released at `releases`
+/// (RankWorker::released); the kept run when its releases are those of the last one.
+RankRun released_run(trace::Trace& t, const trace::JobCut& releases, const trace::JobCut& open, const model::GpuSpec& gpu,
+                     std::uint64_t seed, std::size_t position, RankKeptPlan& keep, bool lanes) {
+  std::vector<TimeNs> release = pin_starts(releases, open, t.meta.path);
+  if (!keep.node_clock_mhz.empty() && release == keep.last_release_ns) return keep.last_run;
+  PortedGraph pg = ported_graph(t, open);
+  const std::vector<double> clock = kept_clocks(keep, pg, t.meta.path);
+  runtime::SimDeviceOptions dev_opts;
+  dev_opts.seed = seed;
+  const runtime::SimDevice device(gpu, dev_opts);
+  keep.last_run = run_rank(t, pg, device, rank_noise_seed(seed, position), clock, &keep, release,
+                           lanes ? &keep.dur_ns : nullptr);
+  keep.last_release_ns = std::move(release);
+  return keep.last_run;
 }
 
 /// Rank `t` at `position` run at each static clock of `clocks_mhz`, each run reduced to its ports.
@@ -215,7 +273,7 @@ void for_ranks(std::size_t n, int threads, ProgressSink* sink, const char* label
 /// static clock `static_mhz` > 0 (as static_runs) — timed with its ports ending at `port_end_ns`.
 RankLane rank_lane(trace::Trace& t, const trace::JobCut& open, const RankKeptPlan& kept, const model::GpuSpec& gpu,
                    std::uint64_t seed, std::size_t position, const std::vector<TimeNs>& port_end_ns, double static_mhz) {
-  const PortedGraph pg = ported_graph(t, open);
+  PortedGraph pg = ported_graph(t, open);
   if (kept.pack_of_node.size() != pg.g.nodes() || kept.dur_ns.size() != pg.g.nodes()) {
     throw std::logic_error("solve_decomposed: lanes asked of a rank whose plan was not kept (" + t.meta.path + ")");
   }
@@ -224,7 +282,7 @@ RankLane rank_lane(trace::Trace& t, const trace::JobCut& open, const RankKeptPla
     runtime::SimDeviceOptions dev_opts;
     dev_opts.seed = seed;
     const runtime::SimDevice device(gpu, dev_opts);
-    (void)run_rank(t, pg, device, rank_noise_seed(seed, position), static_clocks(pg.g, static_mhz), nullptr, &dur);
+    (void)run_rank(t, pg, device, rank_noise_seed(seed, position), static_clocks(pg.g, static_mhz), nullptr, {}, &dur);
   }
   const std::vector<TimeNs> time = timing::time_with_port_ends(pg.g, dur, pg.port_node, port_end_ns);
   RankLane lane(kept.pack_clock_mhz.size(), RankLanePack{INT64_MAX, INT64_MIN, 0, 0});
@@ -249,7 +307,7 @@ ThreadRankWorker::ThreadRankWorker(std::vector<trace::Trace>& traces, std::vecto
                                    std::vector<trace::JobCut> open, const model::GpuSpec& gpu,
                                    const driver::OptimizeOptions& options, const DecomposedOptions& how)
     : traces_(traces), position_(std::move(position)), open_(std::move(open)), gpu_(gpu), options_(options),
-      threads_(how.threads), progress_(how.progress), keep_(how.lanes), kept_(how.lanes ? traces.size() : 0) {
+      threads_(how.threads), progress_(how.progress), keep_(how.lanes), kept_(traces.size()) {
   if (open_.size() != traces_.size() || position_.size() != traces_.size()) {
     throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
   }
@@ -271,7 +329,16 @@ std::vector<RankPlan> ThreadRankWorker::solve(std::vector<trace::JobCut>& cuts, 
   if (cuts.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: cuts for other ranks");
   std::vector<RankPlan> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, round_label(round), [&](std::size_t i) {
-    out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0, keep_ ? &kept_[i] : nullptr);
+    out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0, kept_[i], keep_);
+  });
+  return out;
+}
+
+std::vector<RankRun> ThreadRankWorker::released(const std::vector<trace::JobCut>& releases) {
+  if (releases.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: releases for other ranks");
+  std::vector<RankRun> out(traces_.size());
+  for_ranks(traces_.size(), threads_, progress_, "ranks (composed)", [&](std::size_t i) {
+    out[i] = released_run(traces_[i], releases[i], open_[i], gpu_, options_.seed, position_[i], kept_[i], keep_);
   });
   return out;
 }

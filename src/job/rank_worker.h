@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "driver/optimize.h"
 #include "model/gpu_catalog.h"
 #include "policy/policy.h"
+#include "runtime/sim_run.h"
 #include "timing/ports.h"
 #include "trace/trace.h"
 
@@ -47,7 +49,8 @@ struct RankPlan {
   policy::Policy policy;                  ///< Its own policy's header, without sections (rank 0's heads the job's).
   std::vector<double> option_clocks_mhz;  ///< The SM clocks (MHz) its solve offered, descending.
   RankSolve solve;                        ///< rank and wait_ns are set by the job.
-  RankRun plan;                           ///< Its plan run on its own graph (the policy's switches as emo run issues them).
+  RankRun plan;                           ///< Its plan run on its own graph (the policy's switches as emo run issues them),
+                                          ///< its collectives released at its cut's pins (the composition's first pass).
   std::vector<std::pair<double, RankRun>> statics;  ///< Round 0: its run at the max clock (MHz, run): the baseline.
 };
 
@@ -63,10 +66,19 @@ struct RankLanePack {
 /// A rank's packs in the job view, by start.
 using RankLane = std::vector<RankLanePack>;
 
-/// What a worker keeps of a rank's last solve for RankWorker::lanes (DecomposedOptions::lanes):
-/// per node of its graph with open pins its pack in the plan (UINT32_MAX: none), the packs' clocks
-/// (MHz) and the plan run's node durations (ns). About 12 bytes per node.
+/// What a worker keeps of a rank's last solve. For RankWorker::released, always: per node of its
+/// graph with open pins the SM clock its plan runs it at (MHz; 0 for host nodes; 4 bytes per node),
+/// its policy's clock requests as `emo run` issues them (and the clock before the first: its last
+/// pack's), and the last released run (its releases
+/// and its reduction: a rank whose releases did not change is not run again). For RankWorker::lanes
+/// (DecomposedOptions::lanes) also: per node its pack in the plan (UINT32_MAX: none), the packs'
+/// clocks (MHz) and the last plan run's node durations (ns); about 12 bytes per node more.
 struct RankKeptPlan {
+  std::vector<float> node_clock_mhz;
+  std::vector<runtime::ClockRequest> requests;
+  std::map<std::int32_t, double> initial_clock_mhz;  ///< Its GPU's clock before its first request.
+  std::vector<TimeNs> last_release_ns;  ///< Per port: the releases of the last run.
+  RankRun last_run;
   std::vector<std::uint32_t> pack_of_node;
   std::vector<double> pack_clock_mhz;
   std::vector<TimeNs> dur_ns;
@@ -83,6 +95,14 @@ class RankWorker {
   /// Step 2: every rank solved against its cut (`cuts`: one per rank) of round `round` (0 first:
   /// each RankPlan then also holds its run at the max clock, statics).
   virtual std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) = 0;
+  /// Step 3's fixed point (job/job_solve.h): every rank's last plan (solve()'s: its SM clocks and
+  /// its policy's clock requests, as `emo run` issues them) run again with each of its collectives'
+  /// transfers starting no earlier than its pin in `releases` (one JobCut per rank, its pins those of
+  /// the rank's cut in order; start_ns on the rank's clock: the job's transfer starts of the last
+  /// composition; end_ns unused), reduced to its ports on its graph with open pins. Per rank.
+  /// Throws std::logic_error before any solve(), std::invalid_argument when `releases` do not
+  /// match the ranks' pins.
+  virtual std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) = 0;
   /// Every rank run at each SM clock of `clocks_mhz`: per rank, per clock.
   virtual std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) = 0;
   /// The job view (a report, job/job_view.h): every rank's packs of its last solve's plan — or,
@@ -136,6 +156,7 @@ class ThreadRankWorker : public RankWorker {
                    const model::GpuSpec& gpu, const driver::OptimizeOptions& options, const DecomposedOptions& how);
   std::vector<timing::PortGraph> recorded() override;
   std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override;
+  std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) override;
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override;
   std::vector<RankLane> lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz) override;
 
@@ -148,7 +169,7 @@ class ThreadRankWorker : public RankWorker {
   int threads_ = 0;
   ProgressSink* progress_ = nullptr;
   bool keep_ = false;                 // DecomposedOptions::lanes
-  std::vector<RankKeptPlan> kept_;    // with keep_: per rank, its last solve's plan
+  std::vector<RankKeptPlan> kept_;    // per rank, its last solve's plan
 };
 
 }  // namespace emo::job

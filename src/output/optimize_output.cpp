@@ -541,6 +541,8 @@ nlohmann::json to_json(const job::DecomposedSolve& d) {
           {"pin_stretch", d.composed.pin_stretch},
           {"rank_slowdown", d.composed.rank_slowdown},
           {"rounds", d.composed.rounds},
+          {"compose_passes", d.composed.passes},
+          {"compose_residual_ns", d.composed.residual_ns},
           {"target_ns", d.baseline.target_ns},
           {"savings", d.savings()},
           {"slowdown", d.slowdown()},
@@ -555,9 +557,14 @@ std::string to_text(const job::DecomposedSolve& d) {
       "decomposed joint solve of {} ranks (docs/multi-rank.md): {} collectives pinned at their max-clock start "
       "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; each rank's plan run "
       "on its own graph and reduced to its collectives, the job timed from them (collectives wait for their last "
-      "participant; each rank's policy run with switch latency):\n",
+      "participant; each rank's policy run with switch latency, its collectives starting where the job starts them: "
+      "{}):\n",
       d.ranks.size(), d.recorded.collectives_pinned, 100 * d.composed.pin_stretch, 100 * d.composed.rank_slowdown,
-      d.composed.rounds > 1 ? fmt::format(" ({} rounds: the first missed the target)", d.composed.rounds) : "");
+      d.composed.rounds > 1 ? fmt::format(" ({} rounds: the earlier ones missed the target)", d.composed.rounds) : "",
+      d.composed.residual_ns == 0
+          ? fmt::format("{} passes to a fixed point", d.composed.passes)
+          : fmt::format("no fixed point in {} passes, the last moved a transfer by {}", d.composed.passes,
+                        format_duration(d.composed.residual_ns)));
   out += fmt::format("  {:<30} {:>10} {:>12} {:>9} {:>9}\n", "schedule", "time", "energy (J)", "savings", "slowdown");
   out += schedule_row("baseline (max clock)", d.baseline.run, d.baseline.run, d.baseline.target_ns, d.simulated);
   if (d.static_choice.best.clock_mhz > 0) {

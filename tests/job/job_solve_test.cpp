@@ -13,6 +13,14 @@
 //     graph (job::run_job_plan: one graph, its own noise draws, not the ranks' port reductions
 //     composed); the kept plan costs no more than the cheapest of those within the target, up to
 //     the two measurements' noise (kNoise).
+//  4. The composed plan measured the other way: every rank's policy run together on the linked
+//     job's whole graph (one simultaneous run, each rank's clock requests as `emo run` issues them,
+//     moved from its own clock to the job's) takes the time and energy the composition of the
+//     ranks' own runs says, up to kNoise. Composed from each rank's run on its own graph without
+//     waiting at its collectives (before the fixed point of job_solve.h, step 3), a pipeline's
+//     composed plan missed its target by 5 % while it was within (docs/multi-rank.md).
+// Inputs: the generated data-parallel jobs above, and generated pipelines (support/pipeline_job.h,
+// SYNTHETIC) — where a rank waits at almost every transfer.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -20,13 +28,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "job/job_solve.h"
 #include "graph/dep_graph.h"
 #include "model/gpu_catalog.h"
+#include "core/units.h"
+#include "runtime/sim_backend.h"
+#include "runtime/sim_device.h"
+#include "runtime/sim_run.h"
 #include "support/job_generator.h"
+#include "support/pipeline_job.h"
 #include "support/random_trace.h"
 #include "trace/job.h"
 
@@ -79,27 +94,67 @@ struct Outcome {
   job::DecomposedSolve d;
   driver::Evaluated brute_baseline;  ///< run_job_plan at the max clock.
   driver::Evaluated brute_static;    ///< run_job_plan's cheapest static clock within the target (energy 0: none).
+  driver::Evaluated together;        ///< The composed plan's policy run together on the job's whole graph.
 };
 
-Outcome solve(const Case& c) {
-  const trace::Trace source = source_trace(c.source_seed);
-  if (source.collectives.size() == 0) throw std::logic_error("a source without collectives: " + describe(c));
-  std::vector<trace::Trace> ranks = job_of(source, c);
+/// Promise 4's second method: every section of `policy` (device = the rank's position in `ranks`)
+/// run together on the linked job `job`'s graph `g` on the simulated A100 (device seed `seed`, run
+/// noise seed + 1, as run_job_plan): each section's requests as `emo run` issues them
+/// (runtime::switch_requests, hold_to_interval; its GPU at its last pack's clock before them, and
+/// throughout where it has no request), moved
+/// from its rank's clock to the job's — plus its rank graph's window start and its offset, minus
+/// the job graph's window start.
+driver::Evaluated run_together(const trace::Trace& job, const graph::DepGraph& g, const std::vector<trace::Trace>& ranks,
+                               const policy::Policy& policy, std::uint64_t seed) {
+  runtime::SimDeviceOptions dev_opts;
+  dev_opts.seed = seed;
+  const runtime::SimDevice device(a100(), dev_opts);
+  runtime::SimRunOptions o;
+  o.seed = seed + 1;
+  std::vector<runtime::ClockRequest> requests;
+  for (std::size_t i = 0; i < policy.gpus.size(); ++i) {
+    policy::Policy one = policy;
+    one.gpus = {policy.gpus[i]};
+    std::map<std::int32_t, double> initial;
+    const std::vector<runtime::ClockRequest> mine = runtime::hold_to_interval(
+        runtime::switch_requests(one, ms_to_ns(device.switch_latency_ms()), initial), ms_to_ns(one.min_switch_interval_ms),
+        initial);
+    const TimeNs shift = graph::build_graph(ranks.at(i)).window_start_ns + job.meta.job.ranks.at(i).offset_ns - g.window_start_ns;
+    for (runtime::ClockRequest r : mine) {
+      r.request_ns += shift;
+      requests.push_back(r);
+    }
+    o.initial_clock_mhz.insert(initial.begin(), initial.end());
+  }
+  // A device with no request runs every op at its node clock: its section's one clock.
+  std::vector<double> clock = job::static_clocks(g, a100().max_sm_clock_mhz());
+  for (std::uint32_t n = 0; n < g.nodes(); ++n) {
+    const auto it = o.initial_clock_mhz.find(job.ops.device[g.op[n]]);
+    if (g.gpu[n] && it != o.initial_clock_mhz.end()) clock[n] = it->second;
+  }
+  const runtime::SimRunResult res = runtime::run_on_sim(job, g, device, clock, requests, o);
+  return {res.makespan_ns, res.energy_j, 0};
+}
+
+/// The decomposed solve of the job of the ranks `make()` makes (the same every call) at
+/// `max_slowdown`, and the second methods' figures.
+Outcome solve(const std::function<std::vector<trace::Trace>()>& make, double max_slowdown) {
+  std::vector<trace::Trace> ranks = make();
   std::vector<trace::RankDigest> digests;
   for (const trace::Trace& t : ranks) digests.push_back(trace::digest(t));
   const job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests));
   driver::OptimizeOptions opts;
-  opts.max_slowdown = c.max_slowdown;
+  opts.max_slowdown = max_slowdown;
   opts.seed = 1;
   Outcome out;
-  out.d = job::solve_decomposed(jp, std::move(ranks), a100(), opts, {.threads = 2});
+  out.d = job::solve_decomposed(jp, make(), a100(), opts, {.threads = 2});
 
   // The second method: every static clock on the linked job's whole graph.
-  const trace::Trace job = trace::link_job(job_of(source, c));
+  const trace::Trace job = trace::link_job(make());
   const graph::DepGraph g = graph::build_graph(job);
   const double f_max = a100().max_sm_clock_mhz();
   out.brute_baseline = job::run_job_plan(job, g, a100(), opts.seed, job::static_clocks(g, f_max));
-  const auto target = static_cast<double>(out.brute_baseline.time_ns) * (1.0 + c.max_slowdown);
+  const auto target = static_cast<double>(out.brute_baseline.time_ns) * (1.0 + max_slowdown);
   for (const double f : a100().sm_clocks_mhz) {
     if (f > f_max) continue;
     driver::Evaluated e = job::run_job_plan(job, g, a100(), opts.seed, job::static_clocks(g, f));
@@ -109,19 +164,27 @@ Outcome solve(const Case& c) {
     if (f < f_max && static_cast<double>(e.time_ns) > target * (1.0 - kNoise)) continue;
     if (out.brute_static.energy_j == 0 || e.energy_j < out.brute_static.energy_j) out.brute_static = e;
   }
+  out.together = run_together(job, g, ranks, out.d.composed.policy, opts.seed);
   return out;
 }
 
-/// Checks the promises of the file comment on one case.
-void check(const Case& c) {
-  SCOPED_TRACE(describe(c));
-  const Outcome o = solve(c);
+Outcome solve(const Case& c) {
+  const trace::Trace source = source_trace(c.source_seed);
+  if (source.collectives.size() == 0) throw std::logic_error("a source without collectives: " + describe(c));
+  return solve([&] { return job_of(source, c); }, c.max_slowdown);
+}
+
+/// Checks the promises of the file comment on one solve `o` at `max_slowdown` (`what`: the case).
+void check(const Outcome& o, double max_slowdown, const std::string& what) {
+  SCOPED_TRACE(what);
   const job::DecomposedSolve& d = o.d;
-  std::printf("[ decomposed ] %s: baseline %.4f J %lld ns (whole graph %.4f J %lld ns); composed %.4f J %lld ns; "
-              "static best %.0f MHz %.4f J (whole graph %.0f MHz %.4f J); kept %.4f J %lld ns, target %lld ns%s\n",
-              describe(c).c_str(), d.baseline.run.energy_j, static_cast<long long>(d.baseline.run.time_ns),
+  std::printf("[ decomposed ] %s: baseline %.4f J %lld ns (whole graph %.4f J %lld ns); composed %.4f J %lld ns "
+              "(together %.4f J %lld ns; %d rounds, %d passes); static best %.0f MHz %.4f J (whole graph %.0f MHz %.4f J); kept "
+              "%.4f J %lld ns, target %lld ns%s\n",
+              what.c_str(), d.baseline.run.energy_j, static_cast<long long>(d.baseline.run.time_ns),
               o.brute_baseline.energy_j, static_cast<long long>(o.brute_baseline.time_ns), d.composed.plan.energy_j,
-              static_cast<long long>(d.composed.plan.time_ns), d.static_choice.best.clock_mhz, d.static_choice.best.energy_j,
+              static_cast<long long>(d.composed.plan.time_ns), o.together.energy_j,
+              static_cast<long long>(o.together.time_ns), d.composed.rounds, d.composed.passes, d.static_choice.best.clock_mhz, d.static_choice.best.energy_j,
               o.brute_static.clock_mhz, o.brute_static.energy_j, d.plan.energy_j,
               static_cast<long long>(d.plan.time_ns), static_cast<long long>(d.baseline.target_ns),
               d.static_choice.kept ? " (static kept)" : "");
@@ -131,7 +194,7 @@ void check(const Case& c) {
               kNoise * static_cast<double>(o.brute_baseline.time_ns));
   EXPECT_NEAR(d.baseline.run.energy_j, o.brute_baseline.energy_j, kNoise * o.brute_baseline.energy_j);
   // 1. The target, from the baseline; the kept plan within it.
-  EXPECT_EQ(d.baseline.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.run.time_ns) * (1.0 + c.max_slowdown))));
+  EXPECT_EQ(d.baseline.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.run.time_ns) * (1.0 + max_slowdown))));
   EXPECT_LE(d.plan.time_ns, d.baseline.target_ns) << "the kept plan misses the target (composed plan "
                                          << d.composed.plan.time_ns << " ns)";
   // 2. The cheapest measured within the target.
@@ -147,6 +210,25 @@ void check(const Case& c) {
   ASSERT_GT(o.brute_static.energy_j, 0) << "the max clock is within the target";
   EXPECT_LE(d.plan.energy_j, o.brute_static.energy_j * (1.0 + kNoise))
       << "costlier than the static clock " << o.brute_static.clock_mhz << " MHz on the job's whole graph";
+  // 4. The composed plan is what the ranks' policies do when they run together.
+  EXPECT_NEAR(static_cast<double>(o.together.time_ns), static_cast<double>(d.composed.plan.time_ns),
+              kNoise * static_cast<double>(d.baseline.run.time_ns))
+      << "the composition's time is not the ranks' run together";
+  EXPECT_NEAR(o.together.energy_j, d.composed.plan.energy_j, kNoise * d.composed.plan.energy_j)
+      << "the composition's energy is not the ranks' run together";
+}
+
+void check(const Case& c) { check(solve(c), c.max_slowdown, describe(c)); }
+
+/// A generated pipeline's ranks (SYNTHETIC; support/pipeline_job.h), from three kernels per layer.
+std::vector<trace::Trace> pipeline_ranks(const PipelineSpec& spec) {
+  JobSource s;
+  s.layer = {{"ampere_sgemm_128x64_tn", 3.0}, {"vectorized_elementwise_kernel", 1.0}, {"layer_norm_kernel", 0.5}};
+  s.gpu.name = "NVIDIA A100-SXM4-80GB";
+  const PipelineJob job(s, spec);
+  std::vector<trace::Trace> ranks;
+  for (int r = 0; r < job.ranks(); ++r) ranks.push_back(job.rank_trace(r));
+  return ranks;
 }
 
 // At targets of 0 and 0.5 % many composed plans miss the target by a few µs (seeds 1, 8, 9 and 25
@@ -162,6 +244,32 @@ TEST(JobSolveProperty, WithoutAStraggler) {
   for (const Case& c : {Case{8, 2, -1, 0.05}, Case{44, 3, -1, 0.0}, Case{49, 4, -1, 0.10}, Case{20, 3, -1, 0.02},
                         Case{13, 6, -1, 0.0}, Case{8, 4, -1, 0.0}, Case{25, 3, -1, 0.0}}) {
     check(c);
+  }
+}
+
+// Pipelines: every stage waits at almost every transfer, where a rank's timed clock switches and the
+// job's transfer starts must agree (promise 4). 1F1B with the last stage heavier, and two
+// data-parallel replicas of a 3-stage pipeline, one slower.
+TEST(JobSolveProperty, Pipelines) {
+  constexpr TimeNs kMs = 1'000'000;
+  const std::vector<PipelineSpec> specs = {
+      {.stages = 4, .microbatches = 8, .forward_ns = 6 * kMs, .stage_scale = {1.0, 1.0, 1.0, 1.5}},
+      {.stages = 3, .microbatches = 4, .dp = 2, .forward_ns = 8 * kMs, .stage_scale = {1.0, 1.0, 1.5}, .slow_replica = 1},
+  };
+  for (const PipelineSpec& spec : specs) {
+    double previous_j = 0;
+    for (const double s : {0.0, 0.01, 0.03}) {
+      const std::string what =
+          fmt::format("SYNTHETIC pipeline S={} M={} dp={} at +{} %", spec.stages, spec.microbatches, spec.dp, 100 * s);
+      const Outcome o = solve([&] { return pipeline_ranks(spec); }, s);
+      check(o, s, what);
+      // Savings rise with the target here. Measured, not by construction: the decomposed solve
+      // plans at its target alone (no target ladder, whose cost it would pay once per rank).
+      if (s > 0) {
+        EXPECT_LE(o.d.plan.energy_j, previous_j) << what << ": costlier than at a tighter target";
+      }
+      previous_j = o.d.plan.energy_j;
+    }
   }
 }
 

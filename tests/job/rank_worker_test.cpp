@@ -20,6 +20,7 @@
 #include "job/rank_worker.h"
 #include "model/gpu_catalog.h"
 #include "support/job_generator.h"
+#include "support/pipeline_job.h"
 #include "support/random_trace.h"
 #include "trace/job.h"
 
@@ -61,9 +62,10 @@ driver::OptimizeOptions options() {
 class Recording : public RankWorker {
  public:
   struct Seen {
-    int recorded = 0, solves = 0, statics = 0;
+    int recorded = 0, solves = 0, released = 0, statics = 0;
     std::vector<timing::PortGraph> ports;
     std::vector<RankPlan> first_plans;
+    std::vector<trace::JobCut> first_cuts;
     std::vector<std::vector<RankRun>> first_statics;
   };
   Recording(std::unique_ptr<RankWorker> inner, Seen& seen, bool fail_solves)
@@ -76,8 +78,12 @@ class Recording : public RankWorker {
     ++seen_.solves;
     if (fail_solves_) throw InputError("test worker", "fails its rank solves as asked");
     std::vector<RankPlan> out = inner_->solve(cuts, round);
-    if (round == 0) seen_.first_plans = out;
+    if (round == 0) seen_.first_plans = out, seen_.first_cuts = cuts;
     return out;
+  }
+  std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) override {
+    ++seen_.released;
+    return inner_->released(releases);
   }
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
     ++seen_.statics;
@@ -144,6 +150,11 @@ TEST(RankWorkerSeam, AWrapperSeesEveryStepOfTheSolve) {
   EXPECT_EQ(r.seen.recorded, 1) << "step 0 once";
   EXPECT_EQ(r.seen.solves, r.d.composed.rounds) << "one solve per round";
   EXPECT_GE(r.d.composed.rounds, 1);
+  EXPECT_GE(r.d.composed.passes, 1);
+  // Step 3's fixed point: a released run per pass after the first.
+  if (r.d.composed.rounds == 1) {
+    EXPECT_EQ(r.seen.released, r.d.composed.passes - 1);
+  }
   ASSERT_EQ(r.seen.ports.size(), 2u);
   ASSERT_EQ(r.seen.first_plans.size(), 2u);
   EXPECT_EQ(r.d.ranks.size(), 2u);
@@ -168,7 +179,86 @@ TEST(RankWorkerSeam, AWorkerThatFailsItsSolvesFailsTheJobWithItsError) {
   }
   EXPECT_EQ(seen.recorded, 1);
   EXPECT_EQ(seen.solves, 1) << "the first failing round ends the solve";
+  EXPECT_EQ(seen.released, 0);
   EXPECT_EQ(seen.statics, 0);
+}
+
+/// A generated 4-stage 1F1B pipeline (SYNTHETIC, support/pipeline_job.h), the last stage 1.5×:
+/// its ranks wait at their transfers, and their plans switch clocks.
+std::vector<trace::Trace> pipeline_ranks() {
+  testing::JobSource s;
+  s.layer = {{"ampere_sgemm_128x64_tn", 3.0}, {"vectorized_elementwise_kernel", 1.0}};
+  s.gpu.name = "NVIDIA A100-SXM4-80GB";
+  const testing::PipelineJob job(s, {.stages = 4, .microbatches = 4, .forward_ns = 6'000'000, .stage_scale = {1, 1, 1, 1.5}});
+  std::vector<trace::Trace> ranks;
+  for (int r = 0; r < job.ranks(); ++r) ranks.push_back(job.rank_trace(r));
+  return ranks;
+}
+
+// Step 3's released runs (RankWorker::released) on a worker of its own, with the first round's
+// cuts of a decomposed solve of the pipeline: refused before a solve and for other collectives; at
+// the cuts' own pins, the solve's plan run exactly (the plan was run released at them); a rank
+// whose plan switches clocks, released 2 ms later, runs the work after its transfers at other
+// clocks; a rank whose releases did not move, the same run.
+TEST(RankWorkerSeam, ReleasedRunsAreThePlanRunAtTheCutsPinsAndRefuseOtherCollectives) {
+  Recording::Seen seen;
+  {
+    std::vector<trace::Trace> ranks = pipeline_ranks();
+    const JobPorts jp = ports_of(ranks);
+    DecomposedOptions how;
+    how.threads = 2;
+    how.wrap_worker = [&](std::unique_ptr<RankWorker> w) { return std::make_unique<Recording>(std::move(w), seen, false); };
+    driver::OptimizeOptions o = options();
+    o.max_slowdown = 0.01;
+    (void)solve_decomposed(jp, std::move(ranks), a100(), o, how);
+  }
+  std::vector<trace::Trace> ranks = pipeline_ranks();
+  const JobPorts jp = ports_of(ranks);
+  driver::OptimizeOptions o = options();
+  o.max_slowdown = 0.01;
+  ThreadRankWorker w(ranks, {0, 1, 2, 3}, jp.open, a100(), rank_options(o), {.threads = 2});
+  ASSERT_EQ(seen.first_cuts.size(), 4u);
+  EXPECT_THROW((void)w.released(seen.first_cuts), std::logic_error) << "before any solve";
+  std::vector<trace::JobCut> cuts = seen.first_cuts;
+  const std::vector<RankPlan> plans = w.solve(cuts, 0);
+  const std::vector<RankRun> at_pins = w.released(seen.first_cuts);
+  ASSERT_EQ(at_pins.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) expect_same(at_pins[i], plans[i].plan);
+  std::size_t switching = 4;  // a rank whose plan has two clocks
+  for (std::size_t i = 0; i < 4 && switching == 4; ++i) {
+    for (const policy::PackClock& k : plans[i].section.packs) {
+      if (k.clock_mhz != plans[i].section.packs.front().clock_mhz) switching = i;
+    }
+  }
+  ASSERT_LT(switching, 4u) << "no rank's plan switches clocks";
+  std::vector<trace::JobCut> later = seen.first_cuts;
+  for (trace::CollectivePin& p : later[switching].pins) p.start_ns += 2'000'000;
+  const std::vector<RankRun> moved = w.released(later);
+  EXPECT_NE(moved[switching].above_idle_j, plans[switching].plan.above_idle_j) << "2 ms later releases, the same run";
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (i != switching) expect_same(moved[i], plans[i].plan);  // its releases did not move
+  }
+  std::vector<trace::JobCut> other = seen.first_cuts;
+  other[1].pins.pop_back();
+  EXPECT_THROW((void)w.released(other), std::invalid_argument);
+  other = seen.first_cuts;
+  other[0].pins[0].op += 1;
+  EXPECT_THROW((void)w.released(other), std::invalid_argument);
+}
+
+TEST(JobMessages, ReleasedCommandCrosses) {
+  messages::Command c;
+  c.kind = messages::CommandKind::kReleased;
+  c.gpu = "A100-SXM4-80GB";
+  c.cuts = {{{{7, 1'234'567, 4'500}}, 0}};
+  const std::string bytes = messages::encode(c);
+  EXPECT_EQ(bytes[0], 'T');
+  ASSERT_TRUE(messages::is_command(bytes));
+  const messages::Command d = messages::decode_command(bytes);
+  EXPECT_EQ(d.kind, messages::CommandKind::kReleased);
+  ASSERT_EQ(d.cuts.size(), 1u);
+  ASSERT_EQ(d.cuts[0].pins.size(), 1u);
+  EXPECT_EQ(d.cuts[0].pins[0].start_ns, 1'234'567);
 }
 
 TEST(JobMessages, CommandsCrossUnchanged) {
