@@ -98,9 +98,10 @@ inline constexpr double kRetryMargin = 0.0005;
 
 /// Compositions of a round's plans at most (step 3's fixed point; the first from the runs released
 /// at the cuts' pins). A fixed point was reached in 4–5 on the 16-rank pipeline of
-/// docs/multi-rank.md, 3–4 on its data-parallel jobs (16–1,024 ranks), 2–5 on the generated jobs of
-/// JobSolveProperty; the last composition's residual is reported when none is reached.
-inline constexpr int kComposePasses = 6;
+/// docs/multi-rank.md, 4–6 on its 4- and 8-rank pipelines, 4 on its data-parallel jobs (16–1,024
+/// ranks), 2–5 on the generated jobs of JobSolveProperty; the last composition's residual is
+/// reported when none is reached. Each pass costs a run of every rank whose releases moved.
+inline constexpr int kComposePasses = 8;
 
 /// Static clocks asked of the ranks at most at a time (the decomposed solve's job-level static
 /// search, from the max clock down until one misses the target).
