@@ -26,7 +26,9 @@
 //      transfer starts earlier than its pin, the work after it starts earlier, partly at the clock
 //      of the pack before, so each rank is run again with its transfers starting where the
 //      composition put them (RankWorker::released), and the job composed again, until no transfer
-//      moves (a fixed point: the ranks' simultaneous run) or kComposePasses compositions are done.
+//      moves (a fixed point: the ranks' simultaneous run, up to each transfer's end — a rank's own
+//      run ends the transfer after its own duration, the job after its longest participant's) or
+//      kComposePasses compositions are done.
 //      Without these passes a pipeline's lateness went from stage to stage (docs/multi-rank.md,
 //      "Where it failed: pipelines"). The baseline and the static clocks — whose op times do not
 //      depend on when ops start — are composed once.
@@ -137,11 +139,11 @@ struct JobBaseline {
 struct ComposedRounds {
   double rank_slowdown = 0;  ///< Each rank's own share (kRankShare × max_slowdown).
   double pin_stretch = 0;    ///< The collectives' stretch of the last round (step 1).
-  int rounds = 0;            ///< 1, or 2 when the first composed plan missed the target.
+  int rounds = 0;            ///< Rounds of rank solves: 1, or up to kDecomposedRounds while the composed plan missed.
   int passes = 0;            ///< Compositions of the last round (step 3's fixed point).
   TimeNs residual_ns = 0;    ///< The last pass's largest move of a transfer start (0: a fixed point).
   driver::Evaluated plan;    ///< The composed plan, timed on the job (before the static comparison).
-  std::vector<RankRun> runs;  ///< Per rank: its last round's plan run, reduced to its ports.
+  std::vector<RankRun> runs;  ///< Per rank: its last round's plan run at the last composition's releases, reduced to its ports.
   policy::Policy policy;      ///< The composed plan's policy (DecomposedSolve::policy when it is kept).
 };
 

@@ -100,7 +100,8 @@ class RankWorker {
   /// transfers starting no earlier than its pin in `releases` (one JobCut per rank, its pins those of
   /// the rank's cut in order; start_ns on the rank's clock: the job's transfer starts of the last
   /// composition; end_ns unused), reduced to its ports on its graph with open pins. Per rank.
-  /// Throws std::logic_error before any solve(), std::invalid_argument when `releases` do not
+  /// Throws std::logic_error before any solve() (from another MPI process: std::runtime_error, as
+  /// every error it sends back), std::invalid_argument when `releases` do not
   /// match the ranks' pins.
   virtual std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) = 0;
   /// Every rank run at each SM clock of `clocks_mhz`: per rank, per clock.

@@ -238,6 +238,10 @@ TEST(RankWorkerSeam, ReleasedRunsAreThePlanRunAtTheCutsPinsAndRefuseOtherCollect
   for (std::size_t i = 0; i < 4; ++i) {
     if (i != switching) expect_same(moved[i], plans[i].plan);  // its releases did not move
   }
+  // Back at the pins: a run made again (its last run was at the later releases), the solve's own
+  // plan run to the bit — the same clocks, requests, initial clock, noise and releases.
+  const std::vector<RankRun> back = w.released(seen.first_cuts);
+  expect_same(back[switching], plans[switching].plan);
   std::vector<trace::JobCut> other = seen.first_cuts;
   other[1].pins.pop_back();
   EXPECT_THROW((void)w.released(other), std::invalid_argument);
