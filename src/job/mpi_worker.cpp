@@ -65,13 +65,13 @@ class MpiWorker : public RankWorker {
   }
 
   std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) override {
-    const std::vector<std::vector<RankRun>> runs = exchange<std::vector<RankRun>>(
+    std::vector<std::vector<RankRun>> runs = exchange<std::vector<RankRun>>(
         [&](std::size_t q) { return command_bytes(CommandKind::kReleased, part(releases, q)); },
         [&] { return as_lists(own_->released(part(releases, 0))); }, messages::decode_statics_reply);
     std::vector<RankRun> out;
-    for (const std::vector<RankRun>& r : runs) {
+    for (std::vector<RankRun>& r : runs) {
       if (r.size() != 1) throw std::invalid_argument("solve_decomposed_mpi: one released run per rank expected");
-      out.push_back(r.front());
+      out.push_back(std::move(r.front()));
     }
     return out;
   }

@@ -79,17 +79,15 @@ timing::PortGraph recorded_ports(trace::Trace& t, const trace::JobCut& open) {
   return timing::reduce_to_ports(pg.g, pg.g.dur, pg.port_node);
 }
 
-/// The clock requests of `policy` as `emo run` issues them on `device` (early by the switch
-/// latency, held to the minimum switch interval: runtime::SimBackend::run_policy) into
-/// keep.requests, and its GPU's clock before the first (its last pack's) into keep.initial_clock_mhz.
-void keep_requests(const policy::Policy& policy, const runtime::SimDevice& device, RankKeptPlan& keep) {
-  keep.requests = runtime::hold_to_interval(
-      runtime::switch_requests(policy, ms_to_ns(device.switch_latency_ms()), keep.initial_clock_mhz),
-      ms_to_ns(policy.min_switch_interval_ms), keep.initial_clock_mhz);
+/// The simulated device of a rank's runs: `gpu`, device seed `seed` (as the rank's own solve).
+runtime::SimDevice rank_device(const model::GpuSpec& gpu, std::uint64_t seed) {
+  runtime::SimDeviceOptions dev_opts;
+  dev_opts.seed = seed;
+  return runtime::SimDevice(gpu, dev_opts);
 }
 
-/// The rank's graph `pg` run at `node_clock_mhz` on `device` — a static run, or with `requests`
-/// (keep_requests; each GPU's clock before its first in `initial_clock_mhz`) — with port p's
+/// The rank's graph `pg` run at `node_clock_mhz` on `device` — a static run, or with `plan`'s
+/// requests (each GPU's clock before its first in its initial_clock_mhz) — with port p's
 /// transfer starting no earlier than release_ns[p] when `release_ns` is given (the rank's clock: a
 /// cut's pins, or the job's transfer starts), reduced to its ports on `pg` as it is (its ports
 /// open: the releases apply to the run only).
@@ -180,9 +178,7 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
   p.solve.own_met = r.evaluation.emo.time_ns <= r.evaluation.statics.target_ns;
 
   PortedGraph pg = ported_graph(t, open);
-  runtime::SimDeviceOptions dev_opts;
-  dev_opts.seed = options.seed;
-  const runtime::SimDevice device(gpu, dev_opts);
+  const runtime::SimDevice device = rank_device(gpu, options.seed);
   const std::uint64_t noise = rank_noise_seed(options.seed, position);
   const double f_max = gpu.max_sm_clock_mhz();
   std::vector<double> clock(pg.g.nodes(), 0.0);
@@ -197,7 +193,7 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
   }
   p.solve.mean_clock_mhz = total > 0 ? weighted / total : 0;
   keep.node_clock_mhz.assign(clock.begin(), clock.end());
-  keep_requests(r.policy(), device, keep);
+  keep.requests = runtime::issued_requests(r.policy(), ms_to_ns(device.switch_latency_ms()), keep.initial_clock_mhz);
   keep.last_release_ns = pin_starts(cut, open, t.meta.path);
   p.plan = run_rank(t, pg, device, noise, clock, &keep, keep.last_release_ns, lanes ? &keep.dur_ns : nullptr);
   keep.last_run = p.plan;
@@ -214,9 +210,7 @@ RankRun released_run(trace::Trace& t, const trace::JobCut& releases, const trace
   if (!keep.node_clock_mhz.empty() && release == keep.last_release_ns) return keep.last_run;
   PortedGraph pg = ported_graph(t, open);
   const std::vector<double> clock = kept_clocks(keep, pg, t.meta.path);
-  runtime::SimDeviceOptions dev_opts;
-  dev_opts.seed = seed;
-  const runtime::SimDevice device(gpu, dev_opts);
+  const runtime::SimDevice device = rank_device(gpu, seed);
   keep.last_run = run_rank(t, pg, device, rank_noise_seed(seed, position), clock, &keep, release,
                            lanes ? &keep.dur_ns : nullptr);
   keep.last_release_ns = std::move(release);
@@ -227,9 +221,7 @@ RankRun released_run(trace::Trace& t, const trace::JobCut& releases, const trace
 std::vector<RankRun> static_runs(trace::Trace& t, const trace::JobCut& open, const model::GpuSpec& gpu, std::uint64_t seed,
                                  std::size_t position, const std::vector<double>& clocks_mhz) {
   const PortedGraph pg = ported_graph(t, open);
-  runtime::SimDeviceOptions dev_opts;
-  dev_opts.seed = seed;
-  const runtime::SimDevice device(gpu, dev_opts);
+  const runtime::SimDevice device = rank_device(gpu, seed);
   runtime::SimRunOptions o;
   o.seed = rank_noise_seed(seed, position);
   // As run_rank with every GPU node at f, without the replay (runtime::StaticSimRuns).
@@ -279,9 +271,7 @@ RankLane rank_lane(trace::Trace& t, const trace::JobCut& open, const RankKeptPla
   }
   std::vector<TimeNs> dur = kept.dur_ns;
   if (static_mhz > 0) {
-    runtime::SimDeviceOptions dev_opts;
-    dev_opts.seed = seed;
-    const runtime::SimDevice device(gpu, dev_opts);
+    const runtime::SimDevice device = rank_device(gpu, seed);
     (void)run_rank(t, pg, device, rank_noise_seed(seed, position), static_clocks(pg.g, static_mhz), nullptr, {}, &dur);
   }
   const std::vector<TimeNs> time = timing::time_with_port_ends(pg.g, dur, pg.port_node, port_end_ns);

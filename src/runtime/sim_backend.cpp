@@ -67,6 +67,12 @@ std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs l
   return requests;
 }
 
+std::vector<ClockRequest> issued_requests(const policy::Policy& policy, TimeNs latency_ns,
+                                          std::map<std::int32_t, double>& initial_clock_mhz) {
+  return hold_to_interval(switch_requests(policy, latency_ns, initial_clock_mhz), ms_to_ns(policy.min_switch_interval_ms),
+                          initial_clock_mhz);
+}
+
 std::vector<ClockRequest> hold_to_interval(std::vector<ClockRequest> requests, TimeNs min_interval_ns,
                                            const std::map<std::int32_t, double>& initial_clock_mhz) {
   if (min_interval_ns <= 0) return requests;
@@ -207,10 +213,7 @@ RunMeasurement SimBackend::run_policy(const trace::Trace& trace, const pack::Pac
                                       const policy::Policy& policy, const std::vector<double>& pack_clock_mhz) {
   const graph::DepGraph& g = packs.analysis.graph;
   const TimeNs latency_ns = ms_to_ns(device_.switch_latency_ms());
-  // As `emo run` issues them: early by the switch latency, held to the policy's minimum interval.
-  const std::vector<ClockRequest> requests =
-      hold_to_interval(switch_requests(policy, latency_ns, run_opts_.initial_clock_mhz),
-                       ms_to_ns(policy.min_switch_interval_ms), run_opts_.initial_clock_mhz);
+  const std::vector<ClockRequest> requests = issued_requests(policy, latency_ns, run_opts_.initial_clock_mhz);
   SimRunResult run =
       run_on_sim(trace, g, device_, node_clocks(g, packs.packing, pack_clock_mhz), requests, run_opts_);
   RunMeasurement m;

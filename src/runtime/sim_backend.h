@@ -38,6 +38,13 @@ std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs l
 std::vector<ClockRequest> hold_to_interval(std::vector<ClockRequest> requests, TimeNs min_interval_ns,
                                            const std::map<std::int32_t, double>& initial_clock_mhz);
 
+/// The clock requests of one iteration of `policy` as `emo run` issues them: switch_requests
+/// (early by `latency_ns` up, a quarter of it down) held to the policy's minimum switch interval
+/// (hold_to_interval). Each device's clock before its first request (its last pack's) into
+/// `initial_clock_mhz`.
+std::vector<ClockRequest> issued_requests(const policy::Policy& policy, TimeNs latency_ns,
+                                          std::map<std::int32_t, double>& initial_clock_mhz);
+
 /// The simulated device's ground truth of every pack of `packs` at each of `clocks_mhz`: per
 /// pack, one (clock MHz, time s, energy J) point per clock, in the order of `clocks_mhz`. A pack
 /// is the same unit of work that SimBackend::profile_packs measures (pack_work: its ops back to

@@ -100,7 +100,7 @@ struct Outcome {
 /// Promise 4's second method: every section of `policy` (device = the rank's position in `ranks`)
 /// run together on the linked job `job`'s graph `g` on the simulated A100 (device seed `seed`, run
 /// noise seed + 1, as run_job_plan): each section's requests as `emo run` issues them
-/// (runtime::switch_requests, hold_to_interval; its GPU at its last pack's clock before them, and
+/// (runtime::issued_requests; its GPU at its last pack's clock before them, and
 /// throughout where it has no request — where the rank's own run keeps ops in no pack at the max
 /// clock: none in these jobs' plans to speak of, within kNoise), moved
 /// from its rank's clock to the job's — plus its rank graph's window start and its offset, minus
@@ -117,9 +117,8 @@ driver::Evaluated run_together(const trace::Trace& job, const graph::DepGraph& g
     policy::Policy one = policy;
     one.gpus = {policy.gpus[i]};
     std::map<std::int32_t, double> initial;
-    const std::vector<runtime::ClockRequest> mine = runtime::hold_to_interval(
-        runtime::switch_requests(one, ms_to_ns(device.switch_latency_ms()), initial), ms_to_ns(one.min_switch_interval_ms),
-        initial);
+    const std::vector<runtime::ClockRequest> mine =
+        runtime::issued_requests(one, ms_to_ns(device.switch_latency_ms()), initial);
     const TimeNs shift = graph::build_graph(ranks.at(i)).window_start_ns + job.meta.job.ranks.at(i).offset_ns - g.window_start_ns;
     for (runtime::ClockRequest r : mine) {
       r.request_ns += shift;
