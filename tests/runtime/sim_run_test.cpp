@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "graph/hand_trace.h"
 #include "pack/random_trace.h"
 #include "runtime/sim_backend.h"
@@ -126,6 +130,38 @@ TEST(HoldToInterval, DefersAndReplacesAsTheSwitchPlannerDoes) {
   EXPECT_EQ(held(15), (V{{-2, 1200}, {13, 990}, {28, 1410}, {43, 1100}}));
   EXPECT_EQ(held(25), (V{{-2, 1200}, {23, 1410}, {48, 1100}}));
   EXPECT_EQ(held(0), (V{{-2, 1200}, {8, 990}, {18, 1410}, {28, 1100}}));
+}
+
+// issued_requests: a policy's requests as `emo run` issues them — its switches early by the
+// latency (up) or a quarter of it (down), then held to the policy's minimum interval. Device 0's
+// packs start at 0, 10, 20, 30 ms at 1200, 990, 1410, 1100 MHz; latency 2 ms. Worked by hand: the
+// iteration starts at the last pack's clock, 1100; 1200 is up: at −2; 990 down: at 9.5; 1410 up:
+// at 18; 1100 down: at 29.5. Held to 15 ms (as HoldToInterval above): −2; 9.5 < 13: at 13; 18 <
+// 28: held, released at 28; 29.5 < 43: at 43. With no interval: unchanged.
+TEST(IssuedRequests, AreTheSwitchesEarlyByTheirLeadHeldToTheMinimumInterval) {
+  constexpr TimeNs kMs = 1'000'000;
+  policy::Policy p;
+  p.gpus.emplace_back();
+  for (const auto& [start_ms, mhz] : std::vector<std::pair<TimeNs, double>>{{0, 1200}, {10, 990}, {20, 1410}, {30, 1100}}) {
+    policy::PackClock k;
+    k.start_offset_ns = start_ms * kMs;
+    k.clock_mhz = mhz;
+    p.gpus[0].packs.push_back(k);
+  }
+  using V = std::vector<std::pair<TimeNs, double>>;
+  auto issued = [&](double interval_ms) {
+    p.min_switch_interval_ms = interval_ms;
+    std::map<std::int32_t, double> initial;
+    V out;
+    for (const ClockRequest& q : issued_requests(p, 2 * kMs, initial)) {
+      EXPECT_EQ(q.device, 0);
+      out.push_back({q.request_ns, q.clock_mhz});
+    }
+    EXPECT_EQ(initial, (std::map<std::int32_t, double>{{0, 1100.0}}));
+    return out;
+  };
+  EXPECT_EQ(issued(15), (V{{-2 * kMs, 1200}, {13 * kMs, 990}, {28 * kMs, 1410}, {43 * kMs, 1100}}));
+  EXPECT_EQ(issued(0), (V{{-2 * kMs, 1200}, {9'500'000, 990}, {18 * kMs, 1410}, {29'500'000, 1100}}));
 }
 
 TEST(HoldToInterval, ARedundantRequestIsDroppedAndDevicesAreIndependent) {
