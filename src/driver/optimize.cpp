@@ -604,8 +604,8 @@ PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs mode
   return plan_of(problem, opt::solve_within(problem.choices, problem.problem, solver, model_target_ns, stats));
 }
 
-policy::Policy plan_policy(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
-                           const PlanStage& plan, const model::GpuSpec& gpu, double max_slowdown, bool simulated) {
+policy::Policy plan_policy(const PolicyBuilder& builder, const ProblemStage& problem, const PlanStage& plan,
+                           const model::GpuSpec& gpu, double max_slowdown, bool simulated) {
   const auto& options = problem.choices.options();
   std::vector<PackPlan> per_pack(options.size());
   for (std::uint32_t p = 0; p < per_pack.size(); ++p) {
@@ -621,7 +621,7 @@ policy::Policy plan_policy(const trace::Trace& trace, const pack::PackRun& packs
                             plan.predicted.time_ns,
                             plan.predicted.energy_j,
                             simulated};
-  return make_policy(trace, packs, per_pack, gpu, header);
+  return builder.make(per_pack, gpu, header);
 }
 
 std::vector<FrontierPoint> predicted_frontier(const ProblemStage& problem, opt::FastSolver& solver, int points) {
@@ -693,6 +693,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
                     opt::FastSolver& solver, const ProfileStage& profile, PlanStage first, const model::GpuSpec& gpu,
                     const OptimizeOptions& options, runtime::OptimizeBackend& backend) {
   Evaluation ev;
+  const PolicyBuilder policies(trace, packs);
   const bool simulated = backend.device().simulated(), oracle = backend.static_oracle() && options.static_sweep;
   const std::optional<std::vector<int>> model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
   std::optional<double> model_static_mhz;
@@ -702,7 +703,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   const TimeNs target_ns = ev.statics.target_ns;
   auto with_policy = [&](PlanStage p) {
     Candidate c{std::move(p), {}, {}};
-    c.policy = plan_policy(trace, packs, problem, c.plan, gpu, options.max_slowdown, simulated);
+    c.policy = plan_policy(policies, problem, c.plan, gpu, options.max_slowdown, simulated);
     return c;
   };
   auto run = [&](PlanStage p) {
@@ -782,6 +783,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
                               Planning& pl) {
   Evaluation ev;
   const pack::PackRun& packs = r.packs;
+  const PolicyBuilder policies(trace, packs);
   StaticRuns static_runs = evaluate_static(trace, packs, r.profile, std::nullopt, options.max_slowdown, backend, true);
   ev.statics = static_runs.sweep;
   const TimeNs target_ns = ev.statics.target_ns;
@@ -794,7 +796,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
     const ProblemStage& problem = *pl.problem;
     auto run = [&](PlanStage p) {
       Candidate c{std::move(p), {}, {}};
-      c.policy = plan_policy(trace, packs, problem, c.plan, gpu, g, true);
+      c.policy = plan_policy(policies, problem, c.plan, gpu, g, true);
       c.run = backend.run_policy(trace, packs, c.policy, c.plan.pack_clock_mhz);
       c.ladder_step = g;
       ++ev.policy_runs;
@@ -817,7 +819,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
   Candidate kept = std::move(*best);
   auto with_policy = [&](PlanStage p) {
     Candidate c{std::move(p), {}, {}};
-    c.policy = plan_policy(trace, packs, *pl.problem, c.plan, gpu, options.max_slowdown, true);
+    c.policy = plan_policy(policies, *pl.problem, c.plan, gpu, options.max_slowdown, true);
     return c;
   };
   static_or_baseline(*pl.problem, static_runs, with_policy, kept, ev.candidates);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/progress.h"
+#include "driver/policy_builder.h"
 #include "graph/dep_graph.h"
 #include "model/clock_model.h"
 #include "model/gpu_catalog.h"
@@ -281,10 +282,11 @@ void add_profiles(ProfileStage& profile, runtime::PackProfiles extra);
 /// (opt::solve_within), its schedule and prediction. Adds its counters to `stats`.
 PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs model_target_ns, opt::SearchStats& stats);
 
-/// Stage 5: the policy of `plan`: each pack at its clock, with its exact predicted start and end
-/// and its predicted energy (dynamic energy + idle power over its span).
-policy::Policy plan_policy(const trace::Trace& trace, const pack::PackRun& packs, const ProblemStage& problem,
-                           const PlanStage& plan, const model::GpuSpec& gpu, double max_slowdown, bool simulated);
+/// Stage 5: the policy of `plan` on the builder's trace and packs (PolicyBuilder: one per packing,
+/// for every plan of it): each pack at its clock, with its exact predicted start and end and its
+/// predicted energy (dynamic energy + idle power over its span).
+policy::Policy plan_policy(const PolicyBuilder& builder, const ProblemStage& problem, const PlanStage& plan,
+                           const model::GpuSpec& gpu, double max_slowdown, bool simulated);
 
 /// The predicted frontier: `points` deadlines of the fast solver, each plan evaluated exactly on the
 /// pack graph; when the problem's fastest point lands well above the baseline, 4 points of the

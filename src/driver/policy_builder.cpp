@@ -198,11 +198,26 @@ void sort_by_start(policy::GpuPolicy& gp, const std::vector<std::uint32_t>& id_o
 
 }  // namespace
 
+struct PolicyBuilder::Calls {
+  Units units;
+};
+
+PolicyBuilder::PolicyBuilder(const trace::Trace& trace, const pack::PackRun& packs)
+    : trace_(trace), packs_(packs), calls_(std::make_unique<const Calls>(Calls{observable_units(trace, packs.analysis.graph)})) {}
+
+PolicyBuilder::~PolicyBuilder() = default;
+
 policy::Policy make_policy(const trace::Trace& trace, const pack::PackRun& packs, const std::vector<PackPlan>& plan,
                            const model::GpuSpec& gpu, const PolicyHeader& header,
                            std::map<std::int32_t, std::vector<std::uint32_t>>* ids) {
-  const graph::DepGraph& g = packs.analysis.graph;
-  const pack::Packing& packing = packs.packing;
+  return PolicyBuilder(trace, packs).make(plan, gpu, header, ids);
+}
+
+policy::Policy PolicyBuilder::make(const std::vector<PackPlan>& plan, const model::GpuSpec& gpu, const PolicyHeader& header,
+                                   std::map<std::int32_t, std::vector<std::uint32_t>>* ids) const {
+  const trace::Trace& trace = trace_;
+  const graph::DepGraph& g = packs_.analysis.graph;
+  const pack::Packing& packing = packs_.packing;
   if (plan.size() != packing.packs.size()) throw std::invalid_argument("make_policy: one plan entry per pack expected");
   policy::Policy pol;
   pol.emo_version = std::string(emo::version());
@@ -223,7 +238,7 @@ policy::Policy make_policy(const trace::Trace& trace, const pack::PackRun& packs
     pol.min_switch_interval_ms = gpu.min_switch_interval_ms;
   }
   pol.simulated = header.simulated;
-  const Units units = observable_units(trace, g);
+  const Units& units = calls_->units;
   std::map<std::int32_t, policy::GpuPolicy> per_device;
   std::map<std::int32_t, std::vector<std::uint32_t>> id_of;
   for (std::uint32_t p = 0; p < packing.packs.size(); ++p) {

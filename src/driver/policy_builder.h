@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "model/gpu_catalog.h"
@@ -44,6 +45,29 @@ struct PolicyHeader {
 policy::Policy make_policy(const trace::Trace& trace, const pack::PackRun& packs, const std::vector<PackPlan>& plan,
                            const model::GpuSpec& gpu, const PolicyHeader& header,
                            std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr);
+
+/// make_policy for many plans of one packing (the search evaluates tens per trace): the window's
+/// observable calls — which call enqueued each GPU op and how the tracer numbers it, O(ops log ops)
+/// to find — found once, at construction, instead of once per plan. `trace` and `packs` are
+/// borrowed and must outlive the builder. make(...) == make_policy(trace, packs, ...).
+class PolicyBuilder {
+ public:
+  PolicyBuilder(const trace::Trace& trace, const pack::PackRun& packs);
+  ~PolicyBuilder();
+  PolicyBuilder(const PolicyBuilder&) = delete;
+  PolicyBuilder& operator=(const PolicyBuilder&) = delete;
+  /// As make_policy, on the builder's trace and packs.
+  policy::Policy make(const std::vector<PackPlan>& plan, const model::GpuSpec& gpu, const PolicyHeader& header,
+                      std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr) const;
+  const trace::Trace& trace() const { return trace_; }
+  const pack::PackRun& packs() const { return packs_; }
+
+ private:
+  struct Calls;  // the window's observable calls (policy_builder.cpp)
+  const trace::Trace& trace_;
+  const pack::PackRun& packs_;
+  std::unique_ptr<const Calls> calls_;
+};
 
 /// A policy with every pack at one clock, and the pack id (index into packs.packing.packs) of
 /// each policy pack, per GPU in policy index order.

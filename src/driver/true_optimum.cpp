@@ -73,6 +73,7 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   TimeNs model_target = problem.target_ns;
   std::vector<OracleRun> runs;
+  const PolicyBuilder policies(trace, r.packs);
   // Solve, run; while the run misses the measured target, tighten the model target as
   // driver::evaluate does (by the miss, or by the relative error when larger) and re-solve.
   while (static_cast<int>(runs.size()) < to.max_runs) {
@@ -86,7 +87,7 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
     o.plan.predicted = {o.plan.schedule.makespan_ns, pc.predicted_energy(o.solve.choice, o.plan.schedule.makespan_ns), 0};
     o.plan.pack_clock_mhz = pc.clocks(o.solve.choice);
     o.plan.choice = o.solve.choice;
-    const policy::Policy pol = plan_policy(trace, r.packs, problem, o.plan, gpu, options.max_slowdown, true);
+    const policy::Policy pol = plan_policy(policies, problem, o.plan, gpu, options.max_slowdown, true);
     o.run = backend.run_policy(trace, r.packs, pol, o.plan.pack_clock_mhz);
     runs.push_back(o);
     if (o.run.time_ns <= ev.statics.target_ns || model_target <= base_ns) break;

@@ -57,14 +57,69 @@ void check_rank_traces(const trace::Trace& job, std::size_t rank_traces, const c
   }
 }
 
-std::size_t next_static_batch(const std::vector<double>& remaining, double f_prev_mhz, TimeNs t_prev_ns,
-                              double f_last_mhz, TimeNs t_last_ns, TimeNs target_ns) {
-  if (f_prev_mhz <= f_last_mhz || t_last_ns <= t_prev_ns) return kStaticBatch;
-  const double ns_per_mhz = static_cast<double>(t_last_ns - t_prev_ns) / (f_prev_mhz - f_last_mhz);
-  const double lowest_within = f_last_mhz - static_cast<double>(target_ns - t_last_ns) / ns_per_mhz;
-  std::size_t within = 0;
-  while (within < remaining.size() && remaining[within] >= lowest_within) ++within;
-  return std::clamp<std::size_t>(within + 2, 1, kStaticBatch);
+StaticSearch::StaticSearch(std::vector<double> above_idle_j, const driver::Evaluated& baseline, double idle_w,
+                           std::size_t ranks, TimeNs target_ns)
+    : above_(std::move(above_idle_j)), idle_w_(idle_w), ranks_(ranks), target_ns_(target_ns),
+      baseline_ns_(baseline.time_ns), time_(above_.size()) {
+  for (const double e : above_) {
+    if (!std::isfinite(e)) throw std::invalid_argument("StaticSearch: an energy that is not finite");
+  }
+  if (!std::isfinite(idle_w)) throw std::invalid_argument("StaticSearch: an idle power that is not finite");
+  if (baseline.time_ns <= target_ns) best_ = baseline;
+}
+
+TimeNs StaticSearch::time_bound(std::size_t i) const {
+  TimeNs t = baseline_ns_;
+  for (std::size_t j = 0; j <= i; ++j) {
+    if (time_[j]) t = std::max(t, *time_[j]);
+  }
+  return t;
+}
+
+double StaticSearch::energy_bound(std::size_t i) const {
+  // evaluate()'s expression, at the time bound: rounding is monotone, so never above the energy measured.
+  return above_[i] + idle_w_ * static_cast<double>(time_bound(i)) * 1e-9 * static_cast<double>(ranks_);
+}
+
+bool StaticSearch::beats_best(double energy_j, std::size_t i) const {
+  if (!best_) return true;
+  return energy_j < best_->energy_j || (energy_j == best_->energy_j && best_index_ != SIZE_MAX && i < best_index_);
+}
+
+bool StaticSearch::open(std::size_t i) const {
+  return !time_[i] && time_bound(i) <= target_ns_ && beats_best(energy_bound(i), i);
+}
+
+std::vector<std::size_t> StaticSearch::next_batch() const {
+  std::size_t lowest_within = 0;  // clocks below this index are known within the target
+  for (std::size_t j = 0; j < time_.size(); ++j) {
+    if (time_[j] && *time_[j] <= target_ns_) lowest_within = j + 1;
+  }
+  std::vector<std::size_t> unknown, within;
+  for (std::size_t i = 0; i < above_.size(); ++i) {
+    if (open(i)) (i < lowest_within ? within : unknown).push_back(i);
+  }
+  if (!unknown.empty()) {
+    if (unknown.size() <= kStaticSplit) return unknown;
+    std::vector<std::size_t> out;
+    for (std::size_t k = 1; k <= kStaticSplit; ++k) out.push_back(unknown[k * unknown.size() / (kStaticSplit + 1)]);
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  std::stable_sort(within.begin(), within.end(), [&](std::size_t a, std::size_t b) { return energy_bound(a) < energy_bound(b); });
+  if (within.size() > kStaticBatch) within.resize(kStaticBatch);
+  std::sort(within.begin(), within.end());
+  return within;
+}
+
+void StaticSearch::record(std::size_t i, const driver::Evaluated& run) {
+  if (time_.at(i)) return;
+  time_[i] = run.time_ns;
+  ++measured_;
+  if (run.time_ns <= target_ns_ && beats_best(run.energy_j, i)) {
+    best_ = run;
+    best_index_ = i;
+  }
 }
 
 JobPorts job_ports(const std::vector<trace::RankDigest>& digests, trace::JobLink link) {
@@ -186,33 +241,32 @@ std::vector<double> common_clocks(const std::vector<RankPlan>& plans, double f_m
 }
 
 /// The cheapest static clock within the target among `clocks_mhz` (descending, below the max; the
-/// max clock is `baseline`), from the max down until one misses (a lower clock is never faster),
-/// asking the ranks kStaticBatch clocks first, then as next_static_batch says. nullopt: none fits.
+/// max clock is `baseline`), by StaticSearch on the ranks' static energies. nullopt: none fits.
 std::optional<driver::Evaluated> best_static(const JobPorts& jp, RankWorker& worker, const std::vector<double>& clocks_mhz,
-                                     const driver::Evaluated& baseline, const model::GpuSpec& gpu, TimeNs target_ns) {
-  std::optional<driver::Evaluated> best;
-  if (baseline.time_ns <= target_ns) best = baseline;
-  driver::Evaluated prev = baseline, last = baseline;
-  prev.clock_mhz = last.clock_mhz = gpu.max_sm_clock_mhz();
-  for (std::size_t from = 0, n = kStaticBatch; from < clocks_mhz.size(); from += n) {
-    if (from > 0) {
-      const std::vector<double> rest(clocks_mhz.begin() + static_cast<std::ptrdiff_t>(from), clocks_mhz.end());
-      n = next_static_batch(rest, prev.clock_mhz, prev.time_ns, last.clock_mhz, last.time_ns, target_ns);
+                                             const driver::Evaluated& baseline, const model::GpuSpec& gpu, TimeNs target_ns) {
+  std::vector<double> above(clocks_mhz.size(), 0.0);
+  if (!clocks_mhz.empty()) {
+    const std::vector<std::vector<double>> per_rank = worker.static_energies(clocks_mhz);
+    if (per_rank.size() != jp.open.size()) throw std::invalid_argument("solve_decomposed: static energies per rank expected");
+    for (const std::vector<double>& e : per_rank) {  // in rank order, as evaluate() sums them
+      if (e.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed: an energy per static clock expected");
+      for (std::size_t k = 0; k < e.size(); ++k) above[k] += e[k];
     }
-    const std::vector<double> batch(clocks_mhz.begin() + static_cast<std::ptrdiff_t>(from),
-                                    clocks_mhz.begin() + static_cast<std::ptrdiff_t>(std::min(clocks_mhz.size(), from + n)));
-    const std::vector<std::vector<RankRun>> runs = worker.statics(batch);
+  }
+  StaticSearch search(std::move(above), baseline, gpu.idle_power_w, jp.open.size(), target_ns);
+  for (std::vector<std::size_t> batch = search.next_batch(); !batch.empty(); batch = search.next_batch()) {
+    std::vector<double> f;
+    for (const std::size_t i : batch) f.push_back(clocks_mhz[i]);
+    const std::vector<std::vector<RankRun>> runs = worker.statics(f);
     for (std::size_t k = 0; k < batch.size(); ++k) {
       std::vector<const RankRun*> run;
       for (const auto& r : runs) run.push_back(&r.at(k));
       driver::Evaluated e = evaluate(jp, run, gpu);
-      if (e.time_ns > target_ns) return best;
-      e.clock_mhz = batch[k];
-      prev = last, last = e;
-      if (!best || e.energy_j < best->energy_j) best = e;
+      e.clock_mhz = f[k];
+      search.record(batch[k], e);
     }
   }
-  return best;
+  return search.best();
 }
 
 /// Pointers to `runs`, as evaluate() reads them.

@@ -142,7 +142,7 @@ bool is_command(const std::string& bytes) {
   if (bytes.empty()) return false;
   const auto k = static_cast<CommandKind>(bytes[0]);
   return k == CommandKind::kPorts || k == CommandKind::kRound || k == CommandKind::kReleased || k == CommandKind::kStatics ||
-         k == CommandKind::kLanes;
+         k == CommandKind::kStaticEnergies || k == CommandKind::kLanes;
 }
 
 Command decode_command(const std::string& bytes) {
@@ -191,6 +191,12 @@ std::string encode_reply(const std::vector<RankLane>& lanes) {
   return answer(out);
 }
 
+std::string encode_energies_reply(const std::vector<std::vector<double>>& energies) {
+  json out = json::array();
+  for (const std::vector<double>& rank : energies) out.push_back(rank);
+  return answer(out);
+}
+
 std::string encode_failure(const std::exception_ptr& e) { return kFailed + encode_error(e); }
 
 std::vector<timing::PortGraph> decode_ports_reply(const std::string& bytes) {
@@ -211,6 +217,12 @@ std::vector<std::vector<RankRun>> decode_statics_reply(const std::string& bytes)
     std::vector<RankRun>& runs = out.emplace_back();
     for (const json& r : rank) runs.push_back(run_of(r));
   }
+  return out;
+}
+
+std::vector<std::vector<double>> decode_energies_reply(const std::string& bytes) {
+  std::vector<std::vector<double>> out;
+  for (const json& rank : answered(bytes)) out.push_back(rank.get<std::vector<double>>());
   return out;
 }
 

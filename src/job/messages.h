@@ -3,7 +3,8 @@
 // one leading character that says what the bytes are. No MPI here: the transport (job/mpi_comm.h)
 // only moves the bytes, and these encoders are tested without it.
 //
-//   command (process 0 → another):  'O' ports | 'R' round | 'T' released | 'S' static clocks | 'L' lanes,
+//   command (process 0 → another):  'O' ports | 'R' round | 'T' released | 'S' static clocks |
+//                                   'W' static clocks' energy (watts × seconds) | 'L' lanes,
 //                                   then CBOR
 //   reply   (another → process 0):  'P' + CBOR array, one entry per rank of that process
 //                                   'E' + an encoded error (encode_error)
@@ -26,6 +27,7 @@ enum class CommandKind : char {
   kPorts = 'O',    ///< Step 0: here are your ranks' open pins (`cuts`); reduce them to ports.
   kRound = 'R',    ///< Step 2: solve your ranks against `cuts` in round `round`.
   kStatics = 'S',  ///< Run your ranks at each of `clocks_mhz`.
+  kStaticEnergies = 'W',  ///< Your ranks' energy above idle at each of `clocks_mhz` (RankWorker::static_energies).
   kReleased = 'T', ///< Step 3: run your ranks' last plans again released at `cuts`' pins (RankWorker::released).
   kLanes = 'L',    ///< The job view: your ranks' lanes with their ports ending at `port_end_ns` (static
                    ///< clock: clocks_mhz[0] > 0), RankWorker::lanes.
@@ -38,7 +40,7 @@ struct Command {
   std::vector<trace::JobCut> cuts{};  ///< kPorts: the open pins (JobPorts::open); kRound: the round's cuts;
                                       ///< kReleased: the releases.
   int round = 0;                    ///< kRound: 0 first.
-  std::vector<double> clocks_mhz{};   ///< kStatics: SM clocks, MHz; kLanes: {the static clock, or 0}.
+  std::vector<double> clocks_mhz{};   ///< kStatics, kStaticEnergies: SM clocks, MHz; kLanes: {the static clock, or 0}.
   std::vector<std::vector<TimeNs>> port_end_ns{};  ///< kLanes: per rank, per port, its end (the rank's clock, ns).
 };
 
@@ -56,6 +58,7 @@ std::string encode_reply(const std::vector<timing::PortGraph>& ports);
 std::string encode_reply(const std::vector<RankPlan>& plans);
 std::string encode_reply(const std::vector<std::vector<RankRun>>& runs);  ///< kStatics; kReleased: one run per rank
 std::string encode_reply(const std::vector<RankLane>& lanes);
+std::string encode_energies_reply(const std::vector<std::vector<double>>& energies);  ///< kStaticEnergies
 /// A reply carrying the error `e` (the process failed its part).
 std::string encode_failure(const std::exception_ptr& e);
 
@@ -65,6 +68,7 @@ std::vector<timing::PortGraph> decode_ports_reply(const std::string& bytes);
 std::vector<RankPlan> decode_plans_reply(const std::string& bytes);
 std::vector<std::vector<RankRun>> decode_statics_reply(const std::string& bytes);
 std::vector<RankLane> decode_lanes_reply(const std::string& bytes);
+std::vector<std::vector<double>> decode_energies_reply(const std::string& bytes);
 
 /// An error as "I|path\nproblem" (emo::InputError) or "X|what" (anything else), to cross to process 0.
 std::string encode_error(const std::exception_ptr& e);

@@ -92,6 +92,16 @@ class MpiWorker : public RankWorker {
     return out;
   }
 
+  std::vector<std::vector<double>> static_energies(const std::vector<double>& clocks_mhz) override {
+    std::vector<std::vector<double>> out = exchange<std::vector<double>>(
+        [&](std::size_t) { return command_bytes(CommandKind::kStaticEnergies, {}, 0, clocks_mhz); },
+        [&] { return own_->static_energies(clocks_mhz); }, messages::decode_energies_reply);
+    for (const std::vector<double>& e : out) {
+      if (e.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: an energy per static clock expected");
+    }
+    return out;
+  }
+
  private:
   /// The bytes of a command of `kind` on this job's GPU.
   std::string command_bytes(CommandKind kind, std::vector<trace::JobCut> cuts, int round = 0,
@@ -170,6 +180,7 @@ class Served {
           open_ = std::move(c.cuts);
           return messages::encode_reply(ranks(gpu).recorded());
         case CommandKind::kStatics: return messages::encode_reply(ranks(gpu).statics(c.clocks_mhz));
+        case CommandKind::kStaticEnergies: return messages::encode_energies_reply(ranks(gpu).static_energies(c.clocks_mhz));
         case CommandKind::kRound: return messages::encode_reply(ranks(gpu).solve(c.cuts, c.round));
         case CommandKind::kReleased: return messages::encode_reply(as_lists(ranks(gpu).released(c.cuts)));
         case CommandKind::kLanes:

@@ -50,13 +50,13 @@ std::unique_ptr<RankWorker> wrapped(std::unique_ptr<RankWorker> w, const Decompo
   return how.wrap_worker ? how.wrap_worker(std::move(w)) : std::move(w);
 }
 
-namespace {
-
 /// The rank's graph with its linked collectives as ports (`open`), and the ports' nodes.
 struct PortedGraph {
   graph::DepGraph g;
   std::vector<std::uint32_t> port_node;
 };
+
+namespace {
 
 PortedGraph ported_graph(trace::Trace& t, const trace::JobCut& open) {
   t.meta.cut = open;
@@ -73,11 +73,8 @@ PortedGraph ported_graph(trace::Trace& t, const trace::JobCut& open) {
   return out;
 }
 
-/// Step 0: rank `t` reduced to its ports at its recorded durations.
-timing::PortGraph recorded_ports(trace::Trace& t, const trace::JobCut& open) {
-  const PortedGraph pg = ported_graph(t, open);
-  return timing::reduce_to_ports(pg.g, pg.g.dur, pg.port_node);
-}
+/// Step 0: the rank's graph `pg` reduced to its ports at its recorded durations.
+timing::PortGraph recorded_ports(const PortedGraph& pg) { return timing::reduce_to_ports(pg.g, pg.g.dur, pg.port_node); }
 
 /// The simulated device of a rank's runs: `gpu`, device seed `seed` (as the rank's own solve).
 runtime::SimDevice rank_device(const model::GpuSpec& gpu, std::uint64_t seed) {
@@ -157,9 +154,9 @@ void keep_packs(const driver::OptimizeResult& r, const PortedGraph& pg, RankKept
 /// own graph, its collectives released at the cut's pins (as its policy was timed), and — with
 /// `statics` — its run at the max clock, each reduced to its ports. The plan into `keep` (with
 /// `lanes`, its packs and run durations too).
-RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, const model::GpuSpec& gpu,
-                    const driver::OptimizeOptions& options, std::size_t position, bool statics, RankKeptPlan& keep,
-                    bool lanes) {
+RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobCut& open, PortedGraph& pg,
+                    const model::GpuSpec& gpu, const driver::OptimizeOptions& options, std::size_t position, bool statics,
+                    RankKeptPlan& keep, bool lanes) {
   driver::OptimizeOptions o = options;  // max_slowdown: the rank's own share (file comment, step 2)
   o.progress = nullptr;
   t.meta.cut = cut;
@@ -177,7 +174,6 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
   p.solve.own_savings = r.savings();
   p.solve.own_met = r.evaluation.emo.time_ns <= r.evaluation.statics.target_ns;
 
-  PortedGraph pg = ported_graph(t, open);
   const runtime::SimDevice device = rank_device(gpu, options.seed);
   const std::uint64_t noise = rank_noise_seed(options.seed, position);
   const double f_max = gpu.max_sm_clock_mhz();
@@ -204,11 +200,10 @@ RankPlan solve_rank(trace::Trace& t, const trace::JobCut& cut, const trace::JobC
 
 /// Rank `t` at `position`: its kept plan run again with its collectives released at `releases`
 /// (RankWorker::released); the kept run when its releases are those of the last one.
-RankRun released_run(trace::Trace& t, const trace::JobCut& releases, const trace::JobCut& open, const model::GpuSpec& gpu,
-                     std::uint64_t seed, std::size_t position, RankKeptPlan& keep, bool lanes) {
+RankRun released_run(const trace::Trace& t, const trace::JobCut& releases, const trace::JobCut& open, PortedGraph& pg,
+                     const model::GpuSpec& gpu, std::uint64_t seed, std::size_t position, RankKeptPlan& keep, bool lanes) {
   std::vector<TimeNs> release = pin_starts(releases, open, t.meta.path);
   if (!keep.node_clock_mhz.empty() && release == keep.last_release_ns) return keep.last_run;
-  PortedGraph pg = ported_graph(t, open);
   const std::vector<double> clock = kept_clocks(keep, pg, t.meta.path);
   const runtime::SimDevice device = rank_device(gpu, seed);
   keep.last_run = run_rank(t, pg, device, rank_noise_seed(seed, position), clock, &keep, release,
@@ -217,10 +212,11 @@ RankRun released_run(trace::Trace& t, const trace::JobCut& releases, const trace
   return keep.last_run;
 }
 
-/// Rank `t` at `position` run at each static clock of `clocks_mhz`, each run reduced to its ports.
-std::vector<RankRun> static_runs(trace::Trace& t, const trace::JobCut& open, const model::GpuSpec& gpu, std::uint64_t seed,
-                                 std::size_t position, const std::vector<double>& clocks_mhz) {
-  const PortedGraph pg = ported_graph(t, open);
+/// Rank `t` at `position` (its graph `pg`) run at each static clock of `clocks_mhz`: each run's
+/// energy above idle, and with `reduce` the run reduced to its ports (else RankRun::ports is left
+/// empty: RankWorker::static_energies' runs, the same as statics()' to the bit).
+std::vector<RankRun> static_runs(const trace::Trace& t, const PortedGraph& pg, const model::GpuSpec& gpu, std::uint64_t seed,
+                                 std::size_t position, const std::vector<double>& clocks_mhz, bool reduce) {
   const runtime::SimDevice device = rank_device(gpu, seed);
   runtime::SimRunOptions o;
   o.seed = rank_noise_seed(seed, position);
@@ -231,7 +227,7 @@ std::vector<RankRun> static_runs(trace::Trace& t, const trace::JobCut& open, con
   for (const double f : clocks_mhz) {
     RankRun& r = out.emplace_back();
     r.above_idle_j = runs.run(f, dur);
-    r.ports = timing::reduce_to_ports(pg.g, dur, pg.port_node);
+    if (reduce) r.ports = timing::reduce_to_ports(pg.g, dur, pg.port_node);
   }
   return out;
 }
@@ -263,9 +259,8 @@ void for_ranks(std::size_t n, int threads, ProgressSink* sink, const char* label
 
 /// Rank `t`'s lane (RankWorker::lanes): the packs of `kept` in its plan run — or its run at the
 /// static clock `static_mhz` > 0 (as static_runs) — timed with its ports ending at `port_end_ns`.
-RankLane rank_lane(trace::Trace& t, const trace::JobCut& open, const RankKeptPlan& kept, const model::GpuSpec& gpu,
+RankLane rank_lane(const trace::Trace& t, PortedGraph& pg, const RankKeptPlan& kept, const model::GpuSpec& gpu,
                    std::uint64_t seed, std::size_t position, const std::vector<TimeNs>& port_end_ns, double static_mhz) {
-  PortedGraph pg = ported_graph(t, open);
   if (kept.pack_of_node.size() != pg.g.nodes() || kept.dur_ns.size() != pg.g.nodes()) {
     throw std::logic_error("solve_decomposed: lanes asked of a rank whose plan was not kept (" + t.meta.path + ")");
   }
@@ -297,7 +292,7 @@ ThreadRankWorker::ThreadRankWorker(std::vector<trace::Trace>& traces, std::vecto
                                    std::vector<trace::JobCut> open, const model::GpuSpec& gpu,
                                    const driver::OptimizeOptions& options, const DecomposedOptions& how)
     : traces_(traces), position_(std::move(position)), open_(std::move(open)), gpu_(gpu), options_(options),
-      threads_(how.threads), progress_(how.progress), keep_(how.lanes), kept_(traces.size()) {
+      threads_(how.threads), progress_(how.progress), keep_(how.lanes), kept_(traces.size()), graphs_(traces.size()) {
   if (open_.size() != traces_.size() || position_.size() != traces_.size()) {
     throw std::invalid_argument("solve_decomposed: one trace per rank of the job expected");
   }
@@ -308,10 +303,17 @@ ThreadRankWorker::ThreadRankWorker(std::vector<trace::Trace>& traces, std::vecto
   }
 }
 
+ThreadRankWorker::~ThreadRankWorker() = default;
+
+PortedGraph& ThreadRankWorker::graph(std::size_t i) {
+  if (!graphs_[i]) graphs_[i] = std::make_unique<PortedGraph>(ported_graph(traces_[i], open_[i]));
+  return *graphs_[i];
+}
+
 std::vector<timing::PortGraph> ThreadRankWorker::recorded() {
   std::vector<timing::PortGraph> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, "ranks (reduced to their collectives)",
-            [&](std::size_t i) { out[i] = recorded_ports(traces_[i], open_[i]); });
+            [&](std::size_t i) { out[i] = recorded_ports(graph(i)); });
   return out;
 }
 
@@ -319,7 +321,7 @@ std::vector<RankPlan> ThreadRankWorker::solve(std::vector<trace::JobCut>& cuts, 
   if (cuts.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: cuts for other ranks");
   std::vector<RankPlan> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, round_label(round), [&](std::size_t i) {
-    out[i] = solve_rank(traces_[i], cuts[i], open_[i], gpu_, options_, position_[i], round == 0, kept_[i], keep_);
+    out[i] = solve_rank(traces_[i], cuts[i], open_[i], graph(i), gpu_, options_, position_[i], round == 0, kept_[i], keep_);
   });
   return out;
 }
@@ -328,7 +330,7 @@ std::vector<RankRun> ThreadRankWorker::released(const std::vector<trace::JobCut>
   if (releases.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: releases for other ranks");
   std::vector<RankRun> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, "ranks (composed)", [&](std::size_t i) {
-    out[i] = released_run(traces_[i], releases[i], open_[i], gpu_, options_.seed, position_[i], kept_[i], keep_);
+    out[i] = released_run(traces_[i], releases[i], open_[i], graph(i), gpu_, options_.seed, position_[i], kept_[i], keep_);
   });
   return out;
 }
@@ -336,8 +338,27 @@ std::vector<RankRun> ThreadRankWorker::released(const std::vector<trace::JobCut>
 std::vector<std::vector<RankRun>> ThreadRankWorker::statics(const std::vector<double>& clocks_mhz) {
   std::vector<std::vector<RankRun>> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, "ranks (static clocks)", [&](std::size_t i) {
-    out[i] = static_runs(traces_[i], open_[i], gpu_, options_.seed, position_[i], clocks_mhz);
+    out[i] = static_runs(traces_[i], graph(i), gpu_, options_.seed, position_[i], clocks_mhz, true);
   });
+  return out;
+}
+
+std::vector<std::vector<double>> ThreadRankWorker::static_energies(const std::vector<double>& clocks_mhz) {
+  std::vector<std::vector<double>> out(traces_.size());
+  for_ranks(traces_.size(), threads_, progress_, "ranks (static clocks' energy)", [&](std::size_t i) {
+    for (const RankRun& r : static_runs(traces_[i], graph(i), gpu_, options_.seed, position_[i], clocks_mhz, false)) {
+      out[i].push_back(r.above_idle_j);
+    }
+  });
+  return out;
+}
+
+std::vector<std::vector<double>> RankWorker::static_energies(const std::vector<double>& clocks_mhz) {
+  std::vector<std::vector<double>> out;
+  for (const std::vector<RankRun>& runs : statics(clocks_mhz)) {
+    std::vector<double>& e = out.emplace_back();
+    for (const RankRun& r : runs) e.push_back(r.above_idle_j);
+  }
   return out;
 }
 
@@ -350,7 +371,7 @@ std::vector<RankLane> ThreadRankWorker::lanes(const std::vector<std::vector<Time
   if (port_end_ns.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: port ends for other ranks");
   std::vector<RankLane> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, "ranks (job view)", [&](std::size_t i) {
-    out[i] = rank_lane(traces_[i], open_[i], kept_[i], gpu_, options_.seed, position_[i], port_end_ns[i], static_mhz);
+    out[i] = rank_lane(traces_[i], graph(i), kept_[i], gpu_, options_.seed, position_[i], port_end_ns[i], static_mhz);
   });
   return out;
 }

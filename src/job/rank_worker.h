@@ -84,6 +84,8 @@ struct RankKeptPlan {
   std::vector<TimeNs> dur_ns;
 };
 
+struct PortedGraph;  // job/rank_worker.cpp: a rank's graph with its collectives as open ports
+
 /// The per-rank work of a decomposed solve for the ranks a worker holds (all of them, or one
 /// process's share), in their order. Each call is one step for every such rank; an error of any
 /// rank is thrown after every rank is done.
@@ -106,6 +108,11 @@ class RankWorker {
   virtual std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) = 0;
   /// Every rank run at each SM clock of `clocks_mhz`: per rank, per clock.
   virtual std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) = 0;
+  /// Every rank's energy above idle (J) at each SM clock of `clocks_mhz` — statics()' runs'
+  /// RankRun::above_idle_j to the bit, without their reduction to ports (the job-level static
+  /// search's lower bounds, job_solve.h StaticSearch): per rank, per clock. This default takes it
+  /// from statics().
+  virtual std::vector<std::vector<double>> static_energies(const std::vector<double>& clocks_mhz);
   /// The job view (a report, job/job_view.h): every rank's packs of its last solve's plan — or,
   /// with static_mhz > 0, every pack at that static clock — in the same simulated run as solve()'s
   /// plan run (statics()' run at that clock), timed on its own graph with port p ending at
@@ -155,10 +162,12 @@ class ThreadRankWorker : public RankWorker {
  public:
   ThreadRankWorker(std::vector<trace::Trace>& traces, std::vector<std::size_t> position, std::vector<trace::JobCut> open,
                    const model::GpuSpec& gpu, const driver::OptimizeOptions& options, const DecomposedOptions& how);
+  ~ThreadRankWorker() override;
   std::vector<timing::PortGraph> recorded() override;
   std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override;
   std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) override;
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override;
+  std::vector<std::vector<double>> static_energies(const std::vector<double>& clocks_mhz) override;
   std::vector<RankLane> lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz) override;
 
  private:
@@ -171,6 +180,12 @@ class ThreadRankWorker : public RankWorker {
   ProgressSink* progress_ = nullptr;
   bool keep_ = false;                 // DecomposedOptions::lanes
   std::vector<RankKeptPlan> kept_;    // per rank, its last solve's plan
+  // Per rank, its graph with its collectives as open ports, built at its first step and kept: every
+  // step runs or reduces it (a solve, each composition pass, each batch of static clocks), and
+  // building it was half of a released run (docs/multi-rank.md, "How far it scales"). About
+  // 100 bytes per node: 4 MB for a rank of the generated jobs' 41,000 nodes.
+  std::vector<std::unique_ptr<PortedGraph>> graphs_;
+  PortedGraph& graph(std::size_t i);
 };
 
 }  // namespace emo::job

@@ -265,6 +265,44 @@ TEST(JobMessages, ReleasedCommandCrosses) {
   EXPECT_EQ(d.cuts[0].pins[0].start_ns, 1'234'567);
 }
 
+// The static search's energies (RankWorker::static_energies): statics()' runs' energies above
+// idle to the bit, per rank and clock, from the worker's own runs (the search's bounds rely on
+// it: job_solve.h StaticSearch), before and after the ranks' graphs are built by another step.
+TEST(RankWorkerSeam, StaticEnergiesAreTheStaticRunsEnergiesToTheBit) {
+  std::vector<trace::Trace> ranks = pipeline_ranks();
+  const JobPorts jp = ports_of(ranks);
+  ThreadRankWorker w(ranks, {0, 1, 2, 3}, jp.open, a100(), rank_options(options()), {.threads = 2});
+  const std::vector<double> clocks = {1395, 1200, 1005, 705};
+  const std::vector<std::vector<double>> first = w.static_energies(clocks);
+  const std::vector<std::vector<RankRun>> runs = w.statics(clocks);
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_EQ(runs.size(), 4u);
+  for (std::size_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(first[r].size(), clocks.size());
+    ASSERT_EQ(runs[r].size(), clocks.size());
+    for (std::size_t k = 0; k < clocks.size(); ++k) EXPECT_EQ(first[r][k], runs[r][k].above_idle_j) << "rank " << r << " at " << clocks[k];
+    EXPECT_GT(first[r][0], first[r][3]) << "more energy above idle at 1395 than at 705 MHz";
+  }
+  EXPECT_EQ(w.static_energies({1200}).at(2).at(0), first[2][1]) << "a clock asked alone: the same run";
+}
+
+TEST(JobMessages, StaticEnergiesCommandAndReplyCross) {
+  messages::Command c;
+  c.kind = messages::CommandKind::kStaticEnergies;
+  c.gpu = "A100-SXM4-80GB";
+  c.clocks_mhz = {1395, 1200.5};
+  const std::string bytes = messages::encode(c);
+  EXPECT_EQ(bytes[0], 'W');
+  ASSERT_TRUE(messages::is_command(bytes));
+  const messages::Command d = messages::decode_command(bytes);
+  EXPECT_EQ(d.kind, messages::CommandKind::kStaticEnergies);
+  EXPECT_EQ(d.clocks_mhz, c.clocks_mhz);
+  const std::vector<std::vector<double>> energies = {{0.1, 1e-300, 123456.789012345}, {}, {2.0 / 3.0}};
+  EXPECT_EQ(messages::decode_energies_reply(messages::encode_energies_reply(energies)), energies) << "doubles cross exactly";
+  EXPECT_THROW((void)messages::decode_energies_reply(messages::encode_failure(std::make_exception_ptr(std::runtime_error("x")))),
+               std::runtime_error);
+}
+
 TEST(JobMessages, CommandsCrossUnchanged) {
   messages::Command c;
   c.kind = messages::CommandKind::kRound;
