@@ -8,7 +8,7 @@
 //   4. plan(problem, solver, target)         cheapest plan within the target     → PlanStage
 //   3½. refinement_clocks + add_profiles     each pack measured where the plan (and the best
 //                                            static plan) decide; 2–4 again, ≤ kRefineRounds
-//   5. plan_policy(trace, packs, plan, ...)  the clock policy of a plan          → policy::Policy
+//   5. plan_policy(builder, problem, plan, ...) the clock policy of a plan       → policy::Policy
 //   6. evaluate(...)                         baseline, best static clock and the policy run on
 //                                            the device; re-plans (4–5) with a tighter model
 //                                            target while a run misses; static plans measured

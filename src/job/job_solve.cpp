@@ -64,7 +64,7 @@ StaticSearch::StaticSearch(std::vector<double> above_idle_j, const driver::Evalu
   for (const double e : above_) {
     if (!std::isfinite(e)) throw std::invalid_argument("StaticSearch: an energy that is not finite");
   }
-  if (!std::isfinite(idle_w)) throw std::invalid_argument("StaticSearch: an idle power that is not finite");
+  if (!std::isfinite(idle_w) || idle_w < 0) throw std::invalid_argument("StaticSearch: an idle power that is not finite and ≥ 0");
   if (baseline.time_ns <= target_ns) best_ = baseline;
 }
 
@@ -244,6 +244,7 @@ std::vector<double> common_clocks(const std::vector<RankPlan>& plans, double f_m
 /// max clock is `baseline`), by StaticSearch on the ranks' static energies. nullopt: none fits.
 std::optional<driver::Evaluated> best_static(const JobPorts& jp, RankWorker& worker, const std::vector<double>& clocks_mhz,
                                              const driver::Evaluated& baseline, const model::GpuSpec& gpu, TimeNs target_ns) {
+  if (baseline.time_ns > target_ns) return std::nullopt;  // every clock is at least as slow (StaticSearch)
   std::vector<double> above(clocks_mhz.size(), 0.0);
   if (!clocks_mhz.empty()) {
     const std::vector<std::vector<double>> per_rank = worker.static_energies(clocks_mhz);

@@ -122,13 +122,15 @@ inline constexpr int kComposePasses = 8;
 /// lowest clock within: each batch cuts what is unknown about 5-fold); then the known-within ones
 /// in order of E_lb, kStaticBatch at a time. Every clock kept is measured; with `above_idle_j`
 /// exact (RankWorker::static_energies: statics()' own runs) the result is the scan's. Measured
-/// (docs/multi-rank.md): 9–12 clocks on the generated data-parallel jobs at +0.5 %, 17 before.
+/// (docs/multi-rank.md, "How far it scales" step 4): 9 clocks on the generated data-parallel jobs
+/// at +0.5 % (the scan: 17–18), 9 at +0 % (the scan: 8), 15–16 at +5 %.
 class StaticSearch {
  public:
   /// `above_idle_j`: per clock of the search (descending SM clocks below the max), the ranks'
   /// energy above idle, summed in rank order (J); `baseline`: the job at the max clock (within
   /// the target or not); `idle_w`: one GPU's idle power (W); `ranks`: the job's GPUs; `target_ns`:
-  /// the latency target (ns). Throws std::invalid_argument when a figure is not finite.
+  /// the latency target (ns). Throws std::invalid_argument when a figure is not finite or idle_w
+  /// is negative (the energy bound needs energy to grow with time).
   StaticSearch(std::vector<double> above_idle_j, const driver::Evaluated& baseline, double idle_w, std::size_t ranks,
                TimeNs target_ns);
   /// The clocks (indices) to measure next; empty when the search is done.

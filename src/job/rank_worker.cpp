@@ -83,6 +83,31 @@ runtime::SimDevice rank_device(const model::GpuSpec& gpu, std::uint64_t seed) {
   return runtime::SimDevice(gpu, dev_opts);
 }
 
+/// Port p of the kept graph `pg` released no earlier than release_ns[p] (as graph::build_graph
+/// applies a cut's pin) while this lives; the graph's own releases are put back however the scope
+/// ends (the graph is kept for the rank's later steps), in reverse order.
+class ReleasedPorts {
+ public:
+  ReleasedPorts(PortedGraph& pg, const std::vector<TimeNs>& release_ns) : pg_(pg) {
+    // Checked before anything changes: a constructor that throws runs no destructor.
+    if (release_ns.size() > pg_.port_node.size()) throw std::out_of_range("solve_decomposed: releases for more ports than the rank has");
+    for (std::size_t p = 0; p < release_ns.size(); ++p) {
+      TimeNs& r = pg_.g.release[pg_.port_node[p]];
+      saved_.emplace_back(pg_.port_node[p], r);
+      r = std::max(r, release_ns[p]);
+    }
+  }
+  ~ReleasedPorts() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) pg_.g.release[it->first] = it->second;
+  }
+  ReleasedPorts(const ReleasedPorts&) = delete;
+  ReleasedPorts& operator=(const ReleasedPorts&) = delete;
+
+ private:
+  PortedGraph& pg_;
+  std::vector<std::pair<std::uint32_t, TimeNs>> saved_;
+};
+
 /// The rank's graph `pg` run at `node_clock_mhz` on `device` — a static run, or with `plan`'s
 /// requests (each GPU's clock before its first in its initial_clock_mhz) — with port p's
 /// transfer starting no earlier than release_ns[p] when `release_ns` is given (the rank's clock: a
@@ -94,15 +119,11 @@ RankRun run_rank(const trace::Trace& t, PortedGraph& pg, const runtime::SimDevic
   runtime::SimRunOptions o;
   o.seed = noise_seed;
   if (plan != nullptr) o.initial_clock_mhz = plan->initial_clock_mhz;
-  std::vector<TimeNs> open_release;
-  for (std::size_t p = 0; p < release_ns.size(); ++p) {
-    TimeNs& r = pg.g.release[pg.port_node.at(p)];
-    open_release.push_back(r);
-    r = std::max(r, release_ns[p]);  // as graph::build_graph applies a cut's pin
+  runtime::SimRunResult res;
+  {
+    const ReleasedPorts released(pg, release_ns);
+    res = runtime::run_on_sim(t, pg.g, device, node_clock_mhz, plan != nullptr ? plan->requests : std::vector<runtime::ClockRequest>{}, o);
   }
-  const runtime::SimRunResult res =
-      runtime::run_on_sim(t, pg.g, device, node_clock_mhz, plan != nullptr ? plan->requests : std::vector<runtime::ClockRequest>{}, o);
-  for (std::size_t p = 0; p < open_release.size(); ++p) pg.g.release[pg.port_node[p]] = open_release[p];
   std::vector<TimeNs> dur(pg.g.dur.begin(), pg.g.dur.end());
   RankRun out;
   for (const runtime::RunOp& op : res.ops) {

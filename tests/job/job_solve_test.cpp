@@ -310,6 +310,18 @@ TEST(StaticSearch, WorkedByHand) {
     EXPECT_EQ(s.best()->clock_mhz, 0.0);
     EXPECT_EQ(s.measured(), 5u);
   }
+  // Ties go to the higher clock, the baseline first: a clock whose bound (5 J + 50 W × 2 × 1 ms,
+  // evaluate()'s expression) equals the baseline's energy cannot beat it and is not even
+  // measured; two clocks that tie each other: the higher one kept, whichever is recorded first.
+  const double tied_j = 5.0 + 50.0 * static_cast<double>(1'000'000) * 1e-9 * 2.0;
+  job::StaticSearch tie({5.0}, driver::Evaluated{1'000'000, tied_j, 1410}, 50.0, 2, 1'010'000);
+  EXPECT_EQ(tie.next_batch(), (std::vector<std::size_t>{})) << "its bound equals the baseline's energy";
+  EXPECT_EQ(tie.best()->clock_mhz, 1410.0);
+  job::StaticSearch pair({5.0, 5.0}, driver::Evaluated{1'000'000, 6.0, 1410}, 50.0, 2, 1'010'000);
+  ASSERT_EQ(pair.next_batch(), (std::vector<std::size_t>{0, 1}));
+  pair.record(1, {1'000'000, tied_j, 1});
+  pair.record(0, {1'000'000, tied_j, 0});
+  EXPECT_EQ(pair.best()->clock_mhz, 0.0) << "equal energies: the higher clock (index 0), recorded second";
   // The baseline within and cheapest: kept, nothing below it beats its bound but a cheaper one.
   job::StaticSearch none({5.0}, driver::Evaluated{1'000'000, 1.0, 1410}, 50.0, 2, 1'010'000);
   EXPECT_TRUE(none.next_batch().empty());
@@ -319,6 +331,10 @@ TEST(StaticSearch, WorkedByHand) {
   EXPECT_TRUE(miss.next_batch().empty()) << "every clock is at least as slow as the baseline, which misses";
   EXPECT_FALSE(miss.best().has_value());
   EXPECT_THROW(job::StaticSearch({NAN}, driver::Evaluated{1, 1, 1}, 50.0, 1, 1), std::invalid_argument);
+  EXPECT_THROW(job::StaticSearch({1.0}, driver::Evaluated{1, 1, 1}, -1.0, 1, 1), std::invalid_argument);
+  job::StaticSearch empty({}, driver::Evaluated{1'000'000, 1.0, 1410}, 50.0, 2, 1'010'000);
+  EXPECT_TRUE(empty.next_batch().empty());
+  EXPECT_EQ(empty.best()->clock_mhz, 1410.0) << "no clock below the max: the baseline";
 }
 
 // StaticSearch against the scan it replaces (brute force over every clock: the cheapest within

@@ -38,6 +38,9 @@ class FailingSolves : public job::RankWorker {
   std::vector<std::vector<job::RankRun>> statics(const std::vector<double>& clocks_mhz) override {
     return inner_->statics(clocks_mhz);
   }
+  std::vector<std::vector<double>> static_energies(const std::vector<double>& clocks_mhz) override {
+    return inner_->static_energies(clocks_mhz);
+  }
   std::vector<job::RankRun> released(const std::vector<trace::JobCut>& releases) override {
     return inner_->released(releases);
   }

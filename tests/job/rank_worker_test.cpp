@@ -62,7 +62,7 @@ driver::OptimizeOptions options() {
 class Recording : public RankWorker {
  public:
   struct Seen {
-    int recorded = 0, solves = 0, released = 0, statics = 0;
+    int recorded = 0, solves = 0, released = 0, statics = 0, static_energies = 0;
     std::vector<timing::PortGraph> ports;
     std::vector<RankPlan> first_plans;
     std::vector<trace::JobCut> first_cuts;
@@ -90,6 +90,10 @@ class Recording : public RankWorker {
     std::vector<std::vector<RankRun>> out = inner_->statics(clocks_mhz);
     if (seen_.first_statics.empty()) seen_.first_statics = out;
     return out;
+  }
+  std::vector<std::vector<double>> static_energies(const std::vector<double>& clocks_mhz) override {
+    ++seen_.static_energies;
+    return inner_->static_energies(clocks_mhz);
   }
 
  private:
@@ -181,6 +185,7 @@ TEST(RankWorkerSeam, AWorkerThatFailsItsSolvesFailsTheJobWithItsError) {
   EXPECT_EQ(seen.solves, 1) << "the first failing round ends the solve";
   EXPECT_EQ(seen.released, 0);
   EXPECT_EQ(seen.statics, 0);
+  EXPECT_EQ(seen.static_energies, 0);
 }
 
 /// A generated 4-stage 1F1B pipeline (SYNTHETIC, support/pipeline_job.h), the last stage 1.5×:
@@ -248,6 +253,20 @@ TEST(RankWorkerSeam, ReleasedRunsAreThePlanRunAtTheCutsPinsAndRefuseOtherCollect
   other = seen.first_cuts;
   other[0].pins[0].op += 1;
   EXPECT_THROW((void)w.released(other), std::invalid_argument);
+  // The worker keeps each rank's graph across its steps (ThreadRankWorker): after a solve and
+  // runs released elsewhere, its graphs are as a fresh worker builds them — its reductions at the
+  // recorded durations, its static runs and their energies, to the bit.
+  std::vector<trace::Trace> fresh_ranks = pipeline_ranks();
+  ThreadRankWorker fresh(fresh_ranks, {0, 1, 2, 3}, jp.open, a100(), rank_options(o), {.threads = 2});
+  const std::vector<timing::PortGraph> ports = w.recorded(), fresh_ports = fresh.recorded();
+  const std::vector<double> clocks = {1305, 1005};
+  const std::vector<std::vector<RankRun>> statics = w.statics(clocks), fresh_statics = fresh.statics(clocks);
+  const std::vector<std::vector<double>> energies = w.static_energies(clocks), fresh_energies = fresh.static_energies(clocks);
+  for (std::size_t i = 0; i < 4; ++i) {
+    expect_same(ports[i], fresh_ports[i]);
+    for (std::size_t k = 0; k < clocks.size(); ++k) expect_same(statics[i][k], fresh_statics[i][k]);
+    EXPECT_EQ(energies[i], fresh_energies[i]);
+  }
 }
 
 TEST(JobMessages, ReleasedCommandCrosses) {
