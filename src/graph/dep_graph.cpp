@@ -766,6 +766,21 @@ std::size_t DepGraph::memory_bytes() const noexcept {
          in_lag.capacity() * 8 + in_type.capacity() + in_inferred.capacity() + topo.capacity() * 4;
 }
 
+void DepGraph::shrink_to_fit() {
+  op.shrink_to_fit();
+  dur.shrink_to_fit();
+  rec_start.shrink_to_fit();
+  rec_end.shrink_to_fit();
+  gpu.shrink_to_fit();
+  release.shrink_to_fit();
+  in_begin.shrink_to_fit();
+  in_from.shrink_to_fit();
+  in_lag.shrink_to_fit();
+  in_type.shrink_to_fit();
+  in_inferred.shrink_to_fit();
+  topo.shrink_to_fit();
+}
+
 DepGraph build_graph(const trace::Trace& trace, const Window& window) {
   return Builder(trace, window).build();
 }

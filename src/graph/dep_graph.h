@@ -98,6 +98,10 @@ struct DepGraph {
   static constexpr bool is_end(std::uint32_t tp) noexcept { return (tp & 1u) != 0; }
   /// Bytes held, for memory accounting.
   std::size_t memory_bytes() const noexcept;
+  /// Gives back the columns' unused capacity (build_graph grows them as it goes: about a quarter
+  /// more than their size on a rank of the generated jobs, 3.8 MB held for 2.9 MB used). For a
+  /// graph kept for long (job::ThreadRankWorker keeps every rank's). Copies each column once.
+  void shrink_to_fit();
 };
 
 /// Builds the graph of `trace` restricted to `window`.

@@ -62,6 +62,7 @@ PortedGraph ported_graph(trace::Trace& t, const trace::JobCut& open) {
   t.meta.cut = open;
   PortedGraph out{graph::build_graph(t), {}};
   t.meta.cut = {};
+  out.g.shrink_to_fit();  // kept for the whole solve (ThreadRankWorker::graph)
   std::vector<std::uint32_t> node_of(t.ops.size(), UINT32_MAX);
   for (std::uint32_t n = 0; n < out.g.nodes(); ++n) node_of[out.g.op[n]] = n;
   for (const trace::CollectivePin& p : open.pins) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "graph/hand_trace.h"
 #include "timing/timing.h"
 
@@ -56,6 +58,26 @@ TEST(DepGraph, TwoStreamsEdgesAndLags) {
   EXPECT_EQ(g.stats.unexplained_gpu_gap_ns, 0);
   EXPECT_EQ(g.topo.size(), 10u);
   expect_exact_replay(g);
+}
+
+// shrink_to_fit keeps every column as it is (the same graph) and holds no more than before; the
+// capacity it gives back is what the columns hold beyond their sizes.
+TEST(DepGraph, ShrinkToFitKeepsTheGraphAndGivesBackTheSpare) {
+  const trace::Trace t = two_streams();
+  const DepGraph g = graph::build_graph(t);
+  DepGraph h = g;
+  h.op.reserve(1000);
+  h.in_lag.reserve(1000);
+  h.topo.reserve(1000);
+  const std::size_t before = h.memory_bytes();
+  h.shrink_to_fit();
+  EXPECT_EQ(std::tie(h.op, h.dur, h.rec_start, h.rec_end, h.gpu, h.release, h.in_begin, h.in_from, h.in_lag, h.in_type,
+                     h.in_inferred, h.topo),
+            std::tie(g.op, g.dur, g.rec_start, g.rec_end, g.gpu, g.release, g.in_begin, g.in_from, g.in_lag, g.in_type,
+                     g.in_inferred, g.topo));
+  // 1000 − 5 node rows of 4 bytes, 1000 − 6 edge lags of 8, 1000 − 10 timepoints of 4 given back (at least).
+  EXPECT_LE(h.memory_bytes() + (1000 - 5) * 4 + (1000 - 6) * 8 + (1000 - 10) * 4, before);
+  expect_exact_replay(h);
 }
 
 TEST(DepGraph, TopologicalOrderPutsEveryEdgeForward) {
