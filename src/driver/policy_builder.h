@@ -59,8 +59,6 @@ class PolicyBuilder {
   /// As make_policy, on the builder's trace and packs.
   policy::Policy make(const std::vector<PackPlan>& plan, const model::GpuSpec& gpu, const PolicyHeader& header,
                       std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr) const;
-  const trace::Trace& trace() const { return trace_; }
-  const pack::PackRun& packs() const { return packs_; }
 
  private:
   struct Calls;  // the window's observable calls (policy_builder.cpp)

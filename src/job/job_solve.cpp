@@ -78,7 +78,7 @@ TimeNs StaticSearch::time_bound(std::size_t i) const {
 
 double StaticSearch::energy_bound(std::size_t i) const {
   // evaluate()'s expression, at the time bound: rounding is monotone, so never above the energy measured.
-  return above_[i] + idle_w_ * static_cast<double>(time_bound(i)) * 1e-9 * static_cast<double>(ranks_);
+  return job_energy_j(above_[i], idle_w_, time_bound(i), ranks_);
 }
 
 bool StaticSearch::beats_best(double energy_j, std::size_t i) const {
@@ -170,7 +170,7 @@ driver::Evaluated evaluate(const JobPorts& jp, const std::vector<const RankRun*>
   double above = 0;
   for (const RankRun* r : run) above += r->above_idle_j;
   timing::JobTiming jt = timing::time_job(ranks, jp.instances);
-  driver::Evaluated e{jt.makespan_ns, above + gpu.idle_power_w * static_cast<double>(jt.makespan_ns) * 1e-9 * static_cast<double>(run.size()), 0};
+  driver::Evaluated e{jt.makespan_ns, job_energy_j(above, gpu.idle_power_w, jt.makespan_ns, run.size()), 0};
   if (timing_out != nullptr) *timing_out = std::move(jt);
   return e;
 }

@@ -105,6 +105,13 @@ inline constexpr double kRetryMargin = 0.0005;
 /// reported when none is reached. Each pass costs a run of every rank whose releases moved.
 inline constexpr int kComposePasses = 8;
 
+/// A job's energy (J) from its ranks' energy above idle summed (J) and its makespan (ns):
+/// above + P_idle (W) · makespan · GPUs. The one expression the job's timing (every schedule of a
+/// decomposed solve) and StaticSearch's energy bound use: the bound is exact only if both round alike.
+inline double job_energy_j(double above_idle_j, double idle_w, TimeNs makespan_ns, std::size_t gpus) {
+  return above_idle_j + idle_w * static_cast<double>(makespan_ns) * 1e-9 * static_cast<double>(gpus);
+}
+
 /// The decomposed solve's job-level static search: the cheapest static clock within the target,
 /// every rank at the same clock (never worse than locking one clock). Each clock measured on the
 /// job costs every rank a run reduced to its ports; this asks for as few as the bounds allow.

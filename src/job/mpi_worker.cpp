@@ -83,23 +83,15 @@ class MpiWorker : public RankWorker {
   }
 
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
-    std::vector<std::vector<RankRun>> out = exchange<std::vector<RankRun>>(
-        [&](std::size_t) { return command_bytes(CommandKind::kStatics, {}, 0, clocks_mhz); },
-        [&] { return own_->statics(clocks_mhz); }, messages::decode_statics_reply);
-    for (const std::vector<RankRun>& runs : out) {
-      if (runs.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: a static run per clock expected");
-    }
-    return out;
+    return per_clock<RankRun>(
+        CommandKind::kStatics, clocks_mhz, [&] { return own_->statics(clocks_mhz); }, messages::decode_statics_reply,
+        "solve_decomposed_mpi: a static run per clock expected");
   }
 
   std::vector<std::vector<double>> static_energies(const std::vector<double>& clocks_mhz) override {
-    std::vector<std::vector<double>> out = exchange<std::vector<double>>(
-        [&](std::size_t) { return command_bytes(CommandKind::kStaticEnergies, {}, 0, clocks_mhz); },
-        [&] { return own_->static_energies(clocks_mhz); }, messages::decode_energies_reply);
-    for (const std::vector<double>& e : out) {
-      if (e.size() != clocks_mhz.size()) throw std::invalid_argument("solve_decomposed_mpi: an energy per static clock expected");
-    }
-    return out;
+    return per_clock<double>(
+        CommandKind::kStaticEnergies, clocks_mhz, [&] { return own_->static_energies(clocks_mhz); },
+        messages::decode_energies_reply, "solve_decomposed_mpi: an energy per static clock expected");
   }
 
  private:
@@ -114,6 +106,19 @@ class MpiWorker : public RankWorker {
     c.round = round;
     c.clocks_mhz = std::move(clocks_mhz);
     return messages::encode(c);
+  }
+
+  /// A step that asks every rank for one result per clock of `clocks_mhz` (command `kind`):
+  /// exchange, then std::invalid_argument(`mismatch`) for a rank that answered another count.
+  template <class T, class Own, class Decode>
+  std::vector<std::vector<T>> per_clock(CommandKind kind, const std::vector<double>& clocks_mhz, Own&& own, Decode&& decode,
+                                        const char* mismatch) {
+    std::vector<std::vector<T>> out = exchange<std::vector<T>>(
+        [&](std::size_t) { return command_bytes(kind, {}, 0, clocks_mhz); }, std::forward<Own>(own), std::forward<Decode>(decode));
+    for (const std::vector<T>& r : out) {
+      if (r.size() != clocks_mhz.size()) throw std::invalid_argument(mismatch);
+    }
+    return out;
   }
 
   /// One step: `command(q)` sent to every other process q, then this process's own part (`own()`,

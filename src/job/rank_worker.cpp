@@ -254,6 +254,13 @@ std::vector<RankRun> static_runs(const trace::Trace& t, const PortedGraph& pg, c
   return out;
 }
 
+/// Each run's energy above idle (RankRun::above_idle_j), in order, J.
+std::vector<double> above_idle_of(const std::vector<RankRun>& runs) {
+  std::vector<double> out;
+  for (const RankRun& r : runs) out.push_back(r.above_idle_j);
+  return out;
+}
+
 /// Runs `work(i)` for i < n on `threads` threads; progress "ranks" to `sink` from the calling
 /// thread; rethrows the first error after every rank is done.
 void for_ranks(std::size_t n, int threads, ProgressSink* sink, const char* label,
@@ -368,19 +375,14 @@ std::vector<std::vector<RankRun>> ThreadRankWorker::statics(const std::vector<do
 std::vector<std::vector<double>> ThreadRankWorker::static_energies(const std::vector<double>& clocks_mhz) {
   std::vector<std::vector<double>> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, "ranks (static clocks' energy)", [&](std::size_t i) {
-    for (const RankRun& r : static_runs(traces_[i], graph(i), gpu_, options_.seed, position_[i], clocks_mhz, false)) {
-      out[i].push_back(r.above_idle_j);
-    }
+    out[i] = above_idle_of(static_runs(traces_[i], graph(i), gpu_, options_.seed, position_[i], clocks_mhz, false));
   });
   return out;
 }
 
 std::vector<std::vector<double>> RankWorker::static_energies(const std::vector<double>& clocks_mhz) {
   std::vector<std::vector<double>> out;
-  for (const std::vector<RankRun>& runs : statics(clocks_mhz)) {
-    std::vector<double>& e = out.emplace_back();
-    for (const RankRun& r : runs) e.push_back(r.above_idle_j);
-  }
+  for (const std::vector<RankRun>& runs : statics(clocks_mhz)) out.push_back(above_idle_of(runs));
   return out;
 }
 

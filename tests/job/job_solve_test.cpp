@@ -360,7 +360,7 @@ TEST(StaticSearch, FindsWhatTheScanFromTheMaxClockFinds) {
       a *= 0.97 + 0.05 * static_cast<double>(rng() % 100) / 100.0;  // mostly falling, sometimes rising
       above[i] = rng() % 10 == 0 && i > 0 ? above[i - 1] : std::round(a * 8.0) / 8.0;
     }
-    auto energy = [&](double above_j, TimeNs ns) { return above_j + idle_w * static_cast<double>(ns) * 1e-9 * static_cast<double>(ranks); };
+    auto energy = [&](double above_j, TimeNs ns) { return job::job_energy_j(above_j, idle_w, ns, ranks); };
     const driver::Evaluated base{base_ns, energy(100.0 * static_cast<double>(ranks) * 1.02, base_ns), -1};
     const TimeNs target = base_ns - 1'000'000 + static_cast<TimeNs>(rng() % static_cast<std::uint64_t>(now - base_ns + 3'000'000));
     // The scan from the max clock down.
