@@ -324,7 +324,8 @@ void models_view(const Args& a, const emo::trace::Trace& job, const emo::model::
   o.seed = a.seed;
   const emo::driver::OptimizeResult res = emo::driver::optimize(job, emo::graph::Window{}, gpu, o);
   const emo::driver::ProblemStage problem =
-      emo::driver::build_problem(res.packs, res.fit, gpu.idle_power_w, target);
+      emo::driver::build_problem(res.packs, res.fit, gpu.idle_power_w, target,
+                                  emo::driver::switch_head_ns(res.profile.switch_latency_ms));
   const emo::opt::PackChoices& pc = problem.choices;
   auto choice_of = [&](const std::vector<double>& clocks) {
     std::vector<int> c(pc.packs(), 0);

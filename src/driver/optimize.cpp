@@ -20,6 +20,7 @@
 #include "opt/pareto.h"
 #include "runtime/profiler.h"
 #include "runtime/sim_backend.h"
+#include "runtime/switch_timing.h"
 
 namespace emo::driver {
 namespace {
@@ -190,7 +191,8 @@ PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& prob
   for (auto& options : fit.options) {
     for (opt::PackOption& o : options) o.factor = 1 + (o.factor - 1) * (1 + margin);
   }
-  const ProblemStage cautious = build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0);
+  const ProblemStage cautious =
+      build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0, problem.choices.switch_heads().head_ns);
   opt::FastSolver solver(cautious.problem.problem);
   return plan_of(problem, opt::solve_within(cautious.choices, cautious.problem, solver, cautious.target_ns, stats));
 }
@@ -306,7 +308,8 @@ Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const P
                   double max_slowdown, const OptimizeOptions& options, opt::SearchStats& search) {
   Planning pl;
   pl.fit = fit(trace, profiled, profiled.option_clocks_mhz.front(), idle_w);
-  pl.problem = std::make_unique<ProblemStage>(build_problem(packs, pl.fit, idle_w, max_slowdown));
+  pl.problem = std::make_unique<ProblemStage>(
+      build_problem(packs, pl.fit, idle_w, max_slowdown, switch_head_ns(profiled.switch_latency_ms)));
   opt::FastSolverOptions so;
   so.polish_from_static = options.polish_from_static;
   so.polish_from_max_at_baseline_only = options.polish_from_max_at_baseline_only;
@@ -492,6 +495,7 @@ ProfileStage profile(const trace::Trace& trace, const pack::PackRun& packs, runt
     throw ArgumentError("profile_clocks", fmt::format("{}", profile_clocks), e.what());
   }
   s.option_clocks_mhz = runtime::trusted_clocks(supported, s.profiled_clocks_mhz);
+  s.switch_latency_ms = backend.device().switch_latency_ms();
   s.measured = backend.profile_packs(trace, packs, s.profiled_clocks_mhz);
   const auto P = static_cast<std::int64_t>(packs.pack_graph.packs);
   s.pack_clock_profiles = P * static_cast<std::int64_t>(s.profiled_clocks_mhz.size());
@@ -567,12 +571,39 @@ void add_profiles(ProfileStage& profile, runtime::PackProfiles extra) {
   profile.measured.packs_at_run_power += extra.packs_at_run_power;
 }
 
-ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown) {
+TimeNs switch_head_ns(double switch_latency_ms) {
+  const TimeNs latency = ms_to_ns(std::max(0.0, switch_latency_ms));
+  return latency - runtime::switch_lead_ns(1, 0, latency);
+}
+
+opt::SwitchHeads switch_heads_of(const pack::PackRun& packs, TimeNs head_ns) {
+  const auto& all = packs.packing.packs;
+  const graph::DepGraph& g = packs.analysis.graph;
+  opt::SwitchHeads h;
+  h.head_ns = head_ns;
+  h.before.assign(all.size(), -1);
+  h.ops.resize(all.size());
+  std::map<std::int32_t, std::vector<std::uint32_t>> on_device;
+  for (std::uint32_t p = 0; p < all.size(); ++p) {
+    on_device[all[p].device].push_back(p);
+    for (const std::uint32_t n : packs.packing.ops_of(p)) h.ops[p].emplace_back(g.rec_start[n] - all[p].start_ns, g.rec_end[n] - g.rec_start[n]);
+  }
+  for (auto& [device, ps] : on_device) {
+    if (ps.size() < 2) continue;
+    std::stable_sort(ps.begin(), ps.end(), [&](std::uint32_t a, std::uint32_t b) { return all[a].start_ns < all[b].start_ns; });
+    for (std::size_t i = 0; i < ps.size(); ++i) h.before[ps[i]] = static_cast<std::int32_t>(ps[i == 0 ? ps.size() - 1 : i - 1]);
+  }
+  return h;
+}
+
+ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown,
+                           TimeNs switch_head_ns) {
   const std::uint32_t P = packs.pack_graph.packs;
   std::vector<std::int32_t> device_of_pack(P);
   std::map<std::int32_t, int> devices;
   for (std::uint32_t p = 0; p < P; ++p) devices[device_of_pack[p] = packs.packing.packs[p].device] = 1;
   opt::PackChoices choices(packs.pack_graph, std::move(fit.options), idle_w, static_cast<double>(devices.size()));
+  if (switch_head_ns > 0) choices.set_switch_heads(switch_heads_of(packs, switch_head_ns));
   // The problem fixes port-edge lags at the recording (opt/pack_problem.h); plans are evaluated
   // exactly on the pack graph (opt/pack_search.h).
   opt::PackProblem pp = opt::build_pack_problem(packs.pack_graph, choices.options(), device_of_pack, idle_w);
@@ -612,7 +643,8 @@ policy::Policy plan_policy(const PolicyBuilder& builder, const ProblemStage& pro
     const opt::PackOption& o = options[p][plan.choice[p]];
     const TimeNs start = plan.schedule.start(p), end = plan.schedule.end(p);
     per_pack[p] = {start, end, o.clock_mhz,
-                   std::max(0.0, o.dynamic_energy_j) + problem.choices.idle_w() * static_cast<double>(end - start) * kSPerNs};
+                   std::max(0.0, o.dynamic_energy_j) + problem.choices.switch_head_energy_j(plan.choice, p) +
+                       problem.choices.idle_w() * static_cast<double>(end - start) * kSPerNs};
   }
   const PolicyHeader header{max_slowdown,
                             problem.target_ns,

@@ -94,6 +94,7 @@ struct ProfileStage {
   std::int64_t refinement_profiles = 0;     ///< Pack-clock profiles added where the plan decides (refine()).
   int refinement_rounds = 0;                ///< Rounds of refine() that measured something (≤ kRefineRounds).
   std::int64_t every_clock_profiles = 0;    ///< packs × supported clocks (what profiling every clock costs).
+  double switch_latency_ms = 0;             ///< The device's clock-switch latency (Device::switch_latency_ms).
 };
 
 /// Stage 2: the fitted model of each pack and its options at every option clock.
@@ -258,8 +259,20 @@ inline constexpr int kRefineProfilesPerPack = 2;
 FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_max, double idle_w);
 
 /// Stage 3: the choices over `packs.pack_graph` (the result refers to it), the predicted
-/// baseline, the models' target and the linearised pack problem (opt::build_pack_problem).
-ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown);
+/// baseline, the models' target and the linearised pack problem (opt::build_pack_problem). The
+/// choices price the switch heads of `switch_head_ns` (switch_heads_of; 0: none).
+ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown,
+                           TimeNs switch_head_ns);
+
+/// How long (ns) a pack entered by a switch down runs at the clock before it: the switch latency
+/// less the switch-down lead (runtime::switch_lead_ns: 15 ms of a 20 ms latency). ≥ 0.
+TimeNs switch_head_ns(double switch_latency_ms);
+
+/// The switch heads of `packs` (opt::SwitchHeads): each pack's pack before it on its GPU in
+/// recorded start order — the first pack's is the GPU's last, as an iteration starts at its last
+/// pack's clock (runtime::switch_requests); none on a GPU of one pack — and its ops' recorded
+/// offsets and durations.
+opt::SwitchHeads switch_heads_of(const pack::PackRun& packs, TimeNs head_ns);
 
 /// The figures of `problem` that OptimizeResult reports.
 ModelTarget summary_of(const ProblemStage& problem);

@@ -61,7 +61,10 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   }
   const double idle_w = sim->idle_power_w();
   const auto points = runtime::true_pack_points(*sim, trace, r.packs, r.profile.option_clocks_mhz);
-  const ProblemStage problem = build_problem(r.packs, FitStage{{}, true_options(points, idle_w)}, idle_w, options.max_slowdown);
+  // No switch heads: the exact MILP's costs are per pack (opt/exact_pack_milp.h), and the local
+  // search's start and the reported energies must be scored as it scores them.
+  const ProblemStage problem =
+      build_problem(r.packs, FitStage{{}, true_options(points, idle_w)}, idle_w, options.max_slowdown, 0);
   const opt::PackChoices& pc = problem.choices;
   const Evaluation& ev = r.evaluation;
   out.emo_true_time_ns = pc.schedule(r.plan().choice).makespan_ns;

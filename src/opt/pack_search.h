@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "opt/pack_problem.h"
@@ -18,6 +19,19 @@
 #include "timing/timing.h"
 
 namespace emo::opt {
+
+/// The clock-switch heads that a plan's prediction prices (issue 26, item 3: switch latency in
+/// the prediction). A switch *down* is asked for a quarter of a switch latency before its pack and
+/// takes effect three quarters of one into it (runtime/switch_timing.h, the rule `emo run` and the
+/// simulated device share): the pack's first `head_ns` run at the clock of the pack before it on
+/// its GPU. A switch up takes effect at its pack's start and costs nothing here. Passed in as
+/// figures (opt is below runtime in the pipeline); docs/optimize.md, "Switch heads".
+struct SwitchHeads {
+  TimeNs head_ns = 0;                   ///< latency − the switch-down lead, ns; 0: nothing priced.
+  std::vector<std::int32_t> before;     ///< Per pack: the pack before it on its GPU (-1: none).
+  /// Per pack: its GPU ops as (recorded start − the pack's recorded start, recorded duration), ns.
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> ops;
+};
 
 /// The packs' options and the two ways of scoring a choice (predicted energy, exact schedule).
 /// Pack timings (PackGraph::pack_time at an option's factor) are computed once and cached.
@@ -35,8 +49,20 @@ class PackChoices {
   double gpus() const noexcept { return gpus_; }
 
   /// Idle power over the makespan on every GPU plus the packs' dynamic energy (negative dynamic
-  /// energies count as 0), J. `makespan_ns` ≥ 0.
+  /// energies count as 0) plus their switch heads (switch_head_energy_j), J. `makespan_ns` ≥ 0.
   double predicted_energy(const std::vector<int>& choice, TimeNs makespan_ns) const;
+  /// Prices the switch heads from now on (default: none). Throws std::invalid_argument when
+  /// head_ns < 0, or `before`/`ops` are not one entry per pack, or `before` names no pack or p itself.
+  void set_switch_heads(SwitchHeads heads);
+  const SwitchHeads& switch_heads() const noexcept { return heads_; }
+  /// The dynamic energy (J, ≥ 0) that pack p's switch head adds at `choice`: 0 unless its clock f
+  /// is below f_b, the clock of the pack before it; else the share of its work in the head times
+  /// D(f_b) − D(f) (D: its dynamic energy at a clock, negative as 0). The share: its ops' recorded
+  /// busy time within the first head_ns / factor(f_b) of its recorded span (the head runs at
+  /// f_b, where the pack's timeline is its recording × factor(f_b)) over all its busy time; the
+  /// work, and so the energy, taken as spread over the busy time (gaps hold none). f_b is looked
+  /// up among p's options (the highest at or below it).
+  double switch_head_energy_j(const std::vector<int>& choice, std::size_t p) const;
   /// Pack p's timing at option k, computed once.
   const pack::PackTime& time(std::size_t p, int k) const;
   /// Computes every pack's timing at every option. Afterwards time() only reads, so the const
@@ -61,6 +87,7 @@ class PackChoices {
   const pack::PackGraph* pg_;
   std::vector<std::vector<PackOption>> options_;
   double idle_w_ = 0, gpus_ = 1;
+  SwitchHeads heads_;
   mutable std::vector<std::vector<std::optional<pack::PackTime>>> cache_;
   mutable std::vector<TimeNs> uniform_makespan_;  ///< By k; -1: not evaluated yet.
   mutable TimeNs fastest_makespan_ = -1;

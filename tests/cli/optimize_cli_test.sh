@@ -40,9 +40,10 @@ steps = len(r["target_ladder"])
 assert r["profiling"]["pack_clock_profiles"] == 3 * r["packs"] + refined and 0 <= refined <= (2 + steps - 1) * r["packs"], r["profiling"]
 assert r["profiling"]["every_clock_profiles"] == 81 * r["packs"]   # A100: 210..1410 MHz in 15 MHz steps
 assert len(r["frontier"]) >= 1  # one point when the fastest schedule is also the cheapest
-# CPU-bound trace: the lowest-clock probe ran, and EMO is at least as cheap as the best static
-# clock within the target (both measured on the simulated device; the probe closed a 0.27-point gap).
-assert r["probe_runs"] == 1, r["probe_runs"]
+# CPU-bound trace: EMO is at least as cheap as the best static clock within the target (both
+# measured on the simulated device). Until stop 38 the lowest-clock probe closed a 0.27-point gap
+# here; with the switch heads priced (docs/optimize.md) EMO's own plan gets there without it.
+assert r["probe_runs"] in (0, 1), r["probe_runs"]
 assert r["savings"] >= r["static_savings"] - 1e-9, (r["savings"], r["static_savings"])
 ts = [p["time_s"] for p in r["frontier"]]; es = [p["energy_j"] for p in r["frontier"]]
 assert ts == sorted(ts) and es == sorted(es, reverse=True), "frontier not Pareto-ordered"

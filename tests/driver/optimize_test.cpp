@@ -120,7 +120,7 @@ TEST(Optimize, StagesComposeAndTheSearchNeverExceedsItsLimit) {
     EXPECT_DOUBLE_EQ(o.front().factor, 1.0);                   // f_max over itself
     for (std::size_t k = 1; k < o.size(); ++k) EXPECT_GE(o[k].factor, o[k - 1].factor - 1e-12);  // slower clocks
   }
-  const driver::ProblemStage problem = driver::build_problem(r.packs, fit, idle_w, 0.05);
+  const driver::ProblemStage problem = driver::build_problem(r.packs, fit, idle_w, 0.05, 0);
   EXPECT_EQ(problem.target_ns,
             static_cast<TimeNs>(std::floor(static_cast<double>(problem.predicted_baseline.time_ns) * 1.05)));
   opt::FastSolver solver(problem.problem.problem);
@@ -501,6 +501,20 @@ TEST(Optimize, ImpossibleRequestsNameTheParameter) {
   HandTrace h;
   h.call("cudaMalloc", 0, 10 * kUs, 1);
   EXPECT_THROW(driver::optimize(h.finish(), {}, a100(), options(0.05)), InputError);
+}
+
+}  // namespace
+}  // namespace emo::testing
+
+namespace emo::testing {
+namespace {
+
+/// The head of a pack entered by a switch down: a switch down is asked for a quarter of a latency
+/// before its pack (runtime/switch_timing.h), so 3/4 of it runs at the clock before: 15 ms of 20.
+TEST(Optimize, SwitchHeadIsThreeQuartersOfTheLatency) {
+  EXPECT_EQ(driver::switch_head_ns(20), 15'000'000);
+  EXPECT_EQ(driver::switch_head_ns(0), 0);
+  EXPECT_EQ(driver::switch_head_ns(-5), 0);
 }
 
 }  // namespace

@@ -136,3 +136,57 @@ TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
 
 }  // namespace
 }  // namespace emo::testing
+
+namespace emo::testing {
+namespace {
+
+/// Three packs on one GPU (the first's pack before is the last: an iteration starts at its last
+/// pack's clock), options at 1410 / 1065 / 705 MHz with factors 1 / 1.2 / 1.5. Pack 1's ops, as
+/// recorded: [0, 6) and [10, 20) ms, 16 ms busy. Worked by hand, 15 ms heads (a 20 ms latency):
+/// - {1410, 705, 1065}: pack 1 entered by a switch down from 1410 (factor 1): its head covers
+///   its recording's first 15 ms, 6 + 5 = 11 of 16 ms busy: 11/16 × (5 − 3) = 1.375 J; packs 0
+///   and 2 are entered by switches up: nothing.
+/// - {1065, 705, 705}: pack 1 from 1065 (factor 1.2): 15 / 1.2 = 12.5 ms of its recording, 6 +
+///   2.5 = 8.5 of 16: 8.5/16 × (4 − 3) = 0.53125 J; pack 2 at its clock before: nothing.
+TEST(PackChoices, SwitchHeadsWorkedByHand) {
+  pack::PackGraph pg;
+  pg.packs = 3;
+  const std::vector<double> clocks{1410, 1065, 705}, factors{1, 1.2, 1.5};
+  const std::vector<std::vector<double>> dynamic{{10, 8, 6}, {5, 4, 3}, {9, 7, 5}};
+  std::vector<std::vector<opt::PackOption>> options(3);
+  for (std::size_t p = 0; p < 3; ++p)
+    for (std::size_t k = 0; k < 3; ++k) options[p].push_back({clocks[k], factors[k], dynamic[p][k]});
+  opt::PackChoices pc(pg, options, 60, 1);
+  const std::vector<int> first{0, 2, 1}, second{1, 2, 2};
+  EXPECT_DOUBLE_EQ(pc.predicted_energy(first, 0), 10 + 3 + 7) << "no heads priced before set_switch_heads";
+  constexpr TimeNs kMs = 1'000'000;
+  opt::SwitchHeads h;
+  h.head_ns = 15 * kMs;
+  h.before = {2, 0, 1};
+  h.ops = {{{0, 20 * kMs}}, {{0, 6 * kMs}, {10 * kMs, 10 * kMs}}, {{0, 30 * kMs}}};
+  pc.set_switch_heads(h);
+  EXPECT_DOUBLE_EQ(pc.switch_head_energy_j(first, 0), 0);
+  EXPECT_DOUBLE_EQ(pc.switch_head_energy_j(first, 1), 1.375);
+  EXPECT_DOUBLE_EQ(pc.switch_head_energy_j(first, 2), 0);
+  EXPECT_DOUBLE_EQ(pc.predicted_energy(first, 0), 10 + 3 + 7 + 1.375);
+  EXPECT_DOUBLE_EQ(pc.switch_head_energy_j(second, 1), 0.53125);
+  EXPECT_DOUBLE_EQ(pc.predicted_energy(second, 0), 8 + 3 + 5 + 0.53125);
+  EXPECT_DOUBLE_EQ(pc.predicted_energy(second, 1'000'000'000), 60 + 8 + 3 + 5 + 0.53125) << "idle power × 1 s × 1 GPU";
+  EXPECT_DOUBLE_EQ(pc.predicted_energy({0, 0, 0}, 0), 10 + 5 + 9) << "a static plan has no switch";
+
+  opt::SwitchHeads bad = h;
+  bad.head_ns = -1;
+  EXPECT_THROW(pc.set_switch_heads(bad), std::invalid_argument);
+  bad = h;
+  bad.before = {2, 1, 1};
+  EXPECT_THROW(pc.set_switch_heads(bad), std::invalid_argument) << "a pack before itself";
+  bad = h;
+  bad.before = {2, 0};
+  EXPECT_THROW(pc.set_switch_heads(bad), std::invalid_argument);
+  bad = h;
+  bad.ops.pop_back();
+  EXPECT_THROW(pc.set_switch_heads(bad), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace emo::testing
