@@ -192,7 +192,7 @@ PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& prob
     for (opt::PackOption& o : options) o.factor = 1 + (o.factor - 1) * (1 + margin);
   }
   const ProblemStage cautious =
-      build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0, problem.choices.switch_heads().head_ns);
+      build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0, problem.choices.switch_head_ns());
   opt::FastSolver solver(cautious.problem.problem);
   return plan_of(problem, opt::solve_within(cautious.choices, cautious.problem, solver, cautious.target_ns, stats));
 }

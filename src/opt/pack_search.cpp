@@ -24,12 +24,12 @@ double PackChoices::predicted_energy(const std::vector<int>& choice, TimeNs make
   // Kept in this order of operations: the figures of earlier runs are reproduced to the bit.
   double e = idle_w_ * gpus_ * static_cast<double>(makespan_ns) * kSPerNs;
   for (std::size_t p = 0; p < options_.size(); ++p) e += std::max(0.0, options_[p][choice[p]].dynamic_energy_j);
-  if (heads_.head_ns > 0)
+  if (head_ns_ > 0)
     for (std::size_t p = 0; p < options_.size(); ++p) e += switch_head_energy_j(choice, p);
   return e;
 }
 
-void PackChoices::set_switch_heads(SwitchHeads heads) {
+void PackChoices::set_switch_heads(const SwitchHeads& heads) {
   if (heads.head_ns < 0) throw std::invalid_argument("PackChoices: a negative switch head");
   if (heads.head_ns > 0 && (heads.before.size() != options_.size() || heads.ops.size() != options_.size()))
     throw std::invalid_argument("PackChoices: switch heads need one pack before and one op list per pack");
@@ -38,26 +38,33 @@ void PackChoices::set_switch_heads(SwitchHeads heads) {
     if (b < -1 || b >= static_cast<std::int32_t>(options_.size()) || b == static_cast<std::int32_t>(p))
       throw std::invalid_argument("PackChoices: a switch head's pack before is not another pack");
   }
-  heads_ = std::move(heads);
+  head_ns_ = heads.head_ns;
+  before_ = heads.before;
+  head_share_.assign(heads.ops.size(), {});
+  for (std::size_t p = 0; p < heads.ops.size(); ++p) {
+    double busy = 0;
+    for (const auto& op : heads.ops[p]) busy += static_cast<double>(op.second);
+    for (const PackOption& o : options_[p]) {
+      // The head runs at this option's clock, where the pack's timeline is its recording × factor.
+      const double window_ns = static_cast<double>(head_ns_) / o.factor;
+      double in_head = 0;
+      for (const auto& [start, dur] : heads.ops[p])
+        in_head += std::clamp(window_ns - static_cast<double>(start), 0.0, static_cast<double>(dur));
+      head_share_[p].push_back(busy > 0 ? in_head / busy : 0.0);
+    }
+  }
 }
 
 double PackChoices::switch_head_energy_j(const std::vector<int>& choice, std::size_t p) const {
-  if (heads_.head_ns <= 0 || heads_.before[p] < 0) return 0;
-  const auto b = static_cast<std::size_t>(heads_.before[p]);
+  if (head_ns_ <= 0 || before_[p] < 0) return 0;
+  const auto b = static_cast<std::size_t>(before_[p]);
   const std::vector<PackOption>& o = options_[p];
   const PackOption& mine = o[static_cast<std::size_t>(choice[p])];
   const double f_before = options_[b][static_cast<std::size_t>(choice[b])].clock_mhz;
   if (f_before <= mine.clock_mhz) return 0;
   std::size_t j = 0;  // p's option at the clock before (options descend in clock)
   while (j + 1 < o.size() && o[j].clock_mhz > f_before) ++j;
-  const double window_ns = static_cast<double>(heads_.head_ns) / o[j].factor;
-  double in_head = 0, busy = 0;
-  for (const auto& [start, dur] : heads_.ops[p]) {
-    busy += static_cast<double>(dur);
-    in_head += std::clamp(window_ns - static_cast<double>(start), 0.0, static_cast<double>(dur));
-  }
-  if (busy <= 0) return 0;
-  return in_head / busy * std::max(0.0, std::max(0.0, o[j].dynamic_energy_j) - std::max(0.0, mine.dynamic_energy_j));
+  return head_share_[p][j] * std::max(0.0, std::max(0.0, o[j].dynamic_energy_j) - std::max(0.0, mine.dynamic_energy_j));
 }
 
 const pack::PackTime& PackChoices::time(std::size_t p, int k) const {

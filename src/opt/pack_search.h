@@ -51,10 +51,13 @@ class PackChoices {
   /// Idle power over the makespan on every GPU plus the packs' dynamic energy (negative dynamic
   /// energies count as 0) plus their switch heads (switch_head_energy_j), J. `makespan_ns` ≥ 0.
   double predicted_energy(const std::vector<int>& choice, TimeNs makespan_ns) const;
-  /// Prices the switch heads from now on (default: none). Throws std::invalid_argument when
-  /// head_ns < 0, or `before`/`ops` are not one entry per pack, or `before` names no pack or p itself.
-  void set_switch_heads(SwitchHeads heads);
-  const SwitchHeads& switch_heads() const noexcept { return heads_; }
+  /// Prices the switch heads from now on (default: none): each pack's head share at each of its
+  /// options is computed here, O(ops × options), and `heads.ops` is not kept. Throws
+  /// std::invalid_argument when head_ns < 0, or `before`/`ops` are not one entry per pack, or
+  /// `before` names no pack or p itself.
+  void set_switch_heads(const SwitchHeads& heads);
+  /// The head priced, ns (0: none).
+  TimeNs switch_head_ns() const noexcept { return head_ns_; }
   /// The dynamic energy (J, ≥ 0) that pack p's switch head adds at `choice`: 0 unless its clock f
   /// is below f_b, the clock of the pack before it; else the share of its work in the head times
   /// D(f_b) − D(f) (D: its dynamic energy at a clock, negative as 0). The share: its ops' recorded
@@ -87,7 +90,9 @@ class PackChoices {
   const pack::PackGraph* pg_;
   std::vector<std::vector<PackOption>> options_;
   double idle_w_ = 0, gpus_ = 1;
-  SwitchHeads heads_;
+  TimeNs head_ns_ = 0;
+  std::vector<std::int32_t> before_;             ///< SwitchHeads::before.
+  std::vector<std::vector<double>> head_share_;  ///< [p][k]: the share of p's work in a head at option k's clock.
   mutable std::vector<std::vector<std::optional<pack::PackTime>>> cache_;
   mutable std::vector<TimeNs> uniform_makespan_;  ///< By k; -1: not evaluated yet.
   mutable TimeNs fastest_makespan_ = -1;
