@@ -5,7 +5,7 @@
 //
 // A choice is one option index per pack; options descend in clock (index 0 = f_max). Predicted
 // energy of a choice = idle power × makespan × GPUs + Σ the packs' dynamic energies (the energy
-// accounting of opt/problem.h and docs/design.md §4).
+// accounting of opt/problem.h and docs/design.md §4) + the switch heads, where priced (SwitchHeads).
 #pragma once
 
 #include <cstdint>
