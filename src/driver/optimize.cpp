@@ -583,15 +583,16 @@ opt::SwitchHeads switch_heads_of(const pack::PackRun& packs, TimeNs head_ns) {
   h.head_ns = head_ns;
   h.before.assign(all.size(), -1);
   h.ops.resize(all.size());
-  std::map<std::int32_t, std::vector<std::uint32_t>> on_device;
   for (std::uint32_t p = 0; p < all.size(); ++p) {
-    on_device[all[p].device].push_back(p);
     for (const std::uint32_t n : packs.packing.ops_of(p)) h.ops[p].emplace_back(g.rec_start[n] - all[p].start_ns, g.rec_end[n] - g.rec_start[n]);
   }
-  for (auto& [device, ps] : on_device) {
-    if (ps.size() < 2) continue;
-    std::stable_sort(ps.begin(), ps.end(), [&](std::uint32_t a, std::uint32_t b) { return all[a].start_ns < all[b].start_ns; });
-    for (std::size_t i = 0; i < ps.size(); ++i) h.before[ps[i]] = static_cast<std::int32_t>(ps[i == 0 ? ps.size() - 1 : i - 1]);
+  // Packing::packs is by device, then time (pack/packer.h): each GPU's packs are one run.
+  for (std::size_t first = 0, last = 0; first < all.size(); first = last + 1) {
+    last = first;
+    while (last + 1 < all.size() && all[last + 1].device == all[first].device) ++last;
+    if (last == first) continue;
+    h.before[first] = static_cast<std::int32_t>(last);
+    for (std::size_t p = first + 1; p <= last; ++p) h.before[p] = static_cast<std::int32_t>(p - 1);
   }
   return h;
 }

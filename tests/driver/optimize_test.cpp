@@ -519,3 +519,39 @@ TEST(Optimize, SwitchHeadIsThreeQuartersOfTheLatency) {
 
 }  // namespace
 }  // namespace emo::testing
+
+namespace emo::testing {
+namespace {
+
+/// switch_heads_of on a packing made by hand: GPU 0 holds packs 0-2, GPU 1 pack 3 alone, GPU 2
+/// packs 4-5 (Packing's order: by device, then time). Each pack's pack before is the one before it
+/// on its GPU, the first's the GPU's last; a GPU of one pack has none. Ops as offsets from their
+/// pack's recorded start.
+TEST(Optimize, SwitchHeadsOfAHandPacking) {
+  pack::PackRun r;
+  graph::DepGraph& g = r.analysis.graph;
+  const std::vector<std::int32_t> device{0, 0, 0, 1, 2, 2};
+  for (std::uint32_t p = 0; p < device.size(); ++p) {
+    pack::Pack k;
+    k.device = device[p];
+    k.first = p;  // one op per pack: node p, recorded [100 p + 7, 100 p + 10 + p)
+    k.count = 1;
+    k.start_ns = 100 * p + 5;
+    r.packing.packs.push_back(k);
+    r.packing.nodes.push_back(p);
+    g.rec_start.push_back(100 * p + 7);
+    g.rec_end.push_back(100 * p + 10 + p);
+  }
+  const opt::SwitchHeads h = driver::switch_heads_of(r, 15'000'000);
+  EXPECT_EQ(h.head_ns, 15'000'000);
+  EXPECT_EQ(h.before, (std::vector<std::int32_t>{2, 0, 1, -1, 5, 4}));
+  ASSERT_EQ(h.ops.size(), 6u);
+  for (std::size_t p = 0; p < 6; ++p) {
+    ASSERT_EQ(h.ops[p].size(), 1u);
+    EXPECT_EQ(h.ops[p][0].first, 2) << "7 - 5";
+    EXPECT_EQ(h.ops[p][0].second, static_cast<TimeNs>(3 + p));
+  }
+}
+
+}  // namespace
+}  // namespace emo::testing
