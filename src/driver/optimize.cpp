@@ -182,10 +182,11 @@ std::vector<int> probe_choice(const ProblemStage& problem, const ProfileStage& p
   return probe;
 }
 
-/// The plan of `problem` at its predicted baseline, searched on options made conservative: each
-/// option's slowdown (factor − 1) grown by (1 + margin); predicted on `problem` itself.
+/// The plan of `problem` at the model target `model_target_ns` (at least its predicted baseline),
+/// searched on options made conservative: each option's slowdown (factor − 1) grown by
+/// (1 + margin); predicted on `problem` itself.
 PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& problem, double margin,
-                            opt::SearchStats& stats) {
+                            TimeNs model_target_ns, opt::SearchStats& stats) {
   FitStage fit;
   fit.options = problem.choices.options();
   for (auto& options : fit.options) {
@@ -194,19 +195,9 @@ PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& prob
   const ProblemStage cautious =
       build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0, problem.choices.switch_head_ns());
   opt::FastSolver solver(cautious.problem.problem);
-  return plan_of(problem, opt::solve_within(cautious.choices, cautious.problem, solver, cautious.target_ns, stats));
+  const TimeNs target_ns = std::max(cautious.target_ns, model_target_ns);  // cautious.target_ns: its baseline (+0 %)
+  return plan_of(problem, opt::solve_within(cautious.choices, cautious.problem, solver, target_ns, stats));
 }
-
-/// Runs `first`; while a run misses the measured target (the pack models are approximate),
-/// tightens the model's target by the miss — or by the model's relative error on this plan when
-/// that is larger — and re-plans, up to backend.max_validation_runs() runs; then, when a run is
-/// left and the exact pack graph keeps it within the model's target, the lowest-clock probe, kept
-/// only if measured cheaper within the target. `run` measures a plan.
-/// At the floor — the model's target is the predicted baseline (+0 %, or tightened down to it) —
-/// no tighter target is left, and a run that misses there re-plans with `conservative(margin)`:
-/// each option's slowdown (factor − 1) grown by (1 + margin), so that the plan leaves that margin
-/// on the slack it uses. The first margin; each next one ×4.
-constexpr double kFloorMargin = 0.25;
 
 /// What validate() keeps and how it got there.
 struct Validated {
@@ -219,23 +210,26 @@ template <typename RunFn, typename ConservativeFn>
 Candidate replan_while_missing(const ProblemStage& problem, opt::FastSolver& solver, Candidate kept, TimeNs target_ns,
                                int max_runs, RunFn&& run, ConservativeFn&& conservative, opt::SearchStats& search,
                                int& runs, TimeNs& model_target_ns, Validation& v) {
-  const TimeNs base_ns = problem.predicted_baseline.time_ns;
+  ReplanState state{problem.predicted_baseline.time_ns, model_target_ns, 0, 0};
   while (kept.run.time_ns > target_ns && runs < max_runs) {
     ++runs;
-    if (model_target_ns <= base_ns) {
-      v.floor_margin = v.floor_margin == 0 ? kFloorMargin : 4 * v.floor_margin;
-      kept = run(conservative(v.floor_margin));
-      continue;
+    const Replan next = next_replan(state, target_ns, kept.plan.predicted.time_ns, kept.run.time_ns);
+    if (next.conservative_margin > 0) {
+      kept = run(conservative(next.conservative_margin, next.model_target_ns));
+    } else {
+      kept = run(plan(problem, solver, next.model_target_ns, search));
     }
-    const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(kept.plan.predicted.time_ns) *
-                                                         static_cast<double>(target_ns) /
-                                                         static_cast<double>(kept.run.time_ns)));
-    model_target_ns = std::max(base_ns, std::min(model_target_ns - (kept.run.time_ns - target_ns) - 1000, by_ratio));
-    kept = run(plan(problem, solver, model_target_ns, search));
   }
+  model_target_ns = state.model_target_ns;
+  v.conservative_margin = state.conservative_margin;
   return kept;
 }
 
+/// Runs `first`; while a run misses the measured target (the pack models are approximate),
+/// re-plans as next_replan says (a tighter model target, or a conservative plan), up to
+/// backend.max_validation_runs() runs; then, when a run is left and the exact pack graph keeps it
+/// within the model's target, the lowest-clock probe, kept only if measured cheaper within the
+/// target; a calibrated re-plan before it (docs/optimize.md, stage 6). `run` measures a plan.
 template <typename RunFn, typename ConservativeFn>
 Validated validate(const ProblemStage& problem, opt::FastSolver& solver, const ProfileStage& profile, PlanStage first,
                    TimeNs target_ns, int max_runs, RunFn&& run, ConservativeFn&& conservative,
@@ -632,6 +626,30 @@ const char* kept_name(KeptPlan k) {
   return "?";
 }
 
+Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, TimeNs measured_ns) {
+  if (measured_ns <= target_ns) throw std::invalid_argument("next_replan: the run met the target");
+  const bool floor = state.model_target_ns <= state.base_ns;
+  const bool stuck = state.missed_ns > 0 && measured_ns >= state.missed_ns;
+  if (floor || stuck || state.conservative_margin > 0) {
+    if (state.conservative_margin > 0) {
+      state.conservative_margin *= 4;
+    } else if (floor || predicted_ns <= state.base_ns) {
+      state.conservative_margin = kConservativeMargin;
+    } else {
+      const auto used = static_cast<double>(predicted_ns - state.base_ns);
+      const auto error = static_cast<double>(measured_ns - predicted_ns);
+      state.conservative_margin = std::clamp(2 * error / used, kMinConservativeMargin, kConservativeMargin);
+    }
+    return {state.model_target_ns, state.conservative_margin};
+  }
+  state.missed_ns = measured_ns;
+  const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(predicted_ns) *
+                                                       static_cast<double>(target_ns) / static_cast<double>(measured_ns)));
+  state.model_target_ns =
+      std::max(state.base_ns, std::min(state.model_target_ns - (measured_ns - target_ns) - 1000, by_ratio));
+  return {state.model_target_ns, 0};
+}
+
 PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs model_target_ns, opt::SearchStats& stats) {
   return plan_of(problem, opt::solve_within(problem.choices, problem.problem, solver, model_target_ns, stats));
 }
@@ -745,7 +763,9 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     ++ev.policy_runs;
     return c;
   };
-  auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
+  auto conservative = [&](double margin, TimeNs model_target_ns) {
+    return conservative_plan(packs, problem, margin, model_target_ns, ev.search);
+  };
   // The models' best static plan, measured (a real GPU: the static run above is that plan).
   std::optional<Candidate> c;
   if (model_static && *model_static != first.choice) {
@@ -835,7 +855,9 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
       ++ev.policy_runs;
       return c;
     };
-    auto conservative = [&](double margin) { return conservative_plan(packs, problem, margin, ev.search); };
+    auto conservative = [&](double margin, TimeNs model_target_ns) {
+      return conservative_plan(packs, problem, margin, model_target_ns, ev.search);
+    };
     Validated v = validate(problem, *pl.solver, r.profile, std::move(pl.first), target_of(ev.statics.baseline.time_ns, g),
                            backend.max_validation_runs(), run, conservative, ev.search);
     ev.validation = v.validation;

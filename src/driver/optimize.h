@@ -156,6 +156,46 @@ inline constexpr std::array<double, 18> kTargetLadder = {0,    0.0025, 0.005, 0.
 /// point 0.005), ascending; at least {0}.
 std::vector<double> ladder_steps(double max_slowdown);
 
+/// Margins of a conservative re-plan (next_replan): the first at the floor, and the upper bound of
+/// the first after a stuck tighter re-plan; its lower bound.
+inline constexpr double kConservativeMargin = 0.25;
+inline constexpr double kMinConservativeMargin = 0.02;
+
+/// What validation's re-plans know of the runs so far (next_replan): the predicted baseline (ns),
+/// the model's target (ns; the problem's to start with), the measured time of the run the last
+/// tighter re-plan was to fix (ns; 0: none yet), the last conservative margin (0: none yet).
+struct ReplanState {
+  TimeNs base_ns = 0;
+  TimeNs model_target_ns = 0;
+  TimeNs missed_ns = 0;
+  double conservative_margin = 0;
+};
+
+/// A re-plan: at `model_target_ns`, on options made conservative by `conservative_margin` when it
+/// is > 0 (each option's slowdown, factor − 1, grown by 1 + margin; driver::optimize's stage 6).
+struct Replan {
+  TimeNs model_target_ns = 0;
+  double conservative_margin = 0;
+};
+
+/// The re-plan after a run that missed the measured target `target_ns` (ns): its plan was predicted
+/// at `predicted_ns`, it measured `measured_ns`. Updates `state`.
+///  - Usually a **tighter model target**: tightened by the miss plus 1 µs, or to predicted ×
+///    target / measured (the model's relative error on this plan) when lower; never below the
+///    predicted baseline.
+///  - **Conservative** — the plan then leaves a margin on the slack it uses on every path — at the
+///    floor (the model's target is the predicted baseline: nothing tighter is left; margin
+///    kConservativeMargin), and when the run of a tighter re-plan measured no faster than the run
+///    it was to fix (`stuck`): the miss is on a path the models time as not critical (a pack's one
+///    clock factor mistimes an op inside it, e.g. a pinned collective's start on a rank of a
+///    decomposed job solve; docs/optimize.md, stage 6), which a tighter makespan does not reach.
+///    The first margin there: twice the model's error on that run relative to the slowdown its plan
+///    took, 2 (measured − predicted) / (predicted − base), within [kMinConservativeMargin,
+///    kConservativeMargin] — e.g. 26 µs on a plan predicted 566 µs over its baseline: 0.09. Each
+///    next one ×4.
+/// Throws std::invalid_argument when measured_ns <= target_ns (the run met the target). O(1).
+Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, TimeNs measured_ns);
+
 /// How EMO's own plan was validated (validate): the re-plans beyond the first run.
 struct Validation {
   Evaluated own_plan;                      ///< EMO's own plan as validated, measured, before any other
@@ -163,8 +203,9 @@ struct Validation {
   int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1).
   TimeNs calibrated_target_ns = 0;         ///< The model target that measured as the target (0: not calibrated).
   int calibration_runs = 0;                ///< Runs of the plan at the calibrated target (0 or 1).
-  double floor_margin = 0;                 ///< The last conservative re-plan's margin at the floor
-                                           ///< (kFloorMargin, ×4 each); 0: none was needed.
+  double conservative_margin = 0;          ///< The last conservative re-plan's margin (at the floor, or
+                                           ///< after a tighter re-plan measured no faster; 0.25, ×4
+                                           ///< each); 0: none was needed.
 };
 
 /// The other candidates measured against EMO's own plan.

@@ -88,7 +88,7 @@ nlohmann::json candidates_json(const driver::Evaluation& ev) {
           {"static_candidate_mhz", ev.candidates.static_mhz},
           {"static_kept", (ev.kept == driver::KeptPlan::static_clock)},
           {"baseline_kept", (ev.kept == driver::KeptPlan::baseline)},
-          {"floor_margin", ev.validation.floor_margin},
+          {"conservative_margin", ev.validation.conservative_margin},
           {"tighter_runs", ev.candidates.tighter_runs},
           {"tighter_kept", (ev.kept == driver::KeptPlan::tighter)},
           {"per_gpu_static_kept", (ev.kept == driver::KeptPlan::per_gpu_static)},

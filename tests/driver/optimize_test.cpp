@@ -511,6 +511,56 @@ namespace {
 
 /// The head of a pack entered by a switch down: a switch down is asked for a quarter of a latency
 /// before its pack (runtime/switch_timing.h), so 3/4 of it runs at the clock before: 15 ms of 20.
+/// next_replan on the runs of rank 6 of docs/multi-rank.md's 16-rank data-parallel job (its rank
+/// solve at +0.05 %: predicted baseline 1,180,453,440 ns, target 1,181,042,690 ns). Worked by hand:
+///  1. predicted 1,181,043,167, measured 1,181,059,076 (16,386 over): tighter, to
+///     min(target − 16,386 − 1,000 = 1,181,025,304, ⌊1,181,043,167 × target / measured⌋ =
+///     1,181,026,781) = 1,181,025,304;
+///  2. predicted 1,181,026,098, measured 1,181,045,319 (faster than run 1: not stuck): tighter, to
+///     min(1,181,025,304 − 2,629 − 1,000 = 1,181,021,675, 1,181,023,469) = 1,181,021,675;
+///  3. predicted 1,181,019,690, measured 1,181,045,319 again (stuck): conservative at the same
+///     model target, margin 2 × 25,629 / 566,250 = 0.0905218…;
+///  4. any further miss: margin × 4.
+TEST(Optimize, ReplanWorkedByHand) {
+  const TimeNs base = 1'180'453'440, target = 1'181'042'690;
+  driver::ReplanState s{base, target, 0, 0};
+  driver::Replan r = driver::next_replan(s, target, 1'181'043'167, 1'181'059'076);
+  EXPECT_EQ(r.model_target_ns, 1'181'025'304);
+  EXPECT_EQ(r.conservative_margin, 0.0);
+  r = driver::next_replan(s, target, 1'181'026'098, 1'181'045'319);
+  EXPECT_EQ(r.model_target_ns, 1'181'021'675);
+  EXPECT_EQ(r.conservative_margin, 0.0);
+  r = driver::next_replan(s, target, 1'181'019'690, 1'181'045'319);
+  EXPECT_EQ(r.model_target_ns, 1'181'021'675);
+  EXPECT_NEAR(r.conservative_margin, 2.0 * 25'629 / 566'250, 1e-12);
+  const double first = r.conservative_margin;
+  r = driver::next_replan(s, target, 1'181'000'000, 1'181'050'000);
+  EXPECT_NEAR(r.conservative_margin, 4 * first, 1e-12);
+  EXPECT_EQ(r.model_target_ns, 1'181'021'675);
+  EXPECT_EQ(s.conservative_margin, r.conservative_margin);
+
+  // Within [0.02, 0.25]: an error of 1 µs on 566 µs used (0.0035) is raised to 0.02; one of 400 µs
+  // (1.41) lowered to 0.25. A run measured *faster* than the run before is not stuck.
+  driver::ReplanState small{base, target, 1'181'045'319, 0};
+  EXPECT_NEAR(driver::next_replan(small, target, 1'181'044'319, 1'181'045'319).conservative_margin, 0.02, 1e-12);
+  driver::ReplanState large{base, target, 1'181'045'319, 0};
+  EXPECT_NEAR(driver::next_replan(large, target, 1'180'653'440, 1'181'053'440).conservative_margin, 0.25, 1e-12);
+  driver::ReplanState faster{base, target, 1'181'045'319, 0};
+  EXPECT_EQ(driver::next_replan(faster, target, 1'181'019'690, 1'181'045'318).conservative_margin, 0.0);
+
+  // At the floor (the model's target is the predicted baseline): 0.25, then 1.0; the target stays.
+  driver::ReplanState floor{base, base, 0, 0};
+  r = driver::next_replan(floor, base + 100, base, base + 500);
+  EXPECT_EQ(r.model_target_ns, base);
+  EXPECT_DOUBLE_EQ(r.conservative_margin, 0.25);
+  EXPECT_DOUBLE_EQ(driver::next_replan(floor, base + 100, base, base + 400).conservative_margin, 1.0);
+  // A tighter target never goes below the predicted baseline.
+  driver::ReplanState low{base, base + 2'000, 0, 0};
+  EXPECT_EQ(driver::next_replan(low, base + 2'000, base + 1'900, base + 9'000).model_target_ns, base);
+  // A run that met the target is no case for a re-plan.
+  EXPECT_THROW(driver::next_replan(s, target, target, target), std::invalid_argument);
+}
+
 TEST(Optimize, SwitchHeadIsThreeQuartersOfTheLatency) {
   EXPECT_EQ(driver::switch_head_ns(20), 15'000'000);
   EXPECT_EQ(driver::switch_head_ns(0), 0);
