@@ -59,10 +59,17 @@ double clock_sensitivity(OpClass c) {
 std::vector<float> clock_sensitivity(const trace::Trace& trace) {
   const std::size_t n = trace.ops.size();
   std::vector<float> out(n, 0.0F);
+  std::vector<float> kernel_of_name(trace.strings.size(), -1.0F);  // a kernel name's, once classified (-1: not yet)
   for (std::size_t i = 0; i < n; ++i) {
     const trace::OpKind k = trace.ops.kind[i];
     if (k != trace::OpKind::kKernel && k != trace::OpKind::kMemcpy && k != trace::OpKind::kMemset) continue;
-    out[i] = static_cast<float>(clock_sensitivity(classify_op(k, trace.strings.view(trace.ops.name[i]))));
+    if (k != trace::OpKind::kKernel) {
+      out[i] = static_cast<float>(clock_sensitivity(OpClass::kMemory));  // classify_op: copies and sets are memory
+      continue;
+    }
+    float& known = kernel_of_name[trace.ops.name[i]];
+    if (known < 0) known = static_cast<float>(clock_sensitivity(classify_op(k, trace.strings.view(trace.ops.name[i]))));
+    out[i] = known;
   }
   return out;
 }

@@ -37,7 +37,8 @@ OpClass classify_op(trace::OpKind kind, std::string_view name);
 /// (docs/design.md §4); the packs' own models are fitted from their profiles.
 double clock_sensitivity(OpClass c);
 
-/// clock_sensitivity(classify_op(...)) per op row of `trace` (0 for host ops).
+/// clock_sensitivity(classify_op(...)) per op row of `trace` (0 for host ops); each kernel name
+/// classified once. O(ops + strings).
 std::vector<float> clock_sensitivity(const trace::Trace& trace);
 
 }  // namespace emo::model

@@ -23,18 +23,20 @@ EffectiveClocks effective_clocks(const std::vector<ClockRequest>& requests, Time
   return effective;
 }
 
-/// Each GPU node's ground truth (looked up once per node, once per kernel name) and its time
-/// noise factor (exp(sd × z), drawn in node order from options.seed; 1 without noise).
+/// Each GPU node's ground truth and its time noise factor (exp(sd × z), drawn in node order from
+/// options.seed; 1 without noise). Nodes of one op kind and name share one truth (SimDevice::truth
+/// depends on nothing else): `truth` holds each distinct one once, `key` is a node's index into it.
 struct NodeTruths {
   std::vector<OpTruth> truth;
+  std::vector<std::uint32_t> key;  ///< Per node (GPU nodes only).
   std::vector<double> noise;
 };
 
 NodeTruths node_truths(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
                        const SimRunOptions& options) {
   const std::size_t n = g.nodes();
-  NodeTruths out{std::vector<OpTruth>(n), std::vector<double>(n, 1.0)};
-  std::unordered_map<StringId, OpTruth> kernel_truth;
+  NodeTruths out{{}, std::vector<std::uint32_t>(n, 0), std::vector<double>(n, 1.0)};
+  std::unordered_map<std::uint64_t, std::uint32_t> key_of;  // (kind, name) -> index into truth
   std::mt19937_64 rng(options.seed);
   std::normal_distribution<double> z(0.0, 1.0);
   const double sd = device.options().ground_truth.noise.time_sd;
@@ -42,22 +44,40 @@ NodeTruths node_truths(const trace::Trace& trace, const graph::DepGraph& g, cons
     if (!g.gpu[i]) continue;
     const auto row = g.op[i];
     const auto name = trace.ops.name[row];
-    const bool kernel = trace.ops.kind[row] == trace::OpKind::kKernel;
-    if (const auto it = kernel ? kernel_truth.find(name) : kernel_truth.end(); it != kernel_truth.end()) {
-      out.truth[i] = it->second;
-    } else {
-      out.truth[i] = device.truth({std::string(trace.strings.view(name)), trace.ops.kind[row], 0, 0, g.dur[i]});
-      if (kernel) kernel_truth.emplace(name, out.truth[i]);
-    }
+    const auto kind = trace.ops.kind[row];
+    const std::uint64_t k = (static_cast<std::uint64_t>(name) << 8) | static_cast<std::uint64_t>(kind);
+    const auto [it, inserted] = key_of.try_emplace(k, static_cast<std::uint32_t>(out.truth.size()));
+    if (inserted) out.truth.push_back(device.truth({std::string(trace.strings.view(name)), kind, 0, 0, g.dur[i]}));
+    out.key[i] = it->second;
     if (options.noise) out.noise[i] = std::exp(sd * z(rng));
   }
   return out;
 }
 
-/// A GPU node's duration at `clock_mhz` (ns, ≥ 1): its ground-truth time × its noise factor.
-TimeNs op_dur_ns(const SimDevice& device, const OpTruth& truth, TimeNs recorded_ns, double clock_mhz, double noise) {
-  return std::max<TimeNs>(1, std::llround(device.true_time_ns(truth, recorded_ns, clock_mhz) * noise));
-}
+/// Each distinct truth's time ratio t(f) / t(f_max) at the clocks asked so far (SimDevice's
+/// ground truth: two pow per evaluation, the cost of a simulated run), so that a run evaluates it
+/// once per truth and clock instead of once per node. Exact: the same function of the same values.
+class TimeRatios {
+ public:
+  TimeRatios(const SimDevice& device, const std::vector<OpTruth>& truth) : device_(device), truth_(truth), at_(truth.size()) {}
+  /// A node of truth `key` recorded at `recorded_ns`, at `clock_mhz`, noise factor `noise`: its
+  /// duration (ns, ≥ 1), as SimDevice::true_time_ns × noise rounded.
+  TimeNs dur_ns(std::uint32_t key, TimeNs recorded_ns, double clock_mhz, double noise) {
+    auto& at = at_[key];
+    auto it = std::find_if(at.begin(), at.end(), [&](const auto& e) { return e.first == clock_mhz; });
+    if (it == at.end()) {
+      at.emplace_back(clock_mhz, device_.true_time_ns(truth_[key], 1, clock_mhz));
+      it = std::prev(at.end());
+    }
+    return std::max<TimeNs>(1, std::llround(static_cast<double>(recorded_ns) * it->second * noise));
+  }
+
+ private:
+  const SimDevice& device_;
+  const std::vector<OpTruth>& truth_;
+  std::vector<std::vector<std::pair<double, double>>> at_;  ///< Per truth: (clock, ratio).
+};
+
 
 /// Throws std::invalid_argument when `gpu` does not support `clock_mhz` (±0.5 MHz).
 void check_clock(const model::GpuSpec& gpu, double clock_mhz) {
@@ -115,7 +135,7 @@ void add_energy(const trace::Trace& trace, const graph::DepGraph& g, const SimDe
     if (!g.gpu[i]) continue;
     const auto dev = trace.ops.device[g.op[i]];
     auto [it, inserted] = result.gpu_energy_j.try_emplace(dev, gpu.idle_power_w * static_cast<double>(s.makespan_ns) * kSPerNs);
-    const double p = device.true_power_w(nt.truth[i], clock[i]);
+    const double p = device.true_power_w(nt.truth[nt.key[i]], clock[i]);
     it->second += (p - gpu.idle_power_w) * static_cast<double>(dur[i]) * kSPerNs;
     result.ops.push_back({static_cast<std::uint32_t>(i), dev, kNoRunPack,
                           s.start(static_cast<std::uint32_t>(i)) - g.window_start_ns, dur[i], p - gpu.idle_power_w});
@@ -141,10 +161,13 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
   std::vector<TimeNs> dur(g.dur.begin(), g.dur.end());
   SimRunResult result;
   timing::Schedule s;
+  TimeRatios ratios(device, nt.truth);
+  std::vector<double> dur_clock(n, std::nan(""));  // the clock each GPU node's dur[i] is at (NaN: none yet)
   for (int pass = 0; pass < std::max(1, options.max_passes); ++pass) {
     for (std::size_t i = 0; i < n; ++i) {
-      if (!g.gpu[i] || g.dur[i] <= 0) continue;
-      dur[i] = op_dur_ns(device, nt.truth[i], g.dur[i], clock[i], nt.noise[i]);
+      if (!g.gpu[i] || g.dur[i] <= 0 || dur_clock[i] == clock[i]) continue;
+      dur[i] = ratios.dur_ns(nt.key[i], g.dur[i], clock[i], nt.noise[i]);
+      dur_clock[i] = clock[i];
     }
     s = timing::replay(g, dur);
     result.passes = pass + 1;
@@ -162,19 +185,25 @@ StaticSimRuns::StaticSimRuns(const trace::Trace& trace, const graph::DepGraph& g
     : g_(g), device_(device) {
   NodeTruths nt = node_truths(trace, g, device, options);
   truth_ = std::move(nt.truth);
+  key_ = std::move(nt.key);
   noise_ = std::move(nt.noise);
 }
 
 double StaticSimRuns::run(double clock_mhz, std::vector<TimeNs>& dur) const {
   const auto& gpu = device_.gpu();
   check_clock(gpu, clock_mhz);
+  std::vector<double> ratio(truth_.size()), above_w(truth_.size());  // per distinct truth, at clock_mhz
+  for (std::size_t k = 0; k < truth_.size(); ++k) {
+    ratio[k] = device_.true_time_ns(truth_[k], 1, clock_mhz);
+    above_w[k] = device_.true_power_w(truth_[k], clock_mhz) - gpu.idle_power_w;
+  }
   dur.assign(g_.dur.begin(), g_.dur.end());
   double above_idle_j = 0;
   for (std::size_t i = 0; i < g_.nodes(); ++i) {
     if (!g_.gpu[i]) continue;
-    if (g_.dur[i] > 0) dur[i] = op_dur_ns(device_, truth_[i], g_.dur[i], clock_mhz, noise_[i]);
-    const double above_w = device_.true_power_w(truth_[i], clock_mhz) - gpu.idle_power_w;
-    above_idle_j += above_w * static_cast<double>(dur[i]) * 1e-9;
+    const std::uint32_t k = key_[i];
+    if (g_.dur[i] > 0) dur[i] = std::max<TimeNs>(1, std::llround(static_cast<double>(g_.dur[i]) * ratio[k] * noise_[i]));
+    above_idle_j += above_w[k] * static_cast<double>(dur[i]) * 1e-9;
   }
   return above_idle_j;
 }

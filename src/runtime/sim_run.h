@@ -52,7 +52,8 @@ struct SimRunResult {
 /// `node_clock_mhz[n]` (size g.nodes(); ignored for host nodes) — or, when `requests` is non-empty,
 /// at the clock in effect on its device when it starts (the latest request whose request time +
 /// switch latency ≤ its start; before any, SimRunOptions::initial_clock_mhz). Start times and clocks are iterated to
-/// a fixed point (at most `max_passes` replays). Energy per device = P_idle · makespan +
+/// a fixed point (at most `max_passes` replays; a node's duration recomputed only where its clock
+/// changed, each distinct ground truth's time ratio once per clock). Energy per device = P_idle · makespan +
 /// Σ_ops (P_op(f) − P_idle) · t_op(f). Throws std::invalid_argument on a size mismatch or a clock
 /// the device does not support.
 SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
@@ -63,7 +64,7 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
 /// one clock for every GPU op and no request, an op's time and power depend on that clock alone,
 /// so each GPU node's duration and power above idle are run_on_sim's for the same `device`,
 /// `options.seed` and clock, to the bit; the kernels' ground truths and the noise are drawn once
-/// for every clock asked. What the decomposed solve's static clocks need of a rank (each run is
+/// for every clock asked, and each distinct truth's time ratio and power once per clock. What the decomposed solve's static clocks need of a rank (each run is
 /// then reduced to the rank's collective ports: job::ThreadRankWorker::statics), at a fraction of
 /// run_on_sim's cost. `trace`, `g` and `device` must outlive it.
 class StaticSimRuns {
@@ -79,8 +80,9 @@ class StaticSimRuns {
  private:
   const graph::DepGraph& g_;
   const SimDevice& device_;
-  std::vector<OpTruth> truth_;  ///< Per node (GPU nodes only).
-  std::vector<double> noise_;   ///< Per node: the time noise factor.
+  std::vector<OpTruth> truth_;       ///< Each distinct truth (one per op kind and name).
+  std::vector<std::uint32_t> key_;   ///< Per node (GPU nodes only): its index into truth_.
+  std::vector<double> noise_;        ///< Per node: the time noise factor.
 };
 
 }  // namespace emo::runtime
