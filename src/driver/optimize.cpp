@@ -184,9 +184,9 @@ std::vector<int> probe_choice(const ProblemStage& problem, const ProfileStage& p
 
 /// The plan of `problem` at the model target `model_target_ns` (at least its predicted baseline),
 /// searched on options made conservative: each option's slowdown (factor − 1) grown by
-/// (1 + margin); predicted on `problem` itself.
+/// (1 + margin) (FastSolverOptions::exact_floor: `exact_floor`); predicted on `problem` itself.
 PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& problem, double margin,
-                            TimeNs model_target_ns, opt::SearchStats& stats) {
+                            TimeNs model_target_ns, bool exact_floor, opt::SearchStats& stats) {
   FitStage fit;
   fit.options = problem.choices.options();
   for (auto& options : fit.options) {
@@ -194,7 +194,9 @@ PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& prob
   }
   const ProblemStage cautious =
       build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0, problem.choices.switch_head_ns());
-  opt::FastSolver solver(cautious.problem.problem);
+  opt::FastSolverOptions so;
+  so.exact_floor = exact_floor;
+  opt::FastSolver solver(cautious.problem.problem, so);
   const TimeNs target_ns = std::max(cautious.target_ns, model_target_ns);  // cautious.target_ns: its baseline (+0 %)
   return plan_of(problem, opt::solve_within(cautious.choices, cautious.problem, solver, target_ns, stats));
 }
@@ -307,6 +309,7 @@ Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const P
   opt::FastSolverOptions so;
   so.polish_from_static = options.polish_from_static;
   so.polish_from_max_at_baseline_only = options.polish_from_max_at_baseline_only;
+  so.exact_floor = options.max_slowdown == 0;
   pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem, so);
   pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
   return pl;
@@ -764,7 +767,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
     return c;
   };
   auto conservative = [&](double margin, TimeNs model_target_ns) {
-    return conservative_plan(packs, problem, margin, model_target_ns, ev.search);
+    return conservative_plan(packs, problem, margin, model_target_ns, solver.options().exact_floor, ev.search);
   };
   // The models' best static plan, measured (a real GPU: the static run above is that plan).
   std::optional<Candidate> c;
@@ -856,7 +859,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
       return c;
     };
     auto conservative = [&](double margin, TimeNs model_target_ns) {
-      return conservative_plan(packs, problem, margin, model_target_ns, ev.search);
+      return conservative_plan(packs, problem, margin, model_target_ns, pl.solver->options().exact_floor, ev.search);
     };
     Validated v = validate(problem, *pl.solver, r.profile, std::move(pl.first), target_of(ev.statics.baseline.time_ns, g),
                            backend.max_validation_runs(), run, conservative, ev.search);

@@ -72,7 +72,7 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   opt::ExactPackOptions eo;
   eo.max_packs = to.max_packs;
   eo.time_limit_s = to.time_limit_s;
-  eo.start = start_choice(pc, r.plan().choice, problem.target_ns + opt::kRoundingNs);
+  eo.start = start_choice(pc, r.plan().choice, opt::search_limit_ns(pc, problem.target_ns, options.max_slowdown == 0));
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   TimeNs model_target = problem.target_ns;
   std::vector<OracleRun> runs;
@@ -82,7 +82,7 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   while (static_cast<int>(runs.size()) < to.max_runs) {
     OracleRun o;
     o.model_target_ns = model_target;
-    o.solve = opt::solve_exact_pack(pc, model_target + opt::kRoundingNs, eo);
+    o.solve = opt::solve_exact_pack(pc, opt::search_limit_ns(pc, model_target, options.max_slowdown == 0), eo);
     out.seconds += o.solve.seconds;
     ++out.solves;
     if (o.solve.choice.empty()) break;

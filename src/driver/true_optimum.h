@@ -9,7 +9,7 @@
 //      driver::fit, without model error);
 //   2. the exact plan: opt::solve_exact_pack (CBC) on the exact pack graph within the model
 //      target (the same as EMO's first: the all-f_max pack-graph makespan × (1 + max_slowdown),
-//      + opt::kRoundingNs as opt::solve_within allows), started from the better of EMO's plan
+//      within opt::search_limit_ns as opt::solve_within), started from the better of EMO's plan
 //      (when it fits with true costs) and the exact local search from every pack at f_max;
 //   3. its policy (driver::plan_policy) run on the device (OptimizeBackend::run_policy). When
 //      the run misses the measured target (clock-switch latency, and the pack graph's uniform

@@ -316,11 +316,11 @@ std::vector<int> choice_of(const PackProblem& pp, const Solution& s) {
 
 namespace {
 
-/// The fast solver's cheapest plan within `target_ns` on the exact pack graph: the deadline is
+/// The fast solver's cheapest plan within `limit` (search_limit_ns of `target_ns`) on the exact pack graph: the deadline is
 /// tightened by each overshoot (at most 8 tries), raise_critical repairs a plan at the fastest
 /// deadline; every pack at option 0 when nothing fits.
 std::vector<int> solver_plan(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
-                             const std::vector<int>& start, SearchStats& stats) {
+                             TimeNs limit, const std::vector<int>& start, SearchStats& stats) {
   std::vector<int> best = start;
   double best_energy = pc.predicted_energy(best, pc.schedule(best).makespan_ns);
   double deadline_s = ns_to_s(target_ns);
@@ -330,7 +330,7 @@ std::vector<int> solver_plan(const PackChoices& pc, const PackProblem& pp, FastS
     if (!sol) break;
     const std::vector<int> choice = choice_of(pp, *sol);
     const TimeNs m = pc.schedule(choice).makespan_ns;
-    if (m <= target_ns + kRoundingNs) {
+    if (m <= limit) {
       const double e = pc.predicted_energy(choice, m);
       if (e < best_energy) best = choice, best_energy = e;
       break;
@@ -339,7 +339,7 @@ std::vector<int> solver_plan(const PackChoices& pc, const PackProblem& pp, FastS
     if (at_fastest) {
       // No tighter deadline exists: raise the packs that are critical in the exact schedule to
       // option 0 until the plan fits (all packs at option 0 always does).
-      if (auto fixed = raise_critical(pc, choice, target_ns + kRoundingNs)) {
+      if (auto fixed = raise_critical(pc, choice, limit)) {
         const double e = pc.predicted_energy(*fixed, pc.schedule(*fixed).makespan_ns);
         if (e < best_energy) best = *fixed, best_energy = e;
       }
@@ -352,11 +352,15 @@ std::vector<int> solver_plan(const PackChoices& pc, const PackProblem& pp, FastS
 
 }  // namespace
 
+TimeNs search_limit_ns(const PackChoices& pc, TimeNs target_ns, bool exact_floor) {
+  return exact_floor && pc.packs() > 0 && target_ns <= pc.uniform_makespan_ns(0) ? target_ns : target_ns + kRoundingNs;
+}
+
 std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
                               SearchStats& stats) {
   const std::size_t P = pc.packs();
   const int max_moves = static_cast<int>(P) * 16;
-  const TimeNs limit = target_ns + kRoundingNs;
+  const TimeNs limit = search_limit_ns(pc, target_ns, solver.options().exact_floor);
   const std::vector<int> all_max(P, 0);
   const std::vector<int> uniform = best_static_choice(pc, limit).value_or(all_max);
   auto energy = [&](const std::vector<int>& c) { return pc.predicted_energy(c, pc.schedule(c).makespan_ns); };
@@ -377,7 +381,7 @@ std::vector<int> solve_within(const PackChoices& pc, const PackProblem& pp, Fast
   if (solver.options().polish_from_static && uniform != all_max)
     from_static = std::async(std::launch::async, [&] { return polish(pc, uniform, limit, max_moves, static_moves); });
   std::vector<int> best =
-      polish(pc, solver_plan(pc, pp, solver, target_ns, uniform, stats), limit, max_moves, stats.polish_moves);
+      polish(pc, solver_plan(pc, pp, solver, target_ns, limit, uniform, stats), limit, max_moves, stats.polish_moves);
   double best_e = energy(best);
   if (greedy.valid()) {
     std::vector<int> g = greedy.get();

@@ -111,6 +111,14 @@ struct SearchStats {
 /// real one).
 inline constexpr TimeNs kRoundingNs = 1000;
 
+/// The exact makespan a plan for `target_ns` may reach: the target + kRoundingNs — except, with
+/// `exact_floor` (FastSolverOptions::exact_floor: the latency target is +0 %), at the floor, a
+/// target at or below the makespan of every pack at option 0 (the predicted baseline), where it is
+/// the target itself: a plan predicted over the baseline there is a slower plan, not a rounding
+/// (the balanced 4 × 8 pipeline at +0 %: a plan predicted 197 ns over the baseline measured
+/// 1,203 ns over, and the baseline was kept; docs/multi-rank.md). O(1) after the first call on `pc`.
+TimeNs search_limit_ns(const PackChoices& pc, TimeNs target_ns, bool exact_floor);
+
 /// Repairs `choice` whose exact makespan exceeds `limit_ns`: repeatedly sets every pack with zero
 /// slack in the exact schedule (and not already at option 0) to option 0. nullopt when it still
 /// does not fit and no critical pack is left to raise. O(P · (V + E)) of the pack graph at most.
@@ -131,7 +139,8 @@ inline constexpr std::size_t kBatchPolishPacks = 128;
 /// Rounds of the batched polish at most.
 inline constexpr int kBatchPolishRounds = 16;
 
-/// The cheapest choice whose exact pack-graph makespan is within `target_ns` (+ kRoundingNs): the
+/// The cheapest choice whose exact pack-graph makespan is within search_limit_ns(pc, target_ns,
+/// solver.options().exact_floor): the
 /// fast solver on `pp` at a deadline tightened by each overshoot of the exact re-evaluation (at
 /// most 8 tries; at the fastest deadline, raise_critical repairs the plan), starting from the best
 /// static plan (best_static_choice; every pack at option 0 when none fits), then polish(); the

@@ -134,6 +134,39 @@ TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
   EXPECT_GT(start_mattered, 0);
 }
 
+/// With exact_floor (a +0 % latency target), at the floor (the target is the makespan of every
+/// pack at option 0) no plan is slower than the baseline on the exact pack graph — the rounding
+/// tolerance applies above it only (opt::search_limit_ns) — and the plan still saves where a pack
+/// has slack. Random pack graphs
+/// and options as above; the limits by hand from the baseline's makespan.
+TEST(SolveWithin, AtTheFloorNoPlanIsSlowerThanTheBaseline) {
+  int cases = 0, saved = 0;
+  for (std::uint64_t seed = 1; seed <= 80; ++seed) {
+    const int threads = 1 + static_cast<int>(seed % 2), devices = 1 + static_cast<int>((seed / 2) % 2);
+    const Packed p = pack_of(random_trace(seed, threads, devices, 1 + static_cast<int>((seed / 4) % 3), 50), 200);
+    if (p.pg.packs == 0) continue;
+    Rng r{seed * 17};
+    const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 6), 1e6, devices_of(p.packing));
+    const opt::PackProblem pp = opt::build_pack_problem(p.pg, pc.options(), device_of_packs(p.packing), 1e6);
+    const std::vector<int> all_max(p.pg.packs, 0);
+    const TimeNs base = pc.schedule(all_max).makespan_ns;
+    EXPECT_EQ(opt::search_limit_ns(pc, base, true), base);
+    EXPECT_EQ(opt::search_limit_ns(pc, base - 7, true), base - 7);
+    EXPECT_EQ(opt::search_limit_ns(pc, base + 1, true), base + 1 + opt::kRoundingNs);
+    EXPECT_EQ(opt::search_limit_ns(pc, base, false), base + opt::kRoundingNs);
+    opt::FastSolverOptions so;
+    so.exact_floor = true;
+    opt::FastSolver solver(pp.problem, so);
+    opt::SearchStats stats;
+    const std::vector<int> plan = opt::solve_within(pc, pp, solver, base, stats);
+    EXPECT_LE(pc.schedule(plan).makespan_ns, base) << "seed " << seed;
+    ++cases;
+    if (plan != all_max) ++saved;
+  }
+  EXPECT_GT(cases, 60);
+  EXPECT_GT(saved, 0);
+}
+
 }  // namespace
 }  // namespace emo::testing
 
