@@ -64,14 +64,20 @@ std::optional<std::vector<int>> scan(const pack::PackGraph& pg, const std::vecto
   return best;
 }
 
+/// The packed random trace of `seed`: 1–2 host threads, 1–2 devices (1 + (seed / 2) % 2), 1–3
+/// streams, 50 ops, min pack 200 ns.
+Packed random_packed(std::uint64_t seed) {
+  const int threads = 1 + static_cast<int>(seed % 2), devices = 1 + static_cast<int>((seed / 2) % 2);
+  return pack_of(random_trace(seed, threads, devices, 1 + static_cast<int>((seed / 4) % 3), 50), 200);
+}
+
 // One PackChoices asked at many limits, loosest and tightest mixed, answers each as a full scan
 // on a fresh one does (the cached makespans are the limit-free part; the bisection past the last
 // clock within the limit where factors rise with k, the full scan where they dip).
 TEST(BestStaticChoice, IsTheFullScanAtEveryLimitAskedOfOneChoices) {
   int compared = 0, none = 0;
   for (std::uint64_t seed = 1; seed <= 120; ++seed) {
-    const int threads = 1 + static_cast<int>(seed % 2), devices = 1 + static_cast<int>((seed / 2) % 2);
-    const Packed p = pack_of(random_trace(seed, threads, devices, 1 + static_cast<int>((seed / 4) % 3), 50), 200);
+    const Packed p = random_packed(seed);
     if (p.pg.packs == 0) continue;
     Rng r{seed * 13};
     const auto options = random_options(r, p.pg.packs, 6, seed % 3 == 0);  // a third with dips
@@ -102,8 +108,7 @@ TEST(BestStaticChoice, IsTheFullScanAtEveryLimitAskedOfOneChoices) {
 TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
   int at_base = 0, above = 0, start_mattered = 0;
   for (std::uint64_t seed = 1; seed <= 80; ++seed) {
-    const int threads = 1 + static_cast<int>(seed % 2), devices = 1 + static_cast<int>((seed / 2) % 2);
-    const Packed p = pack_of(random_trace(seed, threads, devices, 1 + static_cast<int>((seed / 4) % 3), 50), 200);
+    const Packed p = random_packed(seed);
     if (p.pg.packs == 0) continue;
     Rng r{seed * 17};
     const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 6), 1e6, devices_of(p.packing));
@@ -142,8 +147,7 @@ TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
 TEST(SolveWithin, AtTheFloorNoPlanIsSlowerThanTheBaseline) {
   int cases = 0, saved = 0;
   for (std::uint64_t seed = 1; seed <= 80; ++seed) {
-    const int threads = 1 + static_cast<int>(seed % 2), devices = 1 + static_cast<int>((seed / 2) % 2);
-    const Packed p = pack_of(random_trace(seed, threads, devices, 1 + static_cast<int>((seed / 4) % 3), 50), 200);
+    const Packed p = random_packed(seed);
     if (p.pg.packs == 0) continue;
     Rng r{seed * 17};
     const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 6), 1e6, devices_of(p.packing));
