@@ -20,6 +20,7 @@
 // in the same run (docs/benchmarks.md).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

@@ -197,7 +197,9 @@ PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& prob
   opt::FastSolverOptions so;
   so.exact_floor = exact_floor;
   opt::FastSolver solver(cautious.problem.problem, so);
-  const TimeNs target_ns = std::max(cautious.target_ns, model_target_ns);  // cautious.target_ns: its baseline (+0 %)
+  // cautious.target_ns: its baseline (+0 %), `problem`'s too (option 0, f_max, has factor 1 exactly:
+  // fit divides by the time at f_max, and 1 + 0 × (1 + margin) = 1).
+  const TimeNs target_ns = std::max(cautious.target_ns, model_target_ns);
   return plan_of(problem, opt::solve_within(cautious.choices, cautious.problem, solver, target_ns, stats));
 }
 
@@ -631,6 +633,7 @@ const char* kept_name(KeptPlan k) {
 
 Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, TimeNs measured_ns) {
   if (measured_ns <= target_ns) throw std::invalid_argument("next_replan: the run met the target");
+  if (predicted_ns <= 0 || measured_ns <= 0) throw std::invalid_argument("next_replan: a time is not positive");
   const bool floor = state.model_target_ns <= state.base_ns;
   const bool stuck = state.missed_ns > 0 && measured_ns >= state.missed_ns;
   if (floor || stuck || state.conservative_margin > 0) {

@@ -10,8 +10,9 @@
 //                                            static plan) decide; 2–4 again, ≤ kRefineRounds
 //   5. plan_policy(builder, problem, plan, ...) the clock policy of a plan       → policy::Policy
 //   6. evaluate(...)                         baseline, best static clock and the policy run on
-//                                            the device; re-plans (4–5) with a tighter model
-//                                            target while a run misses; static plans measured
+//                                            the device; re-plans (4–5) while a run misses
+//                                            (next_replan: a tighter model target, or a
+//                                            conservative plan); static plans measured
 //                                            as candidates; the cheapest measured kept → Evaluation
 //
 // optimize() runs them in order and returns every stage's value (OptimizeResult). Profiling and
@@ -191,9 +192,12 @@ struct Replan {
 ///    decomposed job solve; docs/optimize.md, stage 6), which a tighter makespan does not reach.
 ///    The first margin there: twice the model's error on that run relative to the slowdown its plan
 ///    took, 2 (measured − predicted) / (predicted − base), within [kMinConservativeMargin,
-///    kConservativeMargin] — e.g. 26 µs on a plan predicted 566 µs over its baseline: 0.09. Each
-///    next one ×4.
-/// Throws std::invalid_argument when measured_ns <= target_ns (the run met the target). O(1).
+///    kConservativeMargin] — e.g. 26 µs on a plan predicted 566 µs over its baseline: 0.09; a
+///    plan predicted at or below the baseline gets kConservativeMargin, a run measured faster than
+///    predicted the lower bound. Once a re-plan is conservative, every later one is too, its
+///    margin ×4 (the model target is then left as it is).
+/// Throws std::invalid_argument when measured_ns <= target_ns (the run met the target), or when
+/// predicted_ns or measured_ns is not positive. O(1).
 Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, TimeNs measured_ns);
 
 /// How EMO's own plan was validated (validate): the re-plans beyond the first run.
@@ -203,9 +207,10 @@ struct Validation {
   int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1).
   TimeNs calibrated_target_ns = 0;         ///< The model target that measured as the target (0: not calibrated).
   int calibration_runs = 0;                ///< Runs of the plan at the calibrated target (0 or 1).
-  double conservative_margin = 0;          ///< The last conservative re-plan's margin (at the floor, or
-                                           ///< after a tighter re-plan measured no faster; 0.25, ×4
-                                           ///< each); 0: none was needed.
+  double conservative_margin = 0;          ///< The last conservative re-plan's margin (next_replan: at
+                                           ///< the floor 0.25, after a stuck tighter re-plan
+                                           ///< 2 × error / slowdown within [0.02, 0.25]; ×4 each
+                                           ///< next); 0: none was needed.
 };
 
 /// The other candidates measured against EMO's own plan.
@@ -350,8 +355,8 @@ std::vector<FrontierPoint> predicted_frontier(const ProblemStage& problem, opt::
 /// Stage 6: on the device, the baseline (every pack at f_max), the best static clock (an oracle
 /// over every option clock when the backend affords it, else the clock the models predict best
 /// within the target) and `first` (a plan and its policy). While a run misses the measured
-/// target, re-plans (stages 4–5) with the model's target tightened by the miss, up to
-/// backend.max_validation_runs() runs; then, when a run is left, the calibrated re-plan and the
+/// target, re-plans (stages 4–5) as next_replan says (the model's target tightened by the miss,
+/// or a conservative plan), up to backend.max_validation_runs() runs; then, when a run is left, the calibrated re-plan and the
 /// lowest-clock probe (docs/optimize.md). The models' best static plan is measured too (a real GPU:
 /// the static run is that plan), and where static runs are affordable stepped clock by clock.
 /// Keeps the cheapest measured plan within the target, EMO's own or a static one. Throws what the

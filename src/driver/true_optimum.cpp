@@ -78,7 +78,8 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   std::vector<OracleRun> runs;
   const PolicyBuilder policies(trace, r.packs);
   // Solve, run; while the run misses the measured target, tighten the model target as
-  // driver::evaluate does (by the miss, or by the relative error when larger) and re-solve.
+  // driver::evaluate's tighter re-plans do (by the miss, or by the relative error when larger;
+  // next_replan) and re-solve.
   while (static_cast<int>(runs.size()) < to.max_runs) {
     OracleRun o;
     o.model_target_ns = model_target;

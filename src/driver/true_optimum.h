@@ -13,8 +13,9 @@
 //      (when it fits with true costs) and the exact local search from every pack at f_max;
 //   3. its policy (driver::plan_policy) run on the device (OptimizeBackend::run_policy). When
 //      the run misses the measured target (clock-switch latency, and the pack graph's uniform
-//      per-pack factor against per-op truths), the model target is tightened exactly as
-//      driver::evaluate does for EMO — by the miss, or by the relative error when larger — and
+//      per-pack factor against per-op truths), the model target is tightened as driver::evaluate
+//      tightens it for EMO (next_replan's tighter target: by the miss, or by the relative error
+//      when larger; not its conservative re-plans, which the exact MILP does not take) and
 //      the plan re-solved, up to 8 runs (TrueOptimumOptions::max_runs); the cheapest run within
 //      the target is kept (else the last, with met_target false).
 // EMO's gap = EMO's measured energy / the true optimum's measured energy − 1. Both runs carry

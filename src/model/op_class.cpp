@@ -67,7 +67,7 @@ std::vector<float> clock_sensitivity(const trace::Trace& trace) {
       out[i] = static_cast<float>(clock_sensitivity(OpClass::kMemory));  // classify_op: copies and sets are memory
       continue;
     }
-    float& known = kernel_of_name[trace.ops.name[i]];
+    float& known = kernel_of_name.at(trace.ops.name[i]);
     if (known < 0) known = static_cast<float>(clock_sensitivity(classify_op(k, trace.strings.view(trace.ops.name[i]))));
     out[i] = known;
   }

@@ -116,7 +116,9 @@ inline constexpr TimeNs kRoundingNs = 1000;
 /// target at or below the makespan of every pack at option 0 (the predicted baseline), where it is
 /// the target itself: a plan predicted over the baseline there is a slower plan, not a rounding
 /// (the balanced 4 × 8 pipeline at +0 %: a plan predicted 197 ns over the baseline measured
-/// 1,203 ns over, and the baseline was kept; docs/multi-rank.md). O(1) after the first call on `pc`.
+/// 1,203 ns over, and the baseline was kept; docs/multi-rank.md). O(1); with `exact_floor`, the
+/// first call on `pc` times every pack at option 0 (PackChoices::uniform_makespan_ns fills its
+/// cache: not to be called from several threads at once).
 TimeNs search_limit_ns(const PackChoices& pc, TimeNs target_ns, bool exact_floor);
 
 /// Repairs `choice` whose exact makespan exceeds `limit_ns`: repeatedly sets every pack with zero

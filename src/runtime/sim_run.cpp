@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
@@ -45,6 +46,7 @@ NodeTruths node_truths(const trace::Trace& trace, const graph::DepGraph& g, cons
     const auto row = g.op[i];
     const auto name = trace.ops.name[row];
     const auto kind = trace.ops.kind[row];
+    static_assert(sizeof(StringId) <= 4 && sizeof(trace::OpKind) == 1, "the key packs a name id and a kind");
     const std::uint64_t k = (static_cast<std::uint64_t>(name) << 8) | static_cast<std::uint64_t>(kind);
     const auto [it, inserted] = key_of.try_emplace(k, static_cast<std::uint32_t>(out.truth.size()));
     if (inserted) out.truth.push_back(device.truth({std::string(trace.strings.view(name)), kind, 0, 0, g.dur[i]}));
@@ -78,10 +80,9 @@ class TimeRatios {
   std::vector<std::vector<std::pair<double, double>>> at_;  ///< Per truth: (clock, ratio).
 };
 
-
 /// Throws std::invalid_argument when `gpu` does not support `clock_mhz` (±0.5 MHz).
 void check_clock(const model::GpuSpec& gpu, double clock_mhz) {
-  if (std::abs(gpu.nearest_sm_clock(clock_mhz) - clock_mhz) > 0.5)
+  if (!(std::abs(gpu.nearest_sm_clock(clock_mhz) - clock_mhz) <= 0.5))  // NaN too
     throw std::invalid_argument("run_on_sim: a node's clock is not supported by " + gpu.id);
 }
 

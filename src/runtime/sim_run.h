@@ -51,10 +51,10 @@ struct SimRunResult {
 /// Replays `g` (built from `trace`) on `device`'s ground truth. Each GPU node n runs at
 /// `node_clock_mhz[n]` (size g.nodes(); ignored for host nodes) — or, when `requests` is non-empty,
 /// at the clock in effect on its device when it starts (the latest request whose request time +
-/// switch latency ≤ its start; before any, SimRunOptions::initial_clock_mhz). Start times and clocks are iterated to
-/// a fixed point (at most `max_passes` replays; a node's duration recomputed only where its clock
-/// changed, each distinct ground truth's time ratio once per clock). Energy per device = P_idle · makespan +
-/// Σ_ops (P_op(f) − P_idle) · t_op(f). Throws std::invalid_argument on a size mismatch or a clock
+/// switch latency ≤ its start; before any, SimRunOptions::initial_clock_mhz). Start times and
+/// clocks are iterated to a fixed point (at most `max_passes` replays; a node's duration
+/// recomputed only where its clock changed, each distinct ground truth's time ratio once per
+/// clock). Energy per device = P_idle · makespan + Σ_ops (P_op(f) − P_idle) · t_op(f). Throws std::invalid_argument on a size mismatch or a clock
 /// the device does not support.
 SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
                         std::span<const double> node_clock_mhz, const std::vector<ClockRequest>& requests = {},
@@ -63,8 +63,9 @@ SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, con
 /// The GPU ops of one graph run at static clocks on the simulated device, without the replay: at
 /// one clock for every GPU op and no request, an op's time and power depend on that clock alone,
 /// so each GPU node's duration and power above idle are run_on_sim's for the same `device`,
-/// `options.seed` and clock, to the bit; the kernels' ground truths and the noise are drawn once
-/// for every clock asked, and each distinct truth's time ratio and power once per clock. What the decomposed solve's static clocks need of a rank (each run is
+/// `options.seed` and clock, to the bit; the ground truths (one per op kind and name) and the
+/// noise are drawn once for every clock asked, and each distinct truth's time ratio and power
+/// evaluated once per clock. What the decomposed solve's static clocks need of a rank (each run is
 /// then reduced to the rank's collective ports: job::ThreadRankWorker::statics), at a fraction of
 /// run_on_sim's cost. `trace`, `g` and `device` must outlive it.
 class StaticSimRuns {

@@ -509,38 +509,38 @@ TEST(Optimize, ImpossibleRequestsNameTheParameter) {
 namespace emo::testing {
 namespace {
 
-/// The head of a pack entered by a switch down: a switch down is asked for a quarter of a latency
-/// before its pack (runtime/switch_timing.h), so 3/4 of it runs at the clock before: 15 ms of 20.
 /// next_replan on the runs of rank 6 of docs/multi-rank.md's 16-rank data-parallel job (its rank
-/// solve at +0.05 %: predicted baseline 1,180,453,440 ns, target 1,181,042,690 ns). Worked by hand:
+/// solve at +0.05 %: predicted baseline 1,180,453,440 ns, so the model's target starts at
+/// ⌊1,180,453,440 × 1.0005⌋ = 1,181,043,666; measured target 1,181,042,690 ns). Worked by hand:
 ///  1. predicted 1,181,043,167, measured 1,181,059,076 (16,386 over): tighter, to
-///     min(target − 16,386 − 1,000 = 1,181,025,304, ⌊1,181,043,167 × target / measured⌋ =
-///     1,181,026,781) = 1,181,025,304;
+///     min(1,181,043,666 − 16,386 − 1,000 = 1,181,026,280, ⌊1,181,043,167 × target / measured⌋ =
+///     1,181,026,781) = 1,181,026,280;
 ///  2. predicted 1,181,026,098, measured 1,181,045,319 (faster than run 1: not stuck): tighter, to
-///     min(1,181,025,304 − 2,629 − 1,000 = 1,181,021,675, 1,181,023,469) = 1,181,021,675;
+///     min(1,181,026,280 − 2,629 − 1,000 = 1,181,022,651, 1,181,023,469) = 1,181,022,651;
 ///  3. predicted 1,181,019,690, measured 1,181,045,319 again (stuck): conservative at the same
 ///     model target, margin 2 × 25,629 / 566,250 = 0.0905218…;
 ///  4. any further miss: margin × 4.
 TEST(Optimize, ReplanWorkedByHand) {
   const TimeNs base = 1'180'453'440, target = 1'181'042'690;
-  driver::ReplanState s{base, target, 0, 0};
+  driver::ReplanState s{base, 1'181'043'666, 0, 0};
   driver::Replan r = driver::next_replan(s, target, 1'181'043'167, 1'181'059'076);
-  EXPECT_EQ(r.model_target_ns, 1'181'025'304);
+  EXPECT_EQ(r.model_target_ns, 1'181'026'280);
   EXPECT_EQ(r.conservative_margin, 0.0);
   r = driver::next_replan(s, target, 1'181'026'098, 1'181'045'319);
-  EXPECT_EQ(r.model_target_ns, 1'181'021'675);
+  EXPECT_EQ(r.model_target_ns, 1'181'022'651);
   EXPECT_EQ(r.conservative_margin, 0.0);
   r = driver::next_replan(s, target, 1'181'019'690, 1'181'045'319);
-  EXPECT_EQ(r.model_target_ns, 1'181'021'675);
+  EXPECT_EQ(r.model_target_ns, 1'181'022'651);
   EXPECT_NEAR(r.conservative_margin, 2.0 * 25'629 / 566'250, 1e-12);
   const double first = r.conservative_margin;
   r = driver::next_replan(s, target, 1'181'000'000, 1'181'050'000);
   EXPECT_NEAR(r.conservative_margin, 4 * first, 1e-12);
-  EXPECT_EQ(r.model_target_ns, 1'181'021'675);
+  EXPECT_EQ(r.model_target_ns, 1'181'022'651);
   EXPECT_EQ(s.conservative_margin, r.conservative_margin);
 
-  // Within [0.02, 0.25]: an error of 1 µs on 566 µs used (0.0035) is raised to 0.02; one of 400 µs
-  // (1.41) lowered to 0.25. A run measured *faster* than the run before is not stuck.
+  // Within [0.02, 0.25]: an error of 1 µs on 590,879 ns used (2 × 0.0017) is raised to 0.02; one of
+  // 400 µs on 200 µs used (4.0) lowered to 0.25. A run measured *faster* than the run before is not
+  // stuck.
   driver::ReplanState small{base, target, 1'181'045'319, 0};
   EXPECT_NEAR(driver::next_replan(small, target, 1'181'044'319, 1'181'045'319).conservative_margin, 0.02, 1e-12);
   driver::ReplanState large{base, target, 1'181'045'319, 0};
@@ -561,6 +561,8 @@ TEST(Optimize, ReplanWorkedByHand) {
   EXPECT_THROW(driver::next_replan(s, target, target, target), std::invalid_argument);
 }
 
+/// The head of a pack entered by a switch down: a switch down is asked for a quarter of a latency
+/// before its pack (runtime/switch_timing.h), so 3/4 of it runs at the clock before: 15 ms of 20.
 TEST(Optimize, SwitchHeadIsThreeQuartersOfTheLatency) {
   EXPECT_EQ(driver::switch_head_ns(20), 15'000'000);
   EXPECT_EQ(driver::switch_head_ns(0), 0);
