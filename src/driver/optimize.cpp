@@ -210,19 +210,20 @@ struct Validated {
 };
 
 /// validate's re-plans while a run misses `target_ns`; `runs` counts its runs (the first included).
+/// A re-plan that repeats the plan that missed is not run (it would measure the same, or differ by
+/// noise alone): the next re-plan takes it as stuck (next_replan). At most 2 × max_runs re-plans.
 template <typename RunFn, typename ConservativeFn>
 Candidate replan_while_missing(const ProblemStage& problem, opt::FastSolver& solver, Candidate kept, TimeNs target_ns,
                                int max_runs, RunFn&& run, ConservativeFn&& conservative, opt::SearchStats& search,
                                int& runs, TimeNs& model_target_ns, Validation& v) {
   ReplanState state{problem.predicted_baseline.time_ns, model_target_ns, 0, 0};
-  while (kept.run.time_ns > target_ns && runs < max_runs) {
-    ++runs;
+  for (int replans = 0; kept.run.time_ns > target_ns && runs < max_runs && replans < 2 * max_runs; ++replans) {
     const Replan next = next_replan(state, target_ns, kept.plan.predicted.time_ns, kept.run.time_ns);
-    if (next.conservative_margin > 0) {
-      kept = run(conservative(next.conservative_margin, next.model_target_ns));
-    } else {
-      kept = run(plan(problem, solver, next.model_target_ns, search));
-    }
+    PlanStage p = next.conservative_margin > 0 ? conservative(next.conservative_margin, next.model_target_ns)
+                                               : plan(problem, solver, next.model_target_ns, search);
+    if (p.choice == kept.plan.choice) continue;
+    ++runs;
+    kept = run(std::move(p));
   }
   model_target_ns = state.model_target_ns;
   v.conservative_margin = state.conservative_margin;

@@ -267,6 +267,35 @@ TEST(Optimize, TheBaselineIsKeptWhenNoPlanMeetsTheTarget) {
   EXPECT_NE(text.find("no plan met the latency target on its evaluation run"), std::string::npos) << text;
 }
 
+/// EverythingMissesBackend, recording each policy run's pack clocks.
+class RecordingMissesBackend final : public SimForwardingBackend {
+ public:
+  RecordingMissesBackend() : SimForwardingBackend(4) {}
+  runtime::RunMeasurement run_policy(const trace::Trace& t, const pack::PackRun& p, const policy::Policy& pol,
+                                     const std::vector<double>& clocks) override {
+    runs.push_back(clocks);
+    runtime::RunMeasurement m = SimForwardingBackend::run_policy(t, p, pol, clocks);
+    m.time_ns = m.time_ns * 6 / 5;
+    return m;
+  }
+  std::vector<std::vector<double>> runs;
+};
+
+/// While every run misses, validation never runs the plan that just missed again (it would measure
+/// the same): each re-plan that repeats it is skipped, and the next one made instead. Every run is
+/// a run of a plan other than the one before it.
+TEST(Optimize, ValidationNeverRunsThePlanThatJustMissedAgain) {
+  const trace::Trace t = phased_trace(20 * kMs, 2 * kMs);
+  driver::OptimizeOptions o = options(0.05);
+  o.target_ladder = false;
+  o.tighter_plans = 0;
+  RecordingMissesBackend backend;
+  const driver::OptimizeResult r = driver::optimize(t, {}, a100(), o, backend);
+  EXPECT_GT(r.evaluation.validation.own_plan.time_ns, r.evaluation.statics.target_ns) << "every own plan missed";
+  ASSERT_GE(backend.runs.size(), 2u);
+  for (std::size_t k = 1; k < backend.runs.size(); ++k) EXPECT_NE(backend.runs[k], backend.runs[k - 1]) << "run " << k;
+}
+
 TEST(Optimize, ProbeLeavesTheResultAsItFoundItWhenNotKept) {
   // Launch-bound: the GPU waits on the CPU most of the time, so the models put the packs' energy
   // minimum inside the lowest profiled interval and the probe runs.
