@@ -650,11 +650,15 @@ Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, Ti
     return {state.model_target_ns, state.conservative_margin};
   }
   state.missed_ns = measured_ns;
+  state.model_target_ns = tighter_model_target_ns(state.model_target_ns, state.base_ns, target_ns, predicted_ns, measured_ns);
+  return {state.model_target_ns, 0};
+}
+
+TimeNs tighter_model_target_ns(TimeNs model_target_ns, TimeNs base_ns, TimeNs target_ns, TimeNs predicted_ns,
+                               TimeNs measured_ns) {
   const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(predicted_ns) *
                                                        static_cast<double>(target_ns) / static_cast<double>(measured_ns)));
-  state.model_target_ns =
-      std::max(state.base_ns, std::min(state.model_target_ns - (measured_ns - target_ns) - 1000, by_ratio));
-  return {state.model_target_ns, 0};
+  return std::max(base_ns, std::min(model_target_ns - (measured_ns - target_ns) - 1000, by_ratio));
 }
 
 PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs model_target_ns, opt::SearchStats& stats) {

@@ -179,11 +179,17 @@ struct Replan {
   double conservative_margin = 0;
 };
 
+/// The model target after a run that missed the measured target `target_ns` (all ns): `model_target_ns`
+/// tightened by the miss plus 1 µs, or to predicted × target / measured (the model's relative error
+/// on that plan) when lower; never below the predicted baseline `base_ns`. Validation's tighter
+/// re-plans (next_replan) and the true optimum's re-solves (driver/true_optimum.h). Requires
+/// measured_ns > 0. O(1).
+TimeNs tighter_model_target_ns(TimeNs model_target_ns, TimeNs base_ns, TimeNs target_ns, TimeNs predicted_ns,
+                               TimeNs measured_ns);
+
 /// The re-plan after a run that missed the measured target `target_ns` (ns): its plan was predicted
 /// at `predicted_ns`, it measured `measured_ns`. Updates `state`.
-///  - Usually a **tighter model target**: tightened by the miss plus 1 µs, or to predicted ×
-///    target / measured (the model's relative error on this plan) when lower; never below the
-///    predicted baseline.
+///  - Usually a **tighter model target** (tighter_model_target_ns).
 ///  - **Conservative** — the plan then leaves a margin on the slack it uses on every path — at the
 ///    floor (the model's target is the predicted baseline: nothing tighter is left; margin
 ///    kConservativeMargin), and when the run of a tighter re-plan measured no faster than the run
@@ -356,8 +362,8 @@ std::vector<FrontierPoint> predicted_frontier(const ProblemStage& problem, opt::
 /// over every option clock when the backend affords it, else the clock the models predict best
 /// within the target) and `first` (a plan and its policy). While a run misses the measured
 /// target, re-plans (stages 4–5) as next_replan says (the model's target tightened by the miss,
-/// or a conservative plan), up to backend.max_validation_runs() runs; then, when a run is left, the calibrated re-plan and the
-/// lowest-clock probe (docs/optimize.md). The models' best static plan is measured too (a real GPU:
+/// or a conservative plan), up to backend.max_validation_runs() runs; then, when a run is left,
+/// the calibrated re-plan and the lowest-clock probe (docs/optimize.md). The models' best static plan is measured too (a real GPU:
 /// the static run is that plan), and where static runs are affordable stepped clock by clock.
 /// Keeps the cheapest measured plan within the target, EMO's own or a static one. Throws what the
 /// backend throws.

@@ -72,18 +72,18 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
   opt::ExactPackOptions eo;
   eo.max_packs = to.max_packs;
   eo.time_limit_s = to.time_limit_s;
-  eo.start = start_choice(pc, r.plan().choice, opt::search_limit_ns(pc, problem.target_ns, options.max_slowdown == 0));
+  const bool exact_floor = options.max_slowdown == 0;  // as driver::optimize's solver (FastSolverOptions)
+  eo.start = start_choice(pc, r.plan().choice, opt::search_limit_ns(pc, problem.target_ns, exact_floor));
   const TimeNs base_ns = problem.predicted_baseline.time_ns;
   TimeNs model_target = problem.target_ns;
   std::vector<OracleRun> runs;
   const PolicyBuilder policies(trace, r.packs);
   // Solve, run; while the run misses the measured target, tighten the model target as
-  // driver::evaluate's tighter re-plans do (by the miss, or by the relative error when larger;
-  // next_replan) and re-solve.
+  // driver::evaluate's tighter re-plans do (tighter_model_target_ns) and re-solve.
   while (static_cast<int>(runs.size()) < to.max_runs) {
     OracleRun o;
     o.model_target_ns = model_target;
-    o.solve = opt::solve_exact_pack(pc, opt::search_limit_ns(pc, model_target, options.max_slowdown == 0), eo);
+    o.solve = opt::solve_exact_pack(pc, opt::search_limit_ns(pc, model_target, exact_floor), eo);
     out.seconds += o.solve.seconds;
     ++out.solves;
     if (o.solve.choice.empty()) break;
@@ -95,9 +95,8 @@ TrueOptimum true_optimum(const trace::Trace& trace, const OptimizeResult& r, con
     o.run = backend.run_policy(trace, r.packs, pol, o.plan.pack_clock_mhz);
     runs.push_back(o);
     if (o.run.time_ns <= ev.statics.target_ns || model_target <= base_ns) break;
-    const auto by_ratio = static_cast<TimeNs>(std::floor(static_cast<double>(o.plan.predicted.time_ns) *
-                                                         static_cast<double>(ev.statics.target_ns) / static_cast<double>(o.run.time_ns)));
-    model_target = std::max(base_ns, std::min(model_target - (o.run.time_ns - ev.statics.target_ns) - 1000, by_ratio));
+    model_target = tighter_model_target_ns(model_target, base_ns, ev.statics.target_ns, o.plan.predicted.time_ns,
+                                           o.run.time_ns);
   }
   out.runs = static_cast<int>(runs.size());
   if (runs.empty()) {

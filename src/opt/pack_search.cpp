@@ -316,9 +316,9 @@ std::vector<int> choice_of(const PackProblem& pp, const Solution& s) {
 
 namespace {
 
-/// The fast solver's cheapest plan within `limit` (search_limit_ns of `target_ns`) on the exact pack graph: the deadline is
-/// tightened by each overshoot (at most 8 tries), raise_critical repairs a plan at the fastest
-/// deadline; every pack at option 0 when nothing fits.
+/// The fast solver's cheapest plan within `limit` (search_limit_ns of `target_ns`) on the exact
+/// pack graph: the deadline is tightened by each overshoot (at most 8 tries), raise_critical
+/// repairs a plan at the fastest deadline; every pack at option 0 when nothing fits.
 std::vector<int> solver_plan(const PackChoices& pc, const PackProblem& pp, FastSolver& solver, TimeNs target_ns,
                              TimeNs limit, const std::vector<int>& start, SearchStats& stats) {
   std::vector<int> best = start;

@@ -142,8 +142,7 @@ inline constexpr std::size_t kBatchPolishPacks = 128;
 inline constexpr int kBatchPolishRounds = 16;
 
 /// The cheapest choice whose exact pack-graph makespan is within search_limit_ns(pc, target_ns,
-/// solver.options().exact_floor): the
-/// fast solver on `pp` at a deadline tightened by each overshoot of the exact re-evaluation (at
+/// solver.options().exact_floor): the fast solver on `pp` at a deadline tightened by each overshoot of the exact re-evaluation (at
 /// most 8 tries; at the fastest deadline, raise_critical repairs the plan), starting from the best
 /// static plan (best_static_choice; every pack at option 0 when none fits), then polish(); the
 /// same polish from every pack at option 0 and from the best static plan compete, and the

@@ -56,9 +56,9 @@ struct FastSolverOptions {
   bool polish_from_max_at_baseline_only = false;
   /// solve_within's limit at the floor (a target at or below every pack at option 0's makespan):
   /// the target itself, without kRoundingNs (opt::search_limit_ns). Set by the driver where the
-  /// latency target is exactly +0 % (max_slowdown == 0): a plan predicted over the baseline is then a predicted miss. Not on
-  /// the target ladder's +0 % step of a looser target, whose plans are measured against that
-  /// target (there the tolerance measured better: the 4 × 8 pipeline at +1 % 12.74 % without it,
+  /// latency target is exactly +0 % (max_slowdown == 0): a plan predicted over the baseline is
+  /// then a predicted miss. Not on the target ladder's +0 % step of a looser target, whose plans
+  /// are measured against that target (there the tolerance measured better: the 4 × 8 pipeline at +1 % 12.74 % without it,
   /// 13.14 % with; docs/multi-rank.md).
   bool exact_floor = false;
 };

@@ -56,6 +56,13 @@ NodeTruths node_truths(const trace::Trace& trace, const graph::DepGraph& g, cons
   return out;
 }
 
+/// A GPU node's duration (ns, ≥ 1): its recorded duration × its truth's time ratio at its clock ×
+/// its noise factor, rounded — SimDevice::true_time_ns × noise, the one formula of run_on_sim and
+/// StaticSimRuns (which must agree to the bit).
+TimeNs node_dur_ns(TimeNs recorded_ns, double time_ratio, double noise) {
+  return std::max<TimeNs>(1, std::llround(static_cast<double>(recorded_ns) * time_ratio * noise));
+}
+
 /// Each distinct truth's time ratio t(f) / t(f_max) at the clocks asked so far (SimDevice's
 /// ground truth: two pow per evaluation, the cost of a simulated run), so that a run evaluates it
 /// once per truth and clock instead of once per node. Exact: the same function of the same values.
@@ -63,7 +70,7 @@ class TimeRatios {
  public:
   TimeRatios(const SimDevice& device, const std::vector<OpTruth>& truth) : device_(device), truth_(truth), at_(truth.size()) {}
   /// A node of truth `key` recorded at `recorded_ns`, at `clock_mhz`, noise factor `noise`: its
-  /// duration (ns, ≥ 1), as SimDevice::true_time_ns × noise rounded.
+  /// duration (node_dur_ns).
   TimeNs dur_ns(std::uint32_t key, TimeNs recorded_ns, double clock_mhz, double noise) {
     auto& at = at_[key];
     auto it = std::find_if(at.begin(), at.end(), [&](const auto& e) { return e.first == clock_mhz; });
@@ -71,7 +78,7 @@ class TimeRatios {
       at.emplace_back(clock_mhz, device_.true_time_ns(truth_[key], 1, clock_mhz));
       it = std::prev(at.end());
     }
-    return std::max<TimeNs>(1, std::llround(static_cast<double>(recorded_ns) * it->second * noise));
+    return node_dur_ns(recorded_ns, it->second, noise);
   }
 
  private:
@@ -203,7 +210,7 @@ double StaticSimRuns::run(double clock_mhz, std::vector<TimeNs>& dur) const {
   for (std::size_t i = 0; i < g_.nodes(); ++i) {
     if (!g_.gpu[i]) continue;
     const std::uint32_t k = key_[i];
-    if (g_.dur[i] > 0) dur[i] = std::max<TimeNs>(1, std::llround(static_cast<double>(g_.dur[i]) * ratio[k] * noise_[i]));
+    if (g_.dur[i] > 0) dur[i] = node_dur_ns(g_.dur[i], ratio[k], noise_[i]);
     above_idle_j += above_w[k] * static_cast<double>(dur[i]) * 1e-9;
   }
   return above_idle_j;

@@ -54,8 +54,8 @@ struct SimRunResult {
 /// switch latency ≤ its start; before any, SimRunOptions::initial_clock_mhz). Start times and
 /// clocks are iterated to a fixed point (at most `max_passes` replays; a node's duration
 /// recomputed only where its clock changed, each distinct ground truth's time ratio once per
-/// clock). Energy per device = P_idle · makespan + Σ_ops (P_op(f) − P_idle) · t_op(f). Throws std::invalid_argument on a size mismatch or a clock
-/// the device does not support.
+/// clock). Energy per device = P_idle · makespan + Σ_ops (P_op(f) − P_idle) · t_op(f). Throws
+/// std::invalid_argument on a size mismatch or a clock the device does not support.
 SimRunResult run_on_sim(const trace::Trace& trace, const graph::DepGraph& g, const SimDevice& device,
                         std::span<const double> node_clock_mhz, const std::vector<ClockRequest>& requests = {},
                         const SimRunOptions& options = {});

@@ -101,18 +101,29 @@ TEST(BestStaticChoice, IsTheFullScanAtEveryLimitAskedOfOneChoices) {
   EXPECT_GT(none, 20);  // the −1 % limits: nothing fits
 }
 
-// polish_from_max_at_baseline_only: at the baseline target (every pack at option 0's makespan,
-// within kRoundingNs) solve_within is the default search (the start from every pack at option 0 runs); above it, the
-// search without that start. The random cases include ones where that start changes the answer
-// above the baseline, so the option is seen to drop it there.
-TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
-  int at_base = 0, above = 0, start_mattered = 0;
+/// Calls f(seed, packed, choices, problem) for the solve_within cases: seeds 1–80's packed random
+/// traces (random_packed; those without a pack skipped), random options of 6 clocks (seed × 17),
+/// idle power 1 MW (so the makespan weighs).
+template <typename F>
+void for_each_solve_within_case(F&& f) {
   for (std::uint64_t seed = 1; seed <= 80; ++seed) {
     const Packed p = random_packed(seed);
     if (p.pg.packs == 0) continue;
     Rng r{seed * 17};
     const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 6), 1e6, devices_of(p.packing));
     const opt::PackProblem pp = opt::build_pack_problem(p.pg, pc.options(), device_of_packs(p.packing), 1e6);
+    f(seed, p, pc, pp);
+  }
+}
+
+// polish_from_max_at_baseline_only: at the baseline target (every pack at option 0's makespan,
+// within kRoundingNs) solve_within is the default search (the start from every pack at option 0 runs); above it, the
+// search without that start. The random cases include ones where that start changes the answer
+// above the baseline, so the option is seen to drop it there.
+TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
+  int at_base = 0, above = 0, start_mattered = 0;
+  for_each_solve_within_case([&](std::uint64_t seed, const Packed& p, const opt::PackChoices& pc,
+                                 const opt::PackProblem& pp) {
     auto solve = [&](TimeNs target, bool from_max, bool at_base_only) {
       opt::FastSolverOptions so;
       so.polish_from_static = false;
@@ -134,7 +145,7 @@ TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
       if (solve(target, true, false) != without) ++start_mattered;
       ++above;
     }
-  }
+  });
   EXPECT_GT(at_base, 60);
   EXPECT_GT(start_mattered, 0);
 }
@@ -142,16 +153,12 @@ TEST(SolveWithin, TheStartFromTheBaselineOnlyAtTheBaselineWhenAsked) {
 /// With exact_floor (a +0 % latency target), at the floor (the target is the makespan of every
 /// pack at option 0) no plan is slower than the baseline on the exact pack graph — the rounding
 /// tolerance applies above it only (opt::search_limit_ns) — and the plan still saves where a pack
-/// has slack. Random pack graphs
-/// and options as above; the limits by hand from the baseline's makespan.
+/// has slack. The cases of for_each_solve_within_case; the limits by hand from the baseline's
+/// makespan.
 TEST(SolveWithin, AtTheFloorNoPlanIsSlowerThanTheBaseline) {
   int cases = 0, saved = 0, over_with_tolerance = 0;
-  for (std::uint64_t seed = 1; seed <= 80; ++seed) {
-    const Packed p = random_packed(seed);
-    if (p.pg.packs == 0) continue;
-    Rng r{seed * 17};
-    const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 6), 1e6, devices_of(p.packing));
-    const opt::PackProblem pp = opt::build_pack_problem(p.pg, pc.options(), device_of_packs(p.packing), 1e6);
+  for_each_solve_within_case([&](std::uint64_t seed, const Packed& p, const opt::PackChoices& pc,
+                                 const opt::PackProblem& pp) {
     const std::vector<int> all_max(p.pg.packs, 0);
     const TimeNs base = pc.schedule(all_max).makespan_ns;
     EXPECT_EQ(opt::search_limit_ns(pc, base, true), base);
@@ -170,7 +177,7 @@ TEST(SolveWithin, AtTheFloorNoPlanIsSlowerThanTheBaseline) {
     ++cases;
     if (plan != all_max) ++saved;
     if (pc.schedule(solve(false)).makespan_ns > base) ++over_with_tolerance;
-  }
+  });
   EXPECT_GT(cases, 60);
   EXPECT_GT(saved, 0);
   EXPECT_GT(over_with_tolerance, 0) << "no case where the tolerance mattered: the test shows nothing";
