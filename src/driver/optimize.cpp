@@ -303,12 +303,15 @@ std::int64_t evaluation_runs_estimate(const ProfileStage& profile, const runtime
   return statics + backend.max_validation_runs() + (backend.static_oracle() ? 3 + static_cast<std::int64_t>(kTighterShares.size()) : 0);
 }
 
+/// Stages 2–4 at `max_slowdown` on `profiled` (build_problem takes the timings of `reuse`, an
+/// earlier planning's choices, where a factor is unchanged).
 Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const ProfileStage& profiled, double idle_w,
-                  double max_slowdown, const OptimizeOptions& options, opt::SearchStats& search) {
+                  double max_slowdown, const OptimizeOptions& options, opt::SearchStats& search,
+                  const opt::PackChoices* reuse = nullptr) {
   Planning pl;
   pl.fit = fit(trace, profiled, profiled.option_clocks_mhz.front(), idle_w);
   pl.problem = std::make_unique<ProblemStage>(
-      build_problem(packs, pl.fit, idle_w, max_slowdown, switch_head_ns(profiled.switch_latency_ms)));
+      build_problem(packs, pl.fit, idle_w, max_slowdown, switch_head_ns(profiled.switch_latency_ms), reuse));
   opt::FastSolverOptions so;
   so.polish_from_static = options.polish_from_static;
   so.polish_from_max_at_baseline_only = options.polish_from_max_at_baseline_only;
@@ -334,7 +337,7 @@ Planning refined_planning(const trace::Trace& trace, const pack::PackRun& packs,
     if (std::all_of(clocks.begin(), clocks.end(), [](const auto& c) { return c.empty(); })) break;
     add_profiles(profile, backend.profile_pack_clocks(trace, packs, clocks));
     ++profile.refinement_rounds;
-    pl = planning(trace, packs, profile, idle_w, max_slowdown, options, search);
+    pl = planning(trace, packs, profile, idle_w, max_slowdown, options, search, &pl.problem->choices);
   }
   return pl;
 }
@@ -598,16 +601,23 @@ opt::SwitchHeads switch_heads_of(const pack::PackRun& packs, TimeNs head_ns) {
 }
 
 ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown,
-                           TimeNs switch_head_ns) {
+                           TimeNs switch_head_ns, const opt::PackChoices* reuse) {
   const std::uint32_t P = packs.pack_graph.packs;
   std::vector<std::int32_t> device_of_pack(P);
   std::map<std::int32_t, int> devices;
   for (std::uint32_t p = 0; p < P; ++p) devices[device_of_pack[p] = packs.packing.packs[p].device] = 1;
   opt::PackChoices choices(packs.pack_graph, std::move(fit.options), idle_w, static_cast<double>(devices.size()));
   if (switch_head_ns > 0) choices.set_switch_heads(switch_heads_of(packs, switch_head_ns));
+  if (reuse != nullptr) choices.reuse_times(*reuse);
   // The problem fixes port-edge lags at the recording (opt/pack_problem.h); plans are evaluated
   // exactly on the pack graph (opt/pack_search.h).
-  opt::PackProblem pp = opt::build_pack_problem(packs.pack_graph, choices.options(), device_of_pack, idle_w);
+  // Every pack's timing at every option, once: the problem's work nodes and the search share them.
+  std::vector<std::vector<TimeNs>> option_dur_ns(P);
+  for (std::uint32_t p = 0; p < P; ++p)
+    for (std::size_t k = 0; k < choices.options()[p].size(); ++k)
+      option_dur_ns[p].push_back(choices.time(p, static_cast<int>(k)).dur_ns);
+  opt::PackProblem pp =
+      opt::build_pack_problem(packs.pack_graph, choices.options(), device_of_pack, idle_w, {}, option_dur_ns);
   const std::vector<int> all_max(P, 0);
   const TimeNs base_ns = choices.schedule(all_max).makespan_ns;
   const Evaluated baseline{base_ns, choices.predicted_energy(all_max, base_ns),

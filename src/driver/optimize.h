@@ -312,9 +312,12 @@ FitStage fit(const trace::Trace& trace, const ProfileStage& profile, double f_ma
 
 /// Stage 3: the choices over `packs.pack_graph` (the result refers to it), the predicted
 /// baseline, the models' target and the linearised pack problem (opt::build_pack_problem). The
-/// choices price the switch heads of `switch_head_ns` (switch_heads_of; 0: none).
+/// choices price the switch heads of `switch_head_ns` (switch_heads_of; 0: none). `reuse`: the
+/// choices of an earlier problem on the same packs (a planning before a refit), whose pack
+/// timings are taken where an option's factor is the same (opt::PackChoices::reuse_times): the
+/// same problem, built faster.
 ProblemStage build_problem(const pack::PackRun& packs, FitStage fit, double idle_w, double max_slowdown,
-                           TimeNs switch_head_ns);
+                           TimeNs switch_head_ns, const opt::PackChoices* reuse = nullptr);
 
 /// How long (ns) a pack entered by a switch down runs at the clock before it: the switch latency
 /// less the switch-down lead (runtime::switch_lead_ns: 15 ms of a 20 ms latency). ≥ 0.

@@ -56,7 +56,8 @@ std::map<std::int32_t, int> add_gpus(const std::vector<std::int32_t>& device_of_
 /// The events and each pack's work node (its options' time at pack_time(p, factor), energy with
 /// idle power over that time), start → work → end.
 Events add_events(const pack::PackGraph& pg, const std::vector<std::vector<PackOption>>& options,
-                  const std::vector<std::int32_t>& device_of_pack, double idle_power_w, PackProblem& out) {
+                  std::span<const std::vector<TimeNs>> option_dur_ns, const std::vector<std::int32_t>& device_of_pack,
+                  double idle_power_w, PackProblem& out) {
   const std::uint32_t P = pg.packs;
   const std::map<std::int32_t, int> gpu_index = add_gpus(device_of_pack, idle_power_w, out);
   Problem& prob = out.problem;
@@ -68,10 +69,14 @@ Events add_events(const pack::PackGraph& pg, const std::vector<std::vector<PackO
   for (std::uint32_t p = 0; p < P; ++p) {
     if (options[p].empty()) throw std::invalid_argument(fmt::format("build_pack_problem: pack {} has no options", p));
     const int gpu = gpu_index.at(device_of_pack[p]);
+    if (!option_dur_ns.empty() && option_dur_ns[p].size() != options[p].size())
+      throw std::invalid_argument(fmt::format("build_pack_problem: pack {}: {} durations for {} options", p,
+                                              option_dur_ns[p].size(), options[p].size()));
     std::vector<Option> opts;
-    for (const auto& o : options[p]) {
+    for (std::size_t k = 0; k < options[p].size(); ++k) {
+      const PackOption& o = options[p][k];
       if (!(o.factor > 0)) throw std::invalid_argument("build_pack_problem: factor must be > 0");
-      const double t = ns_to_s(pg.pack_time(p, o.factor).dur_ns);
+      const double t = ns_to_s(option_dur_ns.empty() ? pg.pack_time(p, o.factor).dur_ns : option_dur_ns[p][k]);
       opts.push_back({o.clock_mhz, t, std::max(0.0, o.dynamic_energy_j) + idle_power_w * t});
     }
     ev.start[p] = prob.add_fixed(fmt::format("pack {} start", p), -1, 0, 0);
@@ -155,17 +160,19 @@ void materialise(const Lags& lag, PackProblem& out) {
 
 PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std::vector<PackOption>>& options,
                                const std::vector<std::int32_t>& device_of_pack, double idle_power_w,
-                               std::span<const double> port_factors) {
+                               std::span<const double> port_factors, std::span<const std::vector<TimeNs>> option_dur_ns) {
   const std::uint32_t P = pg.packs;
   if (options.size() != P || device_of_pack.size() != P)
     throw std::invalid_argument("build_pack_problem: one option list and one device per pack needed");
   if (!port_factors.empty() && port_factors.size() != P)
     throw std::invalid_argument("build_pack_problem: one port factor per pack needed");
+  if (!option_dur_ns.empty() && option_dur_ns.size() != P)
+    throw std::invalid_argument("build_pack_problem: one duration list per pack needed");
   // The fixed part: the pack graph with its port edges' lags at port_factors.
   const DepGraph linearised = port_factors.empty() ? DepGraph{} : pg.graph_at(pg.pack_times(port_factors));
   const DepGraph& g = port_factors.empty() ? pg.g : linearised;
   PackProblem out;
-  const Events ev = add_events(pg, options, device_of_pack, idle_power_w, out);
+  const Events ev = add_events(pg, options, option_dur_ns, device_of_pack, idle_power_w, out);
   Lags lag;
   collapsed_lags(g, P, ev, lag);
   // When the collapsed form would be larger than the pack graph itself (many packs reached

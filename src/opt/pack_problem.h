@@ -56,10 +56,14 @@ struct PackProblem {
 /// every device. A pack's work node takes time = pack_time(p, factor).dur_ns and energy =
 /// dynamic_energy_j + idle_power_w × that time, so that the problem's energy (problem.h) is
 /// idle power over the makespan on every GPU plus the packs' dynamic energy. `port_factors`
-/// (empty, or one per pack): the factors at which port-edge lags are fixed (empty: 1). Throws
+/// (empty, or one per pack): the factors at which port-edge lags are fixed (empty: 1).
+/// `option_dur_ns` (empty, or one list per pack, one duration per option): each option's
+/// pack_time(p, factor).dur_ns where the caller has them already (PackChoices::time: a pack's
+/// timing at every option is the costliest part of the build), else computed here. Throws
 /// std::invalid_argument on size mismatches or an empty option list.
 PackProblem build_pack_problem(const pack::PackGraph& pg, const std::vector<std::vector<PackOption>>& options,
                                const std::vector<std::int32_t>& device_of_pack, double idle_power_w,
-                               std::span<const double> port_factors = {});
+                               std::span<const double> port_factors = {},
+                               std::span<const std::vector<TimeNs>> option_dur_ns = {});
 
 }  // namespace emo::opt

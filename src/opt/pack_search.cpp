@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <optional>
 #include <tuple>
 #include <stdexcept>
 #include <utility>
@@ -74,6 +75,26 @@ const pack::PackTime& PackChoices::time(std::size_t p, int k) const {
   return *slot;
 }
 
+std::size_t PackChoices::reuse_times(const PackChoices& other) {
+  if (other.pg_ != pg_ || other.options_.size() != options_.size())
+    throw std::invalid_argument("PackChoices::reuse_times: the timings of another pack graph");
+  std::size_t taken = 0;
+  for (std::size_t p = 0; p < options_.size(); ++p) {
+    const auto& theirs = other.options_[p];
+    for (std::size_t k = 0; k < options_[p].size(); ++k) {
+      if (!cache_[p].empty() && cache_[p][k]) continue;
+      for (std::size_t j = 0; j < theirs.size() && j < other.cache_[p].size(); ++j) {
+        if (theirs[j].factor != options_[p][k].factor || !other.cache_[p][j]) continue;
+        if (cache_[p].empty()) cache_[p].resize(options_[p].size());
+        cache_[p][k] = other.cache_[p][j];
+        ++taken;
+        break;
+      }
+    }
+  }
+  return taken;
+}
+
 void PackChoices::compute_all_times() const {
   for (std::size_t p = 0; p < options_.size(); ++p)
     for (std::size_t k = 0; k < options_[p].size(); ++k) time(p, static_cast<int>(k));
@@ -86,7 +107,11 @@ std::vector<pack::PackTime> PackChoices::times(const std::vector<int>& choice) c
   return t;
 }
 
-timing::Schedule PackChoices::schedule(const std::vector<int>& choice) const { return pg_->evaluate(times(choice)); }
+timing::Schedule PackChoices::schedule(const std::vector<int>& choice) const {
+  std::vector<const pack::PackTime*> t(options_.size());
+  for (std::size_t p = 0; p < options_.size(); ++p) t[p] = &time(p, choice[p]);
+  return pg_->evaluate(std::span<const pack::PackTime* const>(t));
+}
 
 std::vector<double> PackChoices::clocks(const std::vector<int>& choice) const {
   std::vector<double> c(options_.size());
@@ -141,22 +166,67 @@ struct Move {
   double energy_j = 0;
 };
 
+/// What a local search on `pc` knows beyond its current plan, for skipping tries whose outcome
+/// is known (both exact: the search picks the same moves with or without them).
+/// - The (pack, option) pairs found over the limit. The search only slows packs down (each move
+///   is_slower than the timing it replaces), and a longest path never shortens when a duration or
+///   lag grows, so a pack at an option that was over the limit stays over it for the rest of the
+///   search, whatever the other packs do: it need not be tried again.
+/// - Per pack, whether its timings never get faster from one option to the next (every lag and
+///   the duration non-decreasing in the option index): then a step skipped because it cannot win
+///   hides nothing, as a step after it is over the limit whenever it is (best_move).
+/// O(Σ options) bytes; built in O(Σ options × port edges).
+class SearchMemo {
+ public:
+  explicit SearchMemo(const PackChoices& pc) : begin_(pc.packs() + 1, 0), monotone_(pc.packs(), 1) {
+    for (std::size_t p = 0; p < pc.packs(); ++p) {
+      begin_[p + 1] = begin_[p] + pc.options()[p].size();
+      for (std::size_t k = 1; k < pc.options()[p].size() && monotone_[p]; ++k) {
+        const pack::PackTime& a = pc.time(p, static_cast<int>(k - 1));
+        const pack::PackTime& b = pc.time(p, static_cast<int>(k));
+        monotone_[p] = b.dur_ns >= a.dur_ns && b.port_lags_ns.size() == a.port_lags_ns.size() &&
+                       std::equal(a.port_lags_ns.begin(), a.port_lags_ns.end(), b.port_lags_ns.begin(),
+                                  [](TimeNs x, TimeNs y) { return y >= x; });
+      }
+    }
+    over_.assign(begin_.back(), 0);
+  }
+  bool over(std::uint32_t p, int k) const { return over_[begin_[p] + static_cast<std::size_t>(k)] != 0; }
+  void add_over(std::uint32_t p, int k) { over_[begin_[p] + static_cast<std::size_t>(k)] = 1; }
+  bool monotone(std::uint32_t p) const { return monotone_[p] != 0; }
+
+ private:
+  std::vector<std::size_t> begin_;
+  std::vector<std::uint8_t> over_;
+  std::vector<std::uint8_t> monotone_;
+};
+
 /// Pack p's cheapest move 1, 2, 4 or 8 options slower than `choice[p]` that keeps the makespan
-/// within `limit_ns` and predicts less than `below_j`, judged by `ev` (the plan `choice`).
-/// `choice` is restored before returning.
+/// within `limit_ns` and predicts less than `below_j`, judged by `ev` (the plan `choice`): the
+/// steps in that order, up to the first one over the limit (slower steps only lengthen it
+/// further). Tries whose outcome `memo` tells are skipped: a step known over the limit ends the
+/// search as trying it would; and where p's timings are monotone, a step that could not predict
+/// less than the best so far even at the current makespan (the predicted energy never falls as
+/// the makespan grows) is passed over untried. `choice` is restored before returning.
 Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector<int>& choice, std::uint32_t p,
-               TimeNs limit_ns, double below_j) {
+               TimeNs limit_ns, double below_j, SearchMemo& memo) {
   Move best{-1, below_j};
   const int k0 = choice[p];
   for (const int step : {1, 2, 4, 8}) {
     const int k = k0 + step;
-    if (k >= static_cast<int>(pc.options()[p].size())) break;
-    const pack::PackTime& t = pc.time(p, k);
-    if (!ev.is_slower(p, t)) continue;  // a non-monotone model
-    const TimeNs m = ev.try_slower(p, t, limit_ns);
-    if (m > limit_ns) break;  // slower steps only lengthen it further
+    if (k >= static_cast<int>(pc.options()[p].size()) || memo.over(p, k)) break;
     choice[p] = k;
-    const double e = pc.predicted_energy(choice, m);
+    const double at_makespan_j = pc.predicted_energy(choice, ev.makespan_ns());
+    choice[p] = k0;
+    if (at_makespan_j >= best.energy_j && memo.monotone(p)) continue;
+    const std::optional<TimeNs> m = ev.try_if_slower(p, pc.time(p, k), limit_ns);
+    if (!m) continue;  // a non-monotone model
+    if (*m > limit_ns) {
+      memo.add_over(p, k);
+      break;
+    }
+    choice[p] = k;
+    const double e = *m == ev.makespan_ns() ? at_makespan_j : pc.predicted_energy(choice, *m);
     choice[p] = k0;
     if (e < best.energy_j) best = {k, e};
   }
@@ -172,12 +242,13 @@ Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector
 std::vector<int> polish_batched(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves,
                                 int& moves) {
   const std::size_t P = pc.packs();
+  SearchMemo memo(pc);
   for (int round = 0; round < kBatchPolishRounds && moves < max_moves; ++round) {
     const pack::PlanEvaluator ev(pc.graph(), pc.times(choice));
     const double energy = pc.predicted_energy(choice, ev.makespan_ns());
     std::vector<std::tuple<double, std::uint32_t, int>> best;  // (energy after, pack, option)
     for (std::uint32_t p = 0; p < P; ++p) {
-      const Move m = best_move(pc, ev, choice, p, limit_ns, energy - 1e-9);
+      const Move m = best_move(pc, ev, choice, p, limit_ns, energy - 1e-9, memo);
       if (m.option >= 0) best.emplace_back(m.energy_j, p, m.option);
     }
     std::sort(best.begin(), best.end());
@@ -204,11 +275,12 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
   if (P > kBatchPolishPacks) return polish_batched(pc, std::move(choice), limit_ns, max_moves, moves);
   pack::PlanEvaluator ev(pc.graph(), pc.times(choice));
   double energy = pc.predicted_energy(choice, ev.makespan_ns());
+  SearchMemo memo(pc);
   for (int round = 0; round < max_moves; ++round) {
     int best_p = -1, best_k = 0;
     double best_e = energy - 1e-9;
     for (std::uint32_t p = 0; p < P; ++p) {
-      const Move m = best_move(pc, ev, choice, p, limit_ns, best_e);
+      const Move m = best_move(pc, ev, choice, p, limit_ns, best_e, memo);
       if (m.option >= 0) best_e = m.energy_j, best_p = static_cast<int>(p), best_k = m.option;
     }
     if (best_p < 0) break;

@@ -68,6 +68,11 @@ class PackChoices {
   double switch_head_energy_j(const std::vector<int>& choice, std::size_t p) const;
   /// Pack p's timing at option k, computed once.
   const pack::PackTime& time(std::size_t p, int k) const;
+  /// Takes the timings `other` has computed (on the same pack graph) for the options of this one
+  /// whose factor is the same, to the bit: a re-plan after a refit computes only the packs whose
+  /// fit changed (pack_time is a pure function of the pack and the factor). Returns how many were
+  /// taken. Throws std::invalid_argument when `other` is of another pack graph. O(Σ options).
+  std::size_t reuse_times(const PackChoices& other);
   /// Computes every pack's timing at every option. Afterwards time() only reads, so the const
   /// members may be called from several threads at once (before, time() fills a cache: one thread).
   void compute_all_times() const;

@@ -626,38 +626,51 @@ std::vector<PackTime> PackGraph::pack_times(std::span<const double> factors) con
 
 namespace {
 
-void check_times(const PackGraph& pg, std::span<const PackTime> times) {
+/// Pack p's timing of `times`: a PackTime or a pointer to one.
+const PackTime& time_of(std::span<const PackTime> times, std::uint32_t p) { return times[p]; }
+const PackTime& time_of(std::span<const PackTime* const> times, std::uint32_t p) { return *times[p]; }
+
+template <typename Times>
+void check_times(const PackGraph& pg, Times times) {
   if (times.size() != pg.packs) {
     throw std::invalid_argument(fmt::format("{} pack times for {} packs", times.size(), pg.packs));
   }
   for (std::uint32_t p = 0; p < pg.packs; ++p) {
-    if (times[p].port_lags_ns.size() != pg.pe_begin[p + 1] - pg.pe_begin[p]) {
-      throw std::invalid_argument(fmt::format("pack {}: {} port lags for {} port edges", p,
-                                              times[p].port_lags_ns.size(), pg.pe_begin[p + 1] - pg.pe_begin[p]));
+    const std::size_t lags = time_of(times, p).port_lags_ns.size();
+    if (lags != pg.pe_begin[p + 1] - pg.pe_begin[p]) {
+      throw std::invalid_argument(
+          fmt::format("pack {}: {} port lags for {} port edges", p, lags, pg.pe_begin[p + 1] - pg.pe_begin[p]));
     }
   }
 }
 
 /// Every edge's lag under `times`: g's lags with the port edges' replaced. O(E).
-std::vector<TimeNs> lags_at(const PackGraph& pg, std::span<const PackTime> times) {
+template <typename Times>
+std::vector<TimeNs> lags_at(const PackGraph& pg, Times times) {
   std::vector<TimeNs> lag = pg.g.in_lag;
   for (std::uint32_t p = 0; p < pg.packs; ++p) {
-    const std::vector<TimeNs>& l = times[p].port_lags_ns;
+    const std::vector<TimeNs>& l = time_of(times, p).port_lags_ns;
     for (std::uint32_t k = pg.pe_begin[p]; k < pg.pe_begin[p + 1]; ++k) lag[pg.pe_edge[k]] = l[k - pg.pe_begin[p]];
   }
   return lag;
 }
 
-}  // namespace
-
-timing::Schedule PackGraph::evaluate(std::span<const PackTime> times) const {
-  check_times(*this, times);
+/// PackGraph::evaluate of either form of `times`.
+template <typename Times>
+timing::Schedule evaluate_at(const PackGraph& pg, Times times) {
+  check_times(pg, times);
   // timing::replay, with the packs' durations and port-edge lags taken from `times`.
-  const std::vector<TimeNs> lag = lags_at(*this, times);
+  const std::vector<TimeNs> lag = lags_at(pg, times);
   return timing::replay_with(
-      g, [&](std::uint32_t n) { return n < packs ? times[n].dur_ns : g.dur[n]; },
+      pg.g, [&](std::uint32_t n) { return n < pg.packs ? time_of(times, n).dur_ns : pg.g.dur[n]; },
       [&](std::uint32_t k) { return lag[k]; });
 }
+
+}  // namespace
+
+timing::Schedule PackGraph::evaluate(std::span<const PackTime> times) const { return evaluate_at(*this, times); }
+
+timing::Schedule PackGraph::evaluate(std::span<const PackTime* const> times) const { return evaluate_at(*this, times); }
 
 timing::Schedule PackGraph::evaluate_factors(std::span<const double> factors) const {
   return evaluate(pack_times(factors));

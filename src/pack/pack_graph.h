@@ -127,6 +127,9 @@ struct PackGraph {
   /// s.makespan_ns the makespan. O(V + E) of the pack graph. Throws std::invalid_argument on a
   /// size mismatch.
   timing::Schedule evaluate(std::span<const PackTime> times) const;
+  /// The same with each pack's timing by pointer (none null): no copy of the timings (the
+  /// optimiser's exact evaluations of a choice among cached timings).
+  timing::Schedule evaluate(std::span<const PackTime* const> times) const;
 
   /// evaluate(pack_times(factors)).
   timing::Schedule evaluate_factors(std::span<const double> factors) const;

@@ -136,13 +136,17 @@ std::vector<TimeNs> PlanEvaluator::latest() const {
   return by_tp;
 }
 
-void PlanEvaluator::check_slower(std::uint32_t p, const PackTime& t) const {
+void PlanEvaluator::check_shape(std::uint32_t p, const PackTime& t) const {
   if (p >= pg_.packs) throw std::invalid_argument(fmt::format("pack {} of {}", p, pg_.packs));
   const PackTime& old = times_[p];
   if (t.port_lags_ns.size() != old.port_lags_ns.size()) {
     throw std::invalid_argument(fmt::format("pack {}: {} port lags for {} port edges", p, t.port_lags_ns.size(),
                                             old.port_lags_ns.size()));
   }
+}
+
+void PlanEvaluator::check_slower(std::uint32_t p, const PackTime& t) const {
+  check_shape(p, t);
   if (!is_slower(p, t)) throw std::invalid_argument(fmt::format("pack {}: the new timing is faster somewhere", p));
 }
 
@@ -215,6 +219,16 @@ const std::vector<std::pair<std::uint32_t, TimeNs>>& PlanEvaluator::moved_source
 
 TimeNs PlanEvaluator::try_slower(std::uint32_t p, const PackTime& t, TimeNs limit_ns) const {
   check_slower(p, t);
+  return try_checked(p, t, limit_ns);
+}
+
+std::optional<TimeNs> PlanEvaluator::try_if_slower(std::uint32_t p, const PackTime& t, TimeNs limit_ns) const {
+  check_shape(p, t);
+  if (!is_slower(p, t)) return std::nullopt;
+  return try_checked(p, t, limit_ns);
+}
+
+TimeNs PlanEvaluator::try_checked(std::uint32_t p, const PackTime& t, TimeNs limit_ns) const {
   // The rise with every source at its old time E: exact when no source can move, else a lower
   // bound (sources only rise), enough to say that the makespan passes the limit.
   const TimeNs low = rise_at_old_times(p, t);

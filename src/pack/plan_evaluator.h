@@ -26,6 +26,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,12 @@ class PlanEvaluator {
   /// precondition).
   bool is_slower(std::uint32_t p, const PackTime& t) const;
 
+  /// try_slower(p, t, limit_ns) when is_slower(p, t), else nullopt (a model whose time is not
+  /// monotone in the clock: not an error here), checking `t` once where the two calls check it
+  /// twice (the local search asks this of every pack at every step). Throws
+  /// std::invalid_argument on a bad pack index or port-lag count only.
+  std::optional<TimeNs> try_if_slower(std::uint32_t p, const PackTime& t, TimeNs limit_ns = INT64_MAX) const;
+
   /// Makes that change (same preconditions). Visits only the timepoints whose earliest time or
   /// tail changes, and their neighbours: O(V + E) at most.
   void apply_slower(std::uint32_t p, PackTime t);
@@ -73,6 +80,10 @@ class PlanEvaluator {
   void compute_tails();
   /// Throws std::invalid_argument unless `t` is a valid slower timing of pack p.
   void check_slower(std::uint32_t p, const PackTime& t) const;
+  /// Throws std::invalid_argument on a bad pack index or port-lag count.
+  void check_shape(std::uint32_t p, const PackTime& t) const;
+  /// try_slower's answer for a `t` already checked.
+  TimeNs try_checked(std::uint32_t p, const PackTime& t, TimeNs limit_ns) const;
   /// Propagates the new timing `t` of pack p (one that feeds itself) through the ranks that
   /// reach a source of its changed edges: the moved ranks' times into scratch_ (listed in
   /// touched_). The caller consumes and clears them.

@@ -106,5 +106,46 @@ TEST(PackProblem, RejectsBadInput) {
   EXPECT_THROW(build_pack_problem(pg, {{}}, {0}, 60), std::invalid_argument);
 }
 
+// Durations handed in (option_dur_ns: what PackChoices has computed) are the work nodes' times:
+// handed pack_time's own, the problem is the one built without them, option by option; handed
+// other figures (twice those), those are used; a list of the wrong size is refused.
+TEST(PackProblem, OptionDurationsHandedInAreTheWorkNodesTimes) {
+  EMO_REQUIRE_DATA(dir, "kineto");
+  const trace::Trace t = trace::load_trace((std::filesystem::path(dir) / "hta_training_16rank_rank0.json.gz").string());
+  const pack::PackRun r = pack::run_pack(t, {}, testing::catalog_min_pack(t));
+  const pack::PackGraph& pg = r.pack_graph;
+  ASSERT_GT(pg.packs, 1u);
+  std::vector<std::vector<PackOption>> opts(pg.packs, {{1410, 1.0, 2.0}, {1200, 1.17, 1.5}, {900, 1.6, 1.2}});
+  std::vector<std::int32_t> dev(pg.packs);
+  std::vector<std::vector<TimeNs>> dur(pg.packs), doubled(pg.packs);
+  for (std::uint32_t p = 0; p < pg.packs; ++p) {
+    dev[p] = r.packing.packs[p].device;
+    for (const PackOption& o : opts[p]) {
+      dur[p].push_back(pg.pack_time(p, o.factor).dur_ns);
+      doubled[p].push_back(2 * dur[p].back());
+    }
+  }
+  const PackProblem computed = build_pack_problem(pg, opts, dev, 60.0);
+  const PackProblem handed = build_pack_problem(pg, opts, dev, 60.0, {}, dur);
+  const PackProblem other = build_pack_problem(pg, opts, dev, 60.0, {}, doubled);
+  ASSERT_EQ(handed.problem.node_count(), computed.problem.node_count());
+  for (std::uint32_t p = 0; p < pg.packs; ++p) {
+    const auto& want = computed.problem.nodes()[static_cast<std::size_t>(computed.work_node[p])].options;
+    const auto& got = handed.problem.nodes()[static_cast<std::size_t>(handed.work_node[p])].options;
+    const auto& twice = other.problem.nodes()[static_cast<std::size_t>(other.work_node[p])].options;
+    ASSERT_EQ(got.size(), 3u);
+    for (std::size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(got[k].time_s, want[k].time_s) << "pack " << p << " option " << k;
+      EXPECT_EQ(got[k].energy_j, want[k].energy_j) << "pack " << p << " option " << k;
+      EXPECT_DOUBLE_EQ(twice[k].time_s, static_cast<double>(doubled[p][k]) * 1e-9) << "pack " << p << " option " << k;
+    }
+  }
+  std::vector<std::vector<TimeNs>> short_list = dur;
+  short_list[1].pop_back();
+  EXPECT_THROW(build_pack_problem(pg, opts, dev, 60.0, {}, short_list), std::invalid_argument);
+  short_list.pop_back();
+  EXPECT_THROW(build_pack_problem(pg, opts, dev, 60.0, {}, short_list), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace emo::opt

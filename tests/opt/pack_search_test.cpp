@@ -189,6 +189,132 @@ TEST(SolveWithin, AtTheFloorNoPlanIsSlowerThanTheBaseline) {
 namespace emo::testing {
 namespace {
 
+/// True when timing `t` is no faster than `from` anywhere (duration and every port lag).
+bool no_faster(const pack::PackTime& t, const pack::PackTime& from) {
+  if (t.dur_ns < from.dur_ns || t.port_lags_ns.size() != from.port_lags_ns.size()) return false;
+  for (std::size_t i = 0; i < t.port_lags_ns.size(); ++i)
+    if (t.port_lags_ns[i] < from.port_lags_ns[i]) return false;
+  return true;
+}
+
+/// opt::polish by its definition, every try a full evaluation of the pack graph (no incremental
+/// timing, nothing remembered between rounds): each round, every pack in order, its steps 1, 2,
+/// 4, 8 options slower in order — a step faster somewhere than the pack's timing now passed over,
+/// the first over `limit` ending the pack's steps —; the move predicting least, below the plan's
+/// energy less 1e-9 (the first on a tie), is made; none: done. At most `max_moves` moves.
+std::vector<int> polish_by_definition(const opt::PackChoices& pc, std::vector<int> choice, TimeNs limit, int max_moves,
+                                      int& moves) {
+  for (int round = 0; round < max_moves; ++round) {
+    double best_e = pc.predicted_energy(choice, pc.schedule(choice).makespan_ns) - 1e-9;
+    int best_p = -1, best_k = 0;
+    for (std::size_t p = 0; p < pc.packs(); ++p) {
+      const int k0 = choice[p];
+      for (const int step : {1, 2, 4, 8}) {
+        const int k = k0 + step;
+        if (k >= static_cast<int>(pc.options()[p].size())) break;
+        if (!no_faster(pc.time(p, k), pc.time(p, k0))) continue;
+        choice[p] = k;
+        const TimeNs m = pc.schedule(choice).makespan_ns;
+        const double e = pc.predicted_energy(choice, m);
+        choice[p] = k0;
+        if (m > limit) break;
+        if (e < best_e) best_e = e, best_p = static_cast<int>(p), best_k = k;
+      }
+    }
+    if (best_p < 0) break;
+    choice[static_cast<std::size_t>(best_p)] = best_k;
+    ++moves;
+  }
+  return choice;
+}
+
+// The exact local search skips tries whose outcome it knows (a pack at an option found over the
+// limit stays over it as the plan only slows; where a pack's timings never get faster with the
+// option, a step that cannot win even at the current makespan is passed over) and times the rest
+// incrementally: it must make the moves of its definition, every try evaluated in full, from
+// every pack at option 0 and from the models' best static plan, at limits from the baseline to
+// 30 % above it — with non-monotone models (a third of the cases) and with switch heads priced
+// (half), so that a move's energy depends on its neighbours.
+TEST(Polish, MakesTheMovesOfItsDefinition) {
+  int searches = 0, moves_made = 0, dipped_with_moves = 0;
+  for (std::uint64_t seed = 1; seed <= 90; ++seed) {
+    const Packed p = random_packed(seed);
+    if (p.pg.packs == 0) continue;
+    Rng r{seed * 29};
+    const bool dips = seed % 3 == 0;
+    opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 9, dips), seed % 2 ? 1e6 : 1e5, devices_of(p.packing));
+    if (seed % 2 == 0) {
+      opt::SwitchHeads h;
+      h.head_ns = 150;
+      for (std::uint32_t q = 0; q < p.pg.packs; ++q) {
+        h.before.push_back(static_cast<std::int32_t>(q) - 1);
+        h.ops.push_back({{0, 100}, {120, 300}});
+      }
+      pc.set_switch_heads(h);
+    }
+    const std::vector<int> all_max(p.pg.packs, 0);
+    const TimeNs base = pc.schedule(all_max).makespan_ns;
+    for (const double slack : {0.0, 0.02, 0.1, 0.3}) {
+      const auto limit = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack)));
+      const std::vector<int> uniform = opt::best_static_choice(pc, limit).value_or(all_max);
+      for (const std::vector<int>& start : {all_max, uniform}) {
+        const int max_moves = static_cast<int>(p.pg.packs) * 16;
+        int want_moves = 0, got_moves = 0;
+        const std::vector<int> want = polish_by_definition(pc, start, limit, max_moves, want_moves);
+        const std::vector<int> got = opt::polish(pc, start, limit, max_moves, got_moves);
+        ASSERT_EQ(got, want) << "seed " << seed << " slack " << slack;
+        ASSERT_EQ(got_moves, want_moves) << "seed " << seed << " slack " << slack;
+        ++searches;
+        moves_made += got_moves;
+        if (dips && got_moves > 0) ++dipped_with_moves;
+      }
+    }
+  }
+  EXPECT_GT(searches, 400);
+  EXPECT_GT(moves_made, 1000);  // the searches do search
+  EXPECT_GT(dipped_with_moves, 30);
+}
+
+// reuse_times takes another choices' timings exactly where an option's factor is the same (half
+// the packs refitted here: their factors moved), and every timing afterwards — taken or computed —
+// is pack_time's at the option's factor. Choices of another pack graph are refused.
+TEST(PackChoices, ReusedTimingsAreThoseOfTheSameFactor) {
+  int taken_total = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const Packed p = random_packed(seed);
+    if (p.pg.packs < 2) continue;
+    Rng r{seed * 31};
+    const auto before = random_options(r, p.pg.packs, 6);
+    auto after = before;
+    std::size_t same = 0;
+    for (std::size_t q = 0; q < after.size(); ++q) {
+      for (opt::PackOption& o : after[q]) {
+        if (q % 2 == 1 && o.factor > 1) o.factor += 0.01;  // refitted (option 0, factor 1, stays)
+        // Taken when any option of the old list had this factor (a list may repeat one).
+        same += std::any_of(before[q].begin(), before[q].end(), [&](const opt::PackOption& b) { return b.factor == o.factor; });
+      }
+    }
+    const opt::PackChoices old(p.pg, before, 1e6, devices_of(p.packing));
+    old.compute_all_times();
+    opt::PackChoices fresh(p.pg, after, 1e6, devices_of(p.packing));
+    const std::size_t taken = fresh.reuse_times(old);
+    EXPECT_EQ(taken, same) << "seed " << seed;
+    taken_total += static_cast<int>(taken);
+    for (std::size_t q = 0; q < after.size(); ++q) {
+      for (std::size_t k = 0; k < after[q].size(); ++k) {
+        const pack::PackTime want = p.pg.pack_time(static_cast<std::uint32_t>(q), after[q][k].factor);
+        const pack::PackTime& got = fresh.time(q, static_cast<int>(k));
+        ASSERT_EQ(got.dur_ns, want.dur_ns) << "seed " << seed << " pack " << q << " option " << k;
+        ASSERT_EQ(got.port_lags_ns, want.port_lags_ns) << "seed " << seed << " pack " << q << " option " << k;
+      }
+    }
+    const pack::PackGraph copy = p.pg;  // the same shape, another graph: its timings are not taken
+    const opt::PackChoices theirs(copy, before, 1e6, 1);
+    EXPECT_THROW(fresh.reuse_times(theirs), std::invalid_argument) << "seed " << seed;
+  }
+  EXPECT_GT(taken_total, 100);
+}
+
 /// Three packs on one GPU (the first's pack before is the last: an iteration starts at its last
 /// pack's clock), options at 1410 / 1065 / 705 MHz with factors 1 / 1.2 / 1.5. Pack 1's ops, as
 /// recorded: [0, 6) and [10, 20) ms, 16 ms busy. Worked by hand, 15 ms heads (a 20 ms latency):

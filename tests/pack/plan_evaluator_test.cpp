@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -143,6 +145,12 @@ TEST(PlanEvaluator, RefusesFasterOrMisshapenTimings) {
   EXPECT_THROW(ev.try_slower(0, pack_time(10, {3})), std::invalid_argument);
   EXPECT_THROW(ev.try_slower(2, pack_time(10, {})), std::invalid_argument);
   EXPECT_THROW(ev.apply_slower(0, pack_time(10, {3, 3})), std::invalid_argument);
+  // try_if_slower: a faster timing is no error there (nullopt), a misshapen one still is.
+  EXPECT_FALSE(ev.try_if_slower(0, pack_time(9, {3, 4})).has_value());
+  EXPECT_FALSE(ev.try_if_slower(0, pack_time(10, {2, 4})).has_value());
+  EXPECT_EQ(ev.try_if_slower(0, pack_time(20, {3, 4})), std::optional<TimeNs>(50));  // RiseWorkedOutByHand's first
+  EXPECT_THROW(ev.try_if_slower(0, pack_time(10, {3})), std::invalid_argument);
+  EXPECT_THROW(ev.try_if_slower(2, pack_time(10, {})), std::invalid_argument);
 }
 
 
@@ -191,14 +199,25 @@ void expect_tries_agree(const pack::PackGraph& pg, const pack::PlanEvaluator& ev
                         const std::vector<std::vector<pack::PackTime>>& tried, Rng& r, std::uint64_t seed) {
   for (std::uint32_t p = 0; p < pg.packs; ++p) {
     for (const pack::PackTime& t : tried[p]) {
-      if (!ev.is_slower(p, t)) continue;
+      // No faster anywhere than the pack's timing now, compared here element by element.
+      bool slower = t.dur_ns >= times[p].dur_ns;
+      for (std::size_t i = 0; i < t.port_lags_ns.size(); ++i) slower &= t.port_lags_ns[i] >= times[p].port_lags_ns[i];
+      ASSERT_EQ(ev.is_slower(p, t), slower) << "seed " << seed << " pack " << p;
+      if (!slower) {
+        ASSERT_FALSE(ev.try_if_slower(p, t).has_value()) << "seed " << seed << " pack " << p;
+        continue;
+      }
       std::vector<pack::PackTime> what_if = times;
       what_if[p] = t;
       const TimeNs full = pg.evaluate(what_if).makespan_ns;
       ASSERT_EQ(ev.try_slower(p, t), full) << "seed " << seed << " pack " << p;
+      ASSERT_EQ(ev.try_if_slower(p, t), std::optional<TimeNs>(full)) << "seed " << seed << " pack " << p;
       const TimeNs limit = ev.makespan_ns() + r.in(0, 20);
       const TimeNs limited = ev.try_slower(p, t, limit);
       ASSERT_TRUE(full <= limit ? limited == full : limited > limit) << "seed " << seed << " pack " << p;
+      const std::optional<TimeNs> limited_if = ev.try_if_slower(p, t, limit);
+      ASSERT_TRUE(limited_if && (full <= limit ? *limited_if == full : *limited_if > limit))
+          << "seed " << seed << " pack " << p;
     }
   }
 }
@@ -231,6 +250,11 @@ TEST(PlanEvaluator, AgreesWithFullEvaluationOnRandomPackGraphs) {
       const timing::Schedule full = pg.evaluate(times);
       ASSERT_EQ(ev.makespan_ns(), full.makespan_ns) << "seed " << seed << " step " << step;
       ASSERT_EQ(ev.schedule().time, full.time) << "seed " << seed << " step " << step;
+      std::vector<const pack::PackTime*> by_pointer;  // the overload that reads the timings in place
+      for (const pack::PackTime& t : times) by_pointer.push_back(&t);
+      const timing::Schedule pointed = pg.evaluate(std::span<const pack::PackTime* const>(by_pointer));
+      ASSERT_EQ(pointed.time, full.time) << "seed " << seed << " step " << step;
+      ASSERT_EQ(pointed.makespan_ns, full.makespan_ns) << "seed " << seed << " step " << step;
       std::uint32_t last = 0;  // the highest node ending at the end, by scan
       for (std::uint32_t n = 0; n < pg.g.nodes(); ++n) {
         if (full.time[graph::DepGraph::end_tp(n)] == full.end_ns) last = n;
