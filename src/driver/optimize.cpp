@@ -193,7 +193,7 @@ PlanStage conservative_plan(const pack::PackRun& packs, const ProblemStage& prob
     for (opt::PackOption& o : options) o.factor = 1 + (o.factor - 1) * (1 + margin);
   }
   const ProblemStage cautious =
-      build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0, problem.choices.switch_head_ns());
+      build_problem(packs, std::move(fit), problem.choices.idle_w(), 0.0, problem.choices.switch_head_ns(), &problem.choices);
   opt::FastSolverOptions so;
   so.exact_floor = exact_floor;
   opt::FastSolver solver(cautious.problem.problem, so);

@@ -18,6 +18,7 @@ PackChoices::PackChoices(const pack::PackGraph& pg, std::vector<std::vector<Pack
   if (options_.size() != pg.packs) throw std::invalid_argument("PackChoices: one option list per pack expected");
   for (const auto& o : options_)
     if (o.empty()) throw std::invalid_argument("PackChoices: a pack has no option");
+  if (!(idle_w >= 0) || !(gpus >= 0)) throw std::invalid_argument("PackChoices: idle power and GPUs must be >= 0");
   cache_.resize(options_.size());
 }
 
@@ -203,22 +204,32 @@ class SearchMemo {
 
 /// Pack p's cheapest move 1, 2, 4 or 8 options slower than `choice[p]` that keeps the makespan
 /// within `limit_ns` and predicts less than `below_j`, judged by `ev` (the plan `choice`): the
-/// steps in that order, up to the first one over the limit (slower steps only lengthen it
-/// further). Tries whose outcome `memo` tells are skipped: a step known over the limit ends the
-/// search as trying it would; and where p's timings are monotone, a step that could not predict
-/// less than the best so far even at the current makespan (the predicted energy never falls as
-/// the makespan grows) is passed over untried. `choice` is restored before returning.
+/// steps in that order, a step faster somewhere than p's timing now passed over, up to the first
+/// one over the limit (slower steps only lengthen it further). Tries whose outcome `memo` tells
+/// are skipped: a step known over the limit ends the steps as trying it would (where p's timings
+/// are not monotone, only once it is seen no faster than p's timing now, as the try checks
+/// first); and where they are monotone, a step that could not predict less than the best so far
+/// even at the current makespan (PackChoices::predicted_energy never falls as the makespan grows:
+/// idle power ≥ 0) is passed over untried. `choice` is restored before returning.
 Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector<int>& choice, std::uint32_t p,
                TimeNs limit_ns, double below_j, SearchMemo& memo) {
   Move best{-1, below_j};
   const int k0 = choice[p];
+  const bool monotone = memo.monotone(p);
   for (const int step : {1, 2, 4, 8}) {
     const int k = k0 + step;
-    if (k >= static_cast<int>(pc.options()[p].size()) || memo.over(p, k)) break;
-    choice[p] = k;
-    const double at_makespan_j = pc.predicted_energy(choice, ev.makespan_ns());
-    choice[p] = k0;
-    if (at_makespan_j >= best.energy_j && memo.monotone(p)) continue;
+    if (k >= static_cast<int>(pc.options()[p].size())) break;
+    if (memo.over(p, k)) {
+      if (!monotone && !ev.is_slower(p, pc.time(p, k))) continue;
+      break;
+    }
+    double at_makespan_j = 0;  // the step's predicted energy at the current makespan (monotone only)
+    if (monotone) {
+      choice[p] = k;
+      at_makespan_j = pc.predicted_energy(choice, ev.makespan_ns());
+      choice[p] = k0;
+      if (at_makespan_j >= best.energy_j) continue;
+    }
     const std::optional<TimeNs> m = ev.try_if_slower(p, pc.time(p, k), limit_ns);
     if (!m) continue;  // a non-monotone model
     if (*m > limit_ns) {
@@ -226,7 +237,7 @@ Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector
       break;
     }
     choice[p] = k;
-    const double e = *m == ev.makespan_ns() ? at_makespan_j : pc.predicted_energy(choice, *m);
+    const double e = monotone && *m == ev.makespan_ns() ? at_makespan_j : pc.predicted_energy(choice, *m);
     choice[p] = k0;
     if (e < best.energy_j) best = {k, e};
   }

@@ -39,7 +39,8 @@ class PackChoices {
  public:
   /// `options[p]`: pack p's options, descending clock, non-empty; `idle_w` each GPU's idle power
   /// (W); `gpus` the number of GPUs that draw it over the makespan. Throws std::invalid_argument
-  /// when options.size() != pg.packs or a pack has no option.
+  /// when options.size() != pg.packs, a pack has no option, or idle_w or gpus is negative or not
+  /// a number (the predicted energy must not fall as the makespan grows: polish relies on it).
   PackChoices(const pack::PackGraph& pg, std::vector<std::vector<PackOption>> options, double idle_w, double gpus);
 
   const pack::PackGraph& graph() const noexcept { return *pg_; }

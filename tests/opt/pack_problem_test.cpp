@@ -138,6 +138,8 @@ TEST(PackProblem, OptionDurationsHandedInAreTheWorkNodesTimes) {
       EXPECT_EQ(got[k].time_s, want[k].time_s) << "pack " << p << " option " << k;
       EXPECT_EQ(got[k].energy_j, want[k].energy_j) << "pack " << p << " option " << k;
       EXPECT_DOUBLE_EQ(twice[k].time_s, static_cast<double>(doubled[p][k]) * 1e-9) << "pack " << p << " option " << k;
+      // Its energy: the dynamic energy plus idle power (60 W) over that time.
+      EXPECT_DOUBLE_EQ(twice[k].energy_j, opts[p][k].dynamic_energy_j + 60.0 * twice[k].time_s) << "pack " << p;
     }
   }
   std::vector<std::vector<TimeNs>> short_list = dur;

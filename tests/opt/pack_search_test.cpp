@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "graph/hand_trace.h"
 #include "opt/pack_problem.h"
@@ -197,33 +199,74 @@ bool no_faster(const pack::PackTime& t, const pack::PackTime& from) {
   return true;
 }
 
-/// opt::polish by its definition, every try a full evaluation of the pack graph (no incremental
-/// timing, nothing remembered between rounds): each round, every pack in order, its steps 1, 2,
-/// 4, 8 options slower in order — a step faster somewhere than the pack's timing now passed over,
-/// the first over `limit` ending the pack's steps —; the move predicting least, below the plan's
-/// energy less 1e-9 (the first on a tie), is made; none: done. At most `max_moves` moves.
+/// Pack p's move by the definition of the exact local search, every try a full evaluation of the
+/// pack graph: its steps 1, 2, 4, 8 options slower in order — a step faster somewhere than the
+/// pack's timing now passed over, the first over `limit` ending them —; the step predicting least
+/// below `below_j` (the first on a tie). Returns (option or -1, its predicted energy).
+std::pair<int, double> best_step_by_definition(const opt::PackChoices& pc, std::vector<int>& choice, std::size_t p,
+                                               TimeNs limit, double below_j) {
+  std::pair<int, double> best{-1, below_j};
+  const int k0 = choice[p];
+  for (const int step : {1, 2, 4, 8}) {
+    const int k = k0 + step;
+    if (k >= static_cast<int>(pc.options()[p].size())) break;
+    if (!no_faster(pc.time(p, k), pc.time(p, k0))) continue;
+    choice[p] = k;
+    const TimeNs m = pc.schedule(choice).makespan_ns;
+    const double e = pc.predicted_energy(choice, m);
+    choice[p] = k0;
+    if (m > limit) break;
+    if (e < best.second) best = {k, e};
+  }
+  return best;
+}
+
+/// opt::polish by its definition below kBatchPolishPacks packs (nothing remembered between
+/// rounds): each round, every pack's move by definition below the best so far (from the plan's
+/// energy less 1e-9); the best one made; none: done. At most `max_moves` moves.
 std::vector<int> polish_by_definition(const opt::PackChoices& pc, std::vector<int> choice, TimeNs limit, int max_moves,
                                       int& moves) {
   for (int round = 0; round < max_moves; ++round) {
     double best_e = pc.predicted_energy(choice, pc.schedule(choice).makespan_ns) - 1e-9;
     int best_p = -1, best_k = 0;
     for (std::size_t p = 0; p < pc.packs(); ++p) {
-      const int k0 = choice[p];
-      for (const int step : {1, 2, 4, 8}) {
-        const int k = k0 + step;
-        if (k >= static_cast<int>(pc.options()[p].size())) break;
-        if (!no_faster(pc.time(p, k), pc.time(p, k0))) continue;
-        choice[p] = k;
-        const TimeNs m = pc.schedule(choice).makespan_ns;
-        const double e = pc.predicted_energy(choice, m);
-        choice[p] = k0;
-        if (m > limit) break;
-        if (e < best_e) best_e = e, best_p = static_cast<int>(p), best_k = k;
-      }
+      const auto [k, e] = best_step_by_definition(pc, choice, p, limit, best_e);
+      if (k >= 0) best_e = e, best_p = static_cast<int>(p), best_k = k;
     }
     if (best_p < 0) break;
     choice[static_cast<std::size_t>(best_p)] = best_k;
     ++moves;
+  }
+  return choice;
+}
+
+/// opt::polish by its definition above kBatchPolishPacks packs: each round (at most
+/// kBatchPolishRounds, while moves < max_moves), every pack's move by definition below the plan's
+/// energy less 1e-9, sorted by energy (then pack, option); the cheapest n of them made together,
+/// n from all of them halving (rounded up) down to 1, the first batch within `limit` predicting
+/// less than the plan kept; none: done.
+std::vector<int> polish_batched_by_definition(const opt::PackChoices& pc, std::vector<int> choice, TimeNs limit,
+                                              int max_moves, int& moves) {
+  for (int round = 0; round < opt::kBatchPolishRounds && moves < max_moves; ++round) {
+    const double energy = pc.predicted_energy(choice, pc.schedule(choice).makespan_ns);
+    std::vector<std::tuple<double, std::size_t, int>> best;
+    for (std::size_t p = 0; p < pc.packs(); ++p) {
+      const auto [k, e] = best_step_by_definition(pc, choice, p, limit, energy - 1e-9);
+      if (k >= 0) best.emplace_back(e, p, k);
+    }
+    std::sort(best.begin(), best.end());
+    bool kept = false;
+    for (std::size_t n = best.size(); n > 0 && !kept; n = n == 1 ? 0 : (n + 1) / 2) {
+      std::vector<int> trial = choice;
+      for (std::size_t i = 0; i < n; ++i) trial[std::get<1>(best[i])] = std::get<2>(best[i]);
+      const TimeNs m = pc.schedule(trial).makespan_ns;
+      if (m <= limit && pc.predicted_energy(trial, m) < energy - 1e-9) {
+        choice = std::move(trial);
+        moves += static_cast<int>(n);
+        kept = true;
+      }
+    }
+    if (!kept) break;
   }
   return choice;
 }
@@ -275,6 +318,35 @@ TEST(Polish, MakesTheMovesOfItsDefinition) {
   EXPECT_GT(dipped_with_moves, 30);
 }
 
+// Above kBatchPolishPacks packs the search applies each round's moves as one batch, rebuilding
+// its timing of the plan each round while what it knows (options over the limit) carries over:
+// it must make the batches of its definition, every try a full evaluation, on random traces of
+// more than 128 packs, half of them with non-monotone models.
+TEST(Polish, BatchedMakesTheBatchesOfItsDefinition) {
+  int searches = 0, moves_made = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const Packed p = pack_of(random_trace(seed, 2, 2, 3, 1200), 200);
+    ASSERT_GT(p.pg.packs, opt::kBatchPolishPacks) << "seed " << seed << ": the batched path needs more packs";
+    Rng r{seed * 37};
+    const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 9, seed % 2 == 0), 1e6, devices_of(p.packing));
+    const std::vector<int> all_max(p.pg.packs, 0);
+    const TimeNs base = pc.schedule(all_max).makespan_ns;
+    for (const double slack : {0.0, 0.05, 0.3}) {
+      const auto limit = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack)));
+      const int max_moves = static_cast<int>(p.pg.packs) * 16;
+      int want_moves = 0, got_moves = 0;
+      const std::vector<int> want = polish_batched_by_definition(pc, all_max, limit, max_moves, want_moves);
+      const std::vector<int> got = opt::polish(pc, all_max, limit, max_moves, got_moves);
+      ASSERT_EQ(got, want) << "seed " << seed << " slack " << slack;
+      ASSERT_EQ(got_moves, want_moves) << "seed " << seed << " slack " << slack;
+      ++searches;
+      moves_made += got_moves;
+    }
+  }
+  EXPECT_EQ(searches, 18);
+  EXPECT_GT(moves_made, 250);
+}
+
 // reuse_times takes another choices' timings exactly where an option's factor is the same (half
 // the packs refitted here: their factors moved), and every timing afterwards — taken or computed —
 // is pack_time's at the option's factor. Choices of another pack graph are refused.
@@ -300,6 +372,26 @@ TEST(PackChoices, ReusedTimingsAreThoseOfTheSameFactor) {
     const std::size_t taken = fresh.reuse_times(old);
     EXPECT_EQ(taken, same) << "seed " << seed;
     taken_total += static_cast<int>(taken);
+    // From choices that computed only some timings (pack 0 all, pack 1 its option 0 alone, the
+    // rest none), into choices that hold some already (pack 0's option 0): only what the first
+    // holds and the second lacks is taken.
+    const opt::PackChoices lazy(p.pg, before, 1e6, devices_of(p.packing));
+    for (std::size_t k = 0; k < before[0].size(); ++k) (void)lazy.time(0, static_cast<int>(k));
+    (void)lazy.time(1, 0);
+    opt::PackChoices partly(p.pg, after, 1e6, devices_of(p.packing));
+    (void)partly.time(0, 0);
+    std::size_t want_lazy = 0;
+    for (std::size_t k = 1; k < after[0].size(); ++k)
+      want_lazy += std::any_of(before[0].begin(), before[0].end(), [&](const opt::PackOption& b) { return b.factor == after[0][k].factor; });
+    for (std::size_t k = 0; k < after[1].size(); ++k) want_lazy += after[1][k].factor == before[1][0].factor;
+    EXPECT_EQ(partly.reuse_times(lazy), want_lazy) << "seed " << seed;
+    for (std::size_t q = 0; q < 2; ++q) {
+      for (std::size_t k = 0; k < after[q].size(); ++k) {
+        const pack::PackTime want = p.pg.pack_time(static_cast<std::uint32_t>(q), after[q][k].factor);
+        ASSERT_EQ(partly.time(q, static_cast<int>(k)).port_lags_ns, want.port_lags_ns) << "seed " << seed;
+        ASSERT_EQ(partly.time(q, static_cast<int>(k)).dur_ns, want.dur_ns) << "seed " << seed;
+      }
+    }
     for (std::size_t q = 0; q < after.size(); ++q) {
       for (std::size_t k = 0; k < after[q].size(); ++k) {
         const pack::PackTime want = p.pg.pack_time(static_cast<std::uint32_t>(q), after[q][k].factor);
@@ -313,6 +405,18 @@ TEST(PackChoices, ReusedTimingsAreThoseOfTheSameFactor) {
     EXPECT_THROW(fresh.reuse_times(theirs), std::invalid_argument) << "seed " << seed;
   }
   EXPECT_GT(taken_total, 100);
+}
+
+// The predicted energy must not fall as the makespan grows (the local search passes over moves
+// on that bound): negative or NaN idle power or GPU counts are refused.
+TEST(PackChoices, RefusesNegativeIdlePowerOrGpus) {
+  pack::PackGraph pg;
+  pg.packs = 1;
+  const std::vector<std::vector<opt::PackOption>> options{{{1410, 1, 1}}};
+  EXPECT_NO_THROW(opt::PackChoices(pg, options, 0, 1));
+  EXPECT_THROW(opt::PackChoices(pg, options, -1, 1), std::invalid_argument);
+  EXPECT_THROW(opt::PackChoices(pg, options, 60, -1), std::invalid_argument);
+  EXPECT_THROW(opt::PackChoices(pg, options, std::nan(""), 1), std::invalid_argument);
 }
 
 /// Three packs on one GPU (the first's pack before is the last: an iteration starts at its last
