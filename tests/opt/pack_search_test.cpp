@@ -271,6 +271,19 @@ std::vector<int> polish_batched_by_definition(const opt::PackChoices& pc, std::v
   return choice;
 }
 
+/// opt::polish and `by_definition` from `start` within `limit`, at most P × 16 moves: the moves
+/// opt::polish made, or -1 (with the failures reported) when the plans or move counts differ.
+template <typename Reference>
+int polish_agrees(const opt::PackChoices& pc, const std::vector<int>& start, TimeNs limit, Reference&& by_definition) {
+  const int max_moves = static_cast<int>(pc.packs()) * 16;
+  int want_moves = 0, got_moves = 0;
+  const std::vector<int> want = by_definition(pc, start, limit, max_moves, want_moves);
+  const std::vector<int> got = opt::polish(pc, start, limit, max_moves, got_moves);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got_moves, want_moves);
+  return got == want && got_moves == want_moves ? got_moves : -1;
+}
+
 // The exact local search skips tries whose outcome it knows (a pack at an option found over the
 // limit stays over it as the plan only slows; where a pack's timings never get faster with the
 // option, a step that cannot win even at the current makespan is passed over) and times the rest
@@ -301,12 +314,8 @@ TEST(Polish, MakesTheMovesOfItsDefinition) {
       const auto limit = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack)));
       const std::vector<int> uniform = opt::best_static_choice(pc, limit).value_or(all_max);
       for (const std::vector<int>& start : {all_max, uniform}) {
-        const int max_moves = static_cast<int>(p.pg.packs) * 16;
-        int want_moves = 0, got_moves = 0;
-        const std::vector<int> want = polish_by_definition(pc, start, limit, max_moves, want_moves);
-        const std::vector<int> got = opt::polish(pc, start, limit, max_moves, got_moves);
-        ASSERT_EQ(got, want) << "seed " << seed << " slack " << slack;
-        ASSERT_EQ(got_moves, want_moves) << "seed " << seed << " slack " << slack;
+        const int got_moves = polish_agrees(pc, start, limit, polish_by_definition);
+        ASSERT_GE(got_moves, 0) << "seed " << seed << " slack " << slack;
         ++searches;
         moves_made += got_moves;
         if (dips && got_moves > 0) ++dipped_with_moves;
@@ -333,12 +342,8 @@ TEST(Polish, BatchedMakesTheBatchesOfItsDefinition) {
     const TimeNs base = pc.schedule(all_max).makespan_ns;
     for (const double slack : {0.0, 0.05, 0.3}) {
       const auto limit = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack)));
-      const int max_moves = static_cast<int>(p.pg.packs) * 16;
-      int want_moves = 0, got_moves = 0;
-      const std::vector<int> want = polish_batched_by_definition(pc, all_max, limit, max_moves, want_moves);
-      const std::vector<int> got = opt::polish(pc, all_max, limit, max_moves, got_moves);
-      ASSERT_EQ(got, want) << "seed " << seed << " slack " << slack;
-      ASSERT_EQ(got_moves, want_moves) << "seed " << seed << " slack " << slack;
+      const int got_moves = polish_agrees(pc, all_max, limit, polish_batched_by_definition);
+      ASSERT_GE(got_moves, 0) << "seed " << seed << " slack " << slack;
       ++searches;
       moves_made += got_moves;
     }
