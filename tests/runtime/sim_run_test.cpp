@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <map>
 #include <utility>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "graph/hand_trace.h"
 #include "pack/random_trace.h"
 #include "runtime/sim_backend.h"
+#include "timing/timing.h"
 
 namespace emo::runtime {
 namespace {
@@ -106,6 +108,61 @@ TEST(SimRun, ClockTakesEffectOnlyAfterTheSwitchLatency) {
   EXPECT_THROW(run_on_sim(t, g, dev, std::vector<double>(1, 1410.0)), std::invalid_argument);
 }
 
+
+// With clock requests run_on_sim iterates start times and clocks to a fixed point, recomputing a
+// node's duration only where its clock changed between passes. Where it converged (fewer passes
+// than the cap), every GPU op must have run for exactly its duration at the clock in effect on its
+// device at its start — the clock found here from the requests (the last whose request time +
+// switch latency is at or before the start; before any, the max clock), the duration from
+// StaticSimRuns at that clock (one fresh evaluation per clock, no memo) — and the starts must be
+// the replay of the graph with those durations. Random traces of 1–2 GPUs, 1–5 requests per GPU
+// at random times over the run and random clocks, noise on.
+TEST(RunOnSim, WithRequestsEachOpRunsForItsDurationAtTheClockInEffectAtItsStart) {
+  const std::vector<double> kClocks{1410.0, 1230.0, 990.0, 705.0};
+  const TimeNs latency_ns = static_cast<TimeNs>(a100().switch_latency_ms * 1e6);
+  int converged = 0, moved = 0;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const trace::Trace t = emo::testing::random_trace(seed, 1 + static_cast<int>(seed % 2), 1 + static_cast<int>((seed / 2) % 2),
+                                                      1 + static_cast<int>((seed / 4) % 3), 120);
+    const auto g = graph::build_graph(t);
+    SimDevice dev(a100(), {.seed = seed});
+    const StaticSimRuns statics(t, g, dev, seeded(seed * 7));
+    std::map<double, std::vector<TimeNs>> dur_at;  // per clock: every node's duration there
+    for (const double f : kClocks) (void)statics.run(f, dur_at[f]);
+    const TimeNs span = run_on_sim(t, g, dev, clocks_for(g, 1410), {}, seeded(seed * 7)).makespan_ns;
+    emo::testing::Rng r{seed * 11};
+    std::vector<ClockRequest> requests;  // per device, at distinct times over [-latency, span - latency]
+    std::map<std::int32_t, int> devices;
+    for (std::size_t i = 0; i < g.nodes(); ++i)
+      if (g.gpu[i]) devices[t.ops.device[g.op[i]]] = 1;
+    for (const auto& [d, unused] : devices) {
+      const int n = 1 + static_cast<int>(r.next() % 5);
+      for (int k = 0; k < n; ++k)
+        requests.push_back({d, -latency_ns + span * (2 * k + 1) / (2 * n) + r.in(-span / (4 * n), span / (4 * n)),
+                            kClocks[r.next() % kClocks.size()]});
+    }
+    const SimRunResult run = run_on_sim(t, g, dev, clocks_for(g, 1410), requests, seeded(seed * 7));
+    if (run.passes >= SimRunOptions{}.max_passes) continue;  // capped: not a fixed point
+    ++converged;
+    std::vector<TimeNs> dur(g.dur.begin(), g.dur.end());
+    for (const RunOp& op : run.ops) {
+      double f = 1410;
+      TimeNs latest = INT64_MIN;
+      for (const ClockRequest& q : requests) {
+        if (q.device == op.device && q.request_ns + latency_ns <= op.start_ns && q.request_ns + latency_ns >= latest)
+          latest = q.request_ns + latency_ns, f = q.clock_mhz;
+      }
+      ASSERT_EQ(op.dur_ns, dur_at[f][op.node]) << "seed " << seed << " node " << op.node << " at " << f << " MHz";
+      dur[op.node] = op.dur_ns;
+      moved += f != 1410;
+    }
+    const timing::Schedule s = timing::replay(g, dur);
+    for (const RunOp& op : run.ops) ASSERT_EQ(op.start_ns, s.start(op.node) - g.window_start_ns) << "seed " << seed;
+    ASSERT_EQ(run.makespan_ns, s.makespan_ns) << "seed " << seed;
+  }
+  EXPECT_GT(converged, 50);
+  EXPECT_GT(moved, 500);  // ops at a requested clock, not only the max
+}
 
 // hold_to_interval: the simulated device issues a policy's switches as `emo run`'s SwitchPlanner
 // does under a minimum interval. Requests (ms) −2: 1200, 8: 990, 18: 1410, 28: 1100 on device 0,
