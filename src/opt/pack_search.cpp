@@ -182,13 +182,8 @@ class SearchMemo {
   explicit SearchMemo(const PackChoices& pc) : begin_(pc.packs() + 1, 0), monotone_(pc.packs(), 1) {
     for (std::size_t p = 0; p < pc.packs(); ++p) {
       begin_[p + 1] = begin_[p] + pc.options()[p].size();
-      for (std::size_t k = 1; k < pc.options()[p].size() && monotone_[p]; ++k) {
-        const pack::PackTime& a = pc.time(p, static_cast<int>(k - 1));
-        const pack::PackTime& b = pc.time(p, static_cast<int>(k));
-        monotone_[p] = b.dur_ns >= a.dur_ns && b.port_lags_ns.size() == a.port_lags_ns.size() &&
-                       std::equal(a.port_lags_ns.begin(), a.port_lags_ns.end(), b.port_lags_ns.begin(),
-                                  [](TimeNs x, TimeNs y) { return y >= x; });
-      }
+      for (std::size_t k = 1; k < pc.options()[p].size() && monotone_[p]; ++k)
+        monotone_[p] = pack::no_faster(pc.time(p, static_cast<int>(k)), pc.time(p, static_cast<int>(k - 1)));
     }
     over_.assign(begin_.back(), 0);
   }

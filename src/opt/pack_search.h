@@ -72,7 +72,8 @@ class PackChoices {
   /// Takes the timings `other` has computed (on the same pack graph) for the options of this one
   /// whose factor is the same, to the bit: a re-plan after a refit computes only the packs whose
   /// fit changed (pack_time is a pure function of the pack and the factor). Returns how many were
-  /// taken. Throws std::invalid_argument when `other` is of another pack graph. O(Σ options).
+  /// taken. Throws std::invalid_argument when `other` is of another pack graph. O(Σ options ×
+  /// other's options of the same pack) at worst (each option's factor looked up among them).
   std::size_t reuse_times(const PackChoices& other);
   /// Computes every pack's timing at every option. Afterwards time() only reads, so the const
   /// members may be called from several threads at once (before, time() fills a cache: one thread).

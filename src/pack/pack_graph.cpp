@@ -617,6 +617,13 @@ PackTime PackGraph::pack_time(std::uint32_t pack, double factor) const {
   return out;
 }
 
+bool no_faster(const PackTime& t, const PackTime& from) noexcept {
+  if (t.port_lags_ns.size() != from.port_lags_ns.size() || t.dur_ns < from.dur_ns) return false;
+  bool faster = false;  // no early exit: branch-free
+  for (std::size_t i = 0; i < t.port_lags_ns.size(); ++i) faster |= t.port_lags_ns[i] < from.port_lags_ns[i];
+  return !faster;
+}
+
 std::vector<PackTime> PackGraph::pack_times(std::span<const double> factors) const {
   check_factors(factors, packs);
   std::vector<PackTime> out(packs);

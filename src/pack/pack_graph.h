@@ -54,6 +54,11 @@ struct PackTime {
   std::vector<TimeNs> port_lags_ns;   ///< Lags of its port edges (PackGraph::pe_begin order).
 };
 
+/// True when `t` is no faster than `from` anywhere: the same number of port lags, its duration
+/// and every lag at least `from`'s (a timing at a lower clock of the same pack). O(port edges),
+/// branch-free over the lags (a compared timing is almost always no faster).
+bool no_faster(const PackTime& t, const PackTime& from) noexcept;
+
 /// Kind of a port node.
 enum class PortKind : std::uint8_t {
   kExit,     ///< An op timepoint inside the pack with an edge leaving it.

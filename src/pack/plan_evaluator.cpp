@@ -174,13 +174,7 @@ void PlanEvaluator::propagate(std::uint32_t p, const PackTime& t) const {
       });
 }
 
-bool PlanEvaluator::is_slower(std::uint32_t p, const PackTime& t) const {
-  const PackTime& old = times_.at(p);
-  if (t.port_lags_ns.size() != old.port_lags_ns.size() || t.dur_ns < old.dur_ns) return false;
-  bool faster = false;  // no early exit: branch-free (a tried timing is almost always slower)
-  for (std::size_t i = 0; i < t.port_lags_ns.size(); ++i) faster |= t.port_lags_ns[i] < old.port_lags_ns[i];
-  return !faster;
-}
+bool PlanEvaluator::is_slower(std::uint32_t p, const PackTime& t) const { return no_faster(t, times_.at(p)); }
 
 void PlanEvaluator::clear_scratch() const {
   for (const std::uint32_t r : touched_) scratch_[r] = INT64_MIN;

@@ -192,7 +192,7 @@ namespace emo::testing {
 namespace {
 
 /// True when timing `t` is no faster than `from` anywhere (duration and every port lag).
-bool no_faster(const pack::PackTime& t, const pack::PackTime& from) {
+bool not_faster_anywhere(const pack::PackTime& t, const pack::PackTime& from) {
   if (t.dur_ns < from.dur_ns || t.port_lags_ns.size() != from.port_lags_ns.size()) return false;
   for (std::size_t i = 0; i < t.port_lags_ns.size(); ++i)
     if (t.port_lags_ns[i] < from.port_lags_ns[i]) return false;
@@ -210,7 +210,7 @@ std::pair<int, double> best_step_by_definition(const opt::PackChoices& pc, std::
   for (const int step : {1, 2, 4, 8}) {
     const int k = k0 + step;
     if (k >= static_cast<int>(pc.options()[p].size())) break;
-    if (!no_faster(pc.time(p, k), pc.time(p, k0))) continue;
+    if (!not_faster_anywhere(pc.time(p, k), pc.time(p, k0))) continue;
     choice[p] = k;
     const TimeNs m = pc.schedule(choice).makespan_ns;
     const double e = pc.predicted_energy(choice, m);
