@@ -315,7 +315,7 @@ Planning planning(const trace::Trace& trace, const pack::PackRun& packs, const P
   opt::FastSolverOptions so;
   so.polish_from_static = options.polish_from_static;
   so.polish_from_max_at_baseline_only = options.polish_from_max_at_baseline_only;
-  so.exact_floor = options.max_slowdown == 0;
+  so.exact_floor = max_slowdown == 0;  // the target planned at: on the ladder, its step (a prefix, opt/solver.h)
   pl.solver = std::make_unique<opt::FastSolver>(pl.problem->problem.problem, so);
   pl.first = plan(*pl.problem, *pl.solver, pl.problem->target_ns, search);
   return pl;

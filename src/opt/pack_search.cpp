@@ -42,6 +42,16 @@ void PackChoices::set_switch_heads(const SwitchHeads& heads) {
   }
   head_ns_ = heads.head_ns;
   before_ = heads.before;
+  after_begin_.assign(options_.size() + 1, 0);
+  for (const std::int32_t b : before_)
+    if (b >= 0) ++after_begin_[static_cast<std::size_t>(b) + 1];
+  for (std::size_t p = 0; p < options_.size(); ++p) after_begin_[p + 1] += after_begin_[p];
+  after_.assign(after_begin_.back(), 0);
+  {
+    std::vector<std::uint32_t> fill(after_begin_.begin(), after_begin_.end() - 1);
+    for (std::size_t q = 0; q < before_.size(); ++q)
+      if (before_[q] >= 0) after_[fill[static_cast<std::size_t>(before_[q])]++] = static_cast<std::uint32_t>(q);
+  }
   head_share_.assign(heads.ops.size(), {});
   for (std::size_t p = 0; p < heads.ops.size(); ++p) {
     double busy = 0;
@@ -67,6 +77,23 @@ double PackChoices::switch_head_energy_j(const std::vector<int>& choice, std::si
   std::size_t j = 0;  // p's option at the clock before (options descend in clock)
   while (j + 1 < o.size() && o[j].clock_mhz > f_before) ++j;
   return head_share_[p][j] * std::max(0.0, std::max(0.0, o[j].dynamic_energy_j) - std::max(0.0, mine.dynamic_energy_j));
+}
+
+double PackChoices::move_energy_j(std::vector<int>& choice, std::size_t p, int k) const {
+  const std::vector<PackOption>& o = options_[p];
+  double d = std::max(0.0, o[static_cast<std::size_t>(k)].dynamic_energy_j) -
+             std::max(0.0, o[static_cast<std::size_t>(choice[p])].dynamic_energy_j);
+  if (head_ns_ <= 0) return d;
+  // Heads are read off the choice: p's own and its followers', before and after the move.
+  std::vector<int>& c = choice;
+  const int k0 = c[p];  // restored below
+  double before_j = switch_head_energy_j(c, p);
+  for (std::uint32_t i = after_begin_[p]; i < after_begin_[p + 1]; ++i) before_j += switch_head_energy_j(c, after_[i]);
+  c[p] = k;
+  double after_j = switch_head_energy_j(c, p);
+  for (std::uint32_t i = after_begin_[p]; i < after_begin_[p + 1]; ++i) after_j += switch_head_energy_j(c, after_[i]);
+  c[p] = k0;
+  return d + (after_j - before_j);
 }
 
 const pack::PackTime& PackChoices::time(std::size_t p, int k) const {
@@ -161,10 +188,33 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
 
 namespace {
 
-/// One move of the exact local search: pack p to option `option` (-1: none), predicted energy after.
+/// How much a move is worth to the exact local search: a move that keeps the makespan ("free")
+/// beats one that lengthens it; among free moves, the larger saving of predicted energy (J) wins;
+/// among the others, the larger saving per ns the makespan grows (J/ns). The rate rule of the
+/// discrete time–cost trade-off: a makespan budget is spent where it buys the most energy, so the
+/// critical work is slowed evenly instead of one pack as far as it goes (a +1 % target on the
+/// 8 × 16 pipeline with true costs and no switch heads: 1,020 J predicted against 1,037 J by the
+/// largest saving alone, the exact MILP 1,013 J; docs/optimize.md stage 4).
+struct MoveRate {
+  bool free = false;
+  double rate = 0;  ///< J (free) or J/ns (not free); > 0 for a move worth making.
+  /// True when this rate is strictly better than `o`.
+  bool beats(const MoveRate& o) const noexcept { return free != o.free ? free : rate > o.rate; }
+};
+
+/// The rate of a move that saves `saving_j` (J) and lengthens the makespan by `growth_ns` (≥ 0).
+MoveRate rate_of(double saving_j, TimeNs growth_ns) noexcept {
+  if (growth_ns == 0) return {true, saving_j};
+  return {false, saving_j / static_cast<double>(growth_ns)};
+}
+
+/// No move yet: any move saving more than 1e-9 J beats it.
+inline constexpr MoveRate kNoMove{false, 0};
+
+/// One move of the exact local search: pack p to option `option` (-1: none), and its rate.
 struct Move {
   int option = -1;
-  double energy_j = 0;
+  MoveRate rate = kNoMove;
 };
 
 /// What a local search on `pc` knows beyond its current plan, for skipping tries whose outcome
@@ -197,20 +247,24 @@ class SearchMemo {
   std::vector<std::uint8_t> monotone_;
 };
 
-/// Pack p's cheapest move 1, 2, 4 or 8 options slower than `choice[p]` that keeps the makespan
-/// within `limit_ns` and predicts less than `below_j`, judged by `ev` (the plan `choice`): the
-/// steps in that order, a step faster somewhere than p's timing now passed over, up to the first
-/// one over the limit (slower steps only lengthen it further). Tries whose outcome `memo` tells
-/// are skipped: a step known over the limit ends the steps as trying it would (where p's timings
-/// are not monotone, only once it is seen no faster than p's timing now, as the try checks
-/// first); and where they are monotone, a step that could not predict less than the best so far
-/// even at the current makespan (PackChoices::predicted_energy never falls as the makespan grows:
-/// idle power ≥ 0) is passed over untried. `choice` is restored before returning.
+/// Pack p's best move 1, 2, 4 or 8 options slower than `choice[p]` (MoveRate) that keeps the
+/// makespan within `limit_ns`, saves more than 1e-9 J and beats `beat`, judged by `ev` (the plan
+/// `choice`): the steps in that order, a step faster somewhere than p's
+/// timing now passed over, up to the first one over the limit (slower steps only lengthen it
+/// further). Tries whose outcome `memo` tells are skipped: a step known over the limit ends the
+/// steps as trying it would (where p's timings are not monotone, only once it is seen no faster
+/// than p's timing now, as the try checks first); and where they are monotone and the move to
+/// beat is free, a step that could not save more than it even at the current makespan
+/// (PackChoices::predicted_energy never falls as the makespan grows: idle power ≥ 0) is passed
+/// over untried — as a free move it would not beat it, and a move that is not free never beats a
+/// free one. `choice` is restored before returning.
 Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector<int>& choice, std::uint32_t p,
-               TimeNs limit_ns, double below_j, SearchMemo& memo) {
-  Move best{-1, below_j};
+               TimeNs limit_ns, MoveRate beat, SearchMemo& memo) {
+  Move best;
+  best.rate = beat;
   const int k0 = choice[p];
   const bool monotone = memo.monotone(p);
+  const TimeNs m0 = ev.makespan_ns();
   for (const int step : {1, 2, 4, 8}) {
     const int k = k0 + step;
     if (k >= static_cast<int>(pc.options()[p].size())) break;
@@ -218,32 +272,28 @@ Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector
       if (!monotone && !ev.is_slower(p, pc.time(p, k))) continue;
       break;
     }
-    double at_makespan_j = 0;  // the step's predicted energy at the current makespan (monotone only)
-    if (monotone) {
-      choice[p] = k;
-      at_makespan_j = pc.predicted_energy(choice, ev.makespan_ns());
-      choice[p] = k0;
-      if (at_makespan_j >= best.energy_j) continue;
-    }
+    // The step's saving at the current makespan: an upper bound of it at any longer one.
+    const double at_makespan_j = -pc.move_energy_j(choice, p, k);
+    if (monotone && best.rate.free && at_makespan_j <= best.rate.rate) continue;
     const std::optional<TimeNs> m = ev.try_if_slower(p, pc.time(p, k), limit_ns);
     if (!m) continue;  // a non-monotone model
     if (*m > limit_ns) {
       memo.add_over(p, k);
       break;
     }
-    choice[p] = k;
-    const double e = monotone && *m == ev.makespan_ns() ? at_makespan_j : pc.predicted_energy(choice, *m);
-    choice[p] = k0;
-    if (e < best.energy_j) best = {k, e};
+    const TimeNs growth = *m - m0;
+    const double saving = at_makespan_j - pc.idle_w() * pc.gpus() * static_cast<double>(growth) * kSPerNs;
+    const MoveRate r = rate_of(saving, growth);
+    if (saving > 1e-9 && r.beats(best.rate)) best = {k, r};
   }
   return best;
 }
 
 /// polish() above kBatchPolishPacks packs (a job of many ranks): each round finds every pack's
 /// best single move at the current plan (PlanEvaluator::try_slower, cheap), then applies them
-/// together, cheapest-first: the whole batch is evaluated exactly on the pack graph and kept when
-/// it fits the target and lowers the predicted energy, else its better half is tried, down to one
-/// move (which fits: it was checked alone). O(log P) exact evaluations per round instead of one
+/// together, best rate first (MoveRate): the whole batch is evaluated exactly on the pack graph
+/// and kept when it fits the target and lowers the predicted energy, else its better half is
+/// tried, down to one move (which fits: it was checked alone). O(log P) exact evaluations per round instead of one
 /// incremental update per move; at most kBatchPolishRounds rounds.
 std::vector<int> polish_batched(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves,
                                 int& moves) {
@@ -252,12 +302,14 @@ std::vector<int> polish_batched(const PackChoices& pc, std::vector<int> choice, 
   for (int round = 0; round < kBatchPolishRounds && moves < max_moves; ++round) {
     const pack::PlanEvaluator ev(pc.graph(), pc.times(choice));
     const double energy = pc.predicted_energy(choice, ev.makespan_ns());
-    std::vector<std::tuple<double, std::uint32_t, int>> best;  // (energy after, pack, option)
+    std::vector<std::tuple<MoveRate, std::uint32_t, int>> best;  // (rate, pack, option)
     for (std::uint32_t p = 0; p < P; ++p) {
-      const Move m = best_move(pc, ev, choice, p, limit_ns, energy - 1e-9, memo);
-      if (m.option >= 0) best.emplace_back(m.energy_j, p, m.option);
+      const Move m = best_move(pc, ev, choice, p, limit_ns, kNoMove, memo);
+      if (m.option >= 0) best.emplace_back(m.rate, p, m.option);
     }
-    std::sort(best.begin(), best.end());
+    // Best rate first (free moves by saving, then the rest by saving per ns); ties by pack.
+    std::stable_sort(best.begin(), best.end(),
+                     [](const auto& a, const auto& b) { return std::get<0>(a).beats(std::get<0>(b)); });
     bool kept = false;
     for (std::size_t n = best.size(); n > 0 && !kept; n = n == 1 ? 0 : (n + 1) / 2) {
       std::vector<int> trial = choice;
@@ -280,19 +332,17 @@ std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs l
   const std::size_t P = pc.packs();
   if (P > kBatchPolishPacks) return polish_batched(pc, std::move(choice), limit_ns, max_moves, moves);
   pack::PlanEvaluator ev(pc.graph(), pc.times(choice));
-  double energy = pc.predicted_energy(choice, ev.makespan_ns());
   SearchMemo memo(pc);
   for (int round = 0; round < max_moves; ++round) {
-    int best_p = -1, best_k = 0;
-    double best_e = energy - 1e-9;
+    int best_p = -1;
+    Move best;
     for (std::uint32_t p = 0; p < P; ++p) {
-      const Move m = best_move(pc, ev, choice, p, limit_ns, best_e, memo);
-      if (m.option >= 0) best_e = m.energy_j, best_p = static_cast<int>(p), best_k = m.option;
+      const Move m = best_move(pc, ev, choice, p, limit_ns, best.rate, memo);
+      if (m.option >= 0) best = m, best_p = static_cast<int>(p);
     }
     if (best_p < 0) break;
-    choice[best_p] = best_k;
-    ev.apply_slower(static_cast<std::uint32_t>(best_p), pc.time(static_cast<std::size_t>(best_p), best_k));
-    energy = best_e;
+    choice[best_p] = best.option;
+    ev.apply_slower(static_cast<std::uint32_t>(best_p), pc.time(static_cast<std::size_t>(best_p), best.option));
     ++moves;
   }
   return choice;

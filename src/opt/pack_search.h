@@ -67,6 +67,13 @@ class PackChoices {
   /// work, and so the energy, taken as spread over the busy time (gaps hold none). f_b is looked
   /// up among p's options (the highest at or below it).
   double switch_head_energy_j(const std::vector<int>& choice, std::size_t p) const;
+  /// The change of predicted_energy (J) when pack p moves from option choice[p] to k, the
+  /// makespan unchanged: its dynamic energy, its own switch head and the heads of the packs it
+  /// comes before. O(options of p and of those packs) instead of predicted_energy's O(P + their
+  /// options); equal to the difference of two predicted_energy calls up to rounding (the sums
+  /// are taken in another order). `choice` is changed while heads are read, restored before
+  /// returning.
+  double move_energy_j(std::vector<int>& choice, std::size_t p, int k) const;
   /// Pack p's timing at option k, computed once.
   const pack::PackTime& time(std::size_t p, int k) const;
   /// Takes the timings `other` has computed (on the same pack graph) for the options of this one
@@ -99,6 +106,7 @@ class PackChoices {
   double idle_w_ = 0, gpus_ = 1;
   TimeNs head_ns_ = 0;
   std::vector<std::int32_t> before_;             ///< SwitchHeads::before.
+  std::vector<std::uint32_t> after_begin_, after_;  ///< CSR: the packs whose pack before is p.
   std::vector<std::vector<double>> head_share_;  ///< [p][k]: the share of p's work in a head at option k's clock.
   mutable std::vector<std::vector<std::optional<pack::PackTime>>> cache_;
   mutable std::vector<TimeNs> uniform_makespan_;  ///< By k; -1: not evaluated yet.
@@ -133,20 +141,28 @@ TimeNs search_limit_ns(const PackChoices& pc, TimeNs target_ns, bool exact_floor
 /// does not fit and no critical pack is left to raise. O(P · (V + E)) of the pack graph at most.
 std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns);
 
-/// Exact local search on the pack graph: repeatedly makes the move — one pack 1, 2, 4 or 8 options
-/// slower — that saves the most predicted energy while the exact makespan stays within `limit_ns`,
-/// until none does or `max_moves` were made. Candidates are timed incrementally by
-/// pack::PlanEvaluator. Adds the moves made to `moves`. The result never exceeds `limit_ns` when
-/// `choice` does not.
+/// Exact local search on the pack graph: repeatedly makes the best move — one pack 1, 2, 4 or 8
+/// options slower, saving predicted energy, the exact makespan within `limit_ns` — until none is
+/// left or `max_moves` were made. Best: a move that keeps the makespan before one that lengthens
+/// it; among the first the largest saving (J), among the others the largest saving per ns of
+/// makespan (the rate rule of the discrete time–cost trade-off: the budget goes where it buys the
+/// most energy, so critical work is slowed evenly; docs/optimize.md stage 4). Candidates are
+/// timed incrementally by pack::PlanEvaluator, a move's energy by PackChoices::move_energy_j.
+/// Adds the moves made to `moves`. The result never exceeds `limit_ns` when `choice` does not.
 std::vector<int> polish(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves, int& moves);
 
 /// Above this many packs (a job of many ranks), polish() applies many moves per round
 /// (polish_batched in pack_search.cpp): the one-move-per-round search costs O(P) incremental
 /// updates of the whole pack graph, each O(graph), and a job's graph grows with its ranks.
-/// Every shared single-rank trace has far fewer packs, so their plans are unchanged.
-inline constexpr std::size_t kBatchPolishPacks = 128;
-/// Rounds of the batched polish at most.
-inline constexpr int kBatchPolishRounds = 16;
+/// Every shared single-rank trace has far fewer packs. 256 since stop 42 (128 before): the 8 × 16
+/// pipeline of docs/multi-rank.md (170 packs) saves more with one move per round (15.86 against
+/// 14.93 % at +1 %, 41 s either way); the 8-rank data-parallel job (266 packs) took 376 s that
+/// way against 194 s batched, for 12.79 against 12.56 %.
+inline constexpr std::size_t kBatchPolishPacks = 256;
+/// Rounds of the batched polish at most (it ends sooner when no move is left; 64 since stop 42,
+/// 16 before: with the rate rule the 8 × 16 pipeline, batched, converged within 64 and 16 left
+/// 0.5 points of its savings).
+inline constexpr int kBatchPolishRounds = 64;
 
 /// The cheapest choice whose exact pack-graph makespan is within search_limit_ns(pc, target_ns,
 /// solver.options().exact_floor): the fast solver on `pp` at a deadline tightened by each overshoot of the exact re-evaluation (at

@@ -56,10 +56,13 @@ struct FastSolverOptions {
   bool polish_from_max_at_baseline_only = false;
   /// solve_within's limit at the floor (a target at or below every pack at option 0's makespan):
   /// the target itself, without kRoundingNs (opt::search_limit_ns). Set by the driver where the
-  /// latency target is exactly +0 % (max_slowdown == 0): a plan predicted over the baseline is
-  /// then a predicted miss. Not on the target ladder's +0 % step of a looser target, whose plans
-  /// are measured against that target (there the tolerance measured better: the 4 × 8 pipeline at +1 % 12.74 % without it,
-  /// 13.14 % with; docs/multi-rank.md).
+  /// target planned at is exactly +0 % — a latency target of +0 %, and the target ladder's +0 %
+  /// step of every looser target (since stop 42), so that the ladder's steps for a target are a
+  /// prefix of those for a looser one and a looser target never saves less: a plan predicted
+  /// over the baseline is then a predicted miss. (Until stop 41 the ladder's +0 % step kept the
+  /// tolerance; with the rate-rule local search that broke Promises.GeneratedJobsOfEveryMode,
+  /// and the 4 × 8 pipeline at +1 % measures 13.90 % with the floor exact against 13.41 %
+  /// without; docs/multi-rank.md "Since stop 42".)
   bool exact_floor = false;
 };
 

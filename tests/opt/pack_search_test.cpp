@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -199,13 +200,57 @@ bool not_faster_anywhere(const pack::PackTime& t, const pack::PackTime& from) {
   return true;
 }
 
-/// Pack p's move by the definition of the exact local search, every try a full evaluation of the
-/// pack graph: its steps 1, 2, 4, 8 options slower in order — a step faster somewhere than the
-/// pack's timing now passed over, the first over `limit` ending them —; the step predicting least
-/// below `below_j` (the first on a tie). Returns (option or -1, its predicted energy).
-std::pair<int, double> best_step_by_definition(const opt::PackChoices& pc, std::vector<int>& choice, std::size_t p,
-                                               TimeNs limit, double below_j) {
-  std::pair<int, double> best{-1, below_j};
+/// A move's worth by the local search's definition (its rate rule): a move that keeps the
+/// makespan beats one that does not; then the larger saving (J) for those, the larger saving per
+/// ns of makespan growth for the others.
+struct RateByDefinition {
+  bool free = false;
+  double rate = 0;
+  bool beats(const RateByDefinition& o) const { return free != o.free ? free : rate > o.rate; }
+};
+
+/// A move by definition: pack, option, its rate.
+struct MoveByDefinition {
+  int p = -1, k = -1;
+  RateByDefinition rate;
+};
+
+/// The predicted energy a move of pack p to option k saves at the current makespan, by its parts:
+/// p's dynamic energy (negative as 0) and the switch heads of p and of the packs after it
+/// (`after`: pack → the packs whose pack before it is), read off the choice before and after.
+/// Summed from these parts, as the product does, so that near-ties (the options' energies are on
+/// a 0.01 J grid) are broken alike; that the parts sum to the difference of two predicted_energy
+/// calls is PackChoices.MoveEnergyIsTheDifferenceOfThePredictions's.
+double saving_by_parts(const opt::PackChoices& pc, std::vector<int>& choice, std::size_t p, int k,
+                       const std::vector<std::vector<std::size_t>>& after) {
+  const auto& o = pc.options()[p];
+  const int k0 = choice[p];
+  double d = std::max(0.0, o[static_cast<std::size_t>(k)].dynamic_energy_j) -
+             std::max(0.0, o[static_cast<std::size_t>(k0)].dynamic_energy_j);
+  if (pc.switch_head_ns() == 0) return -d;
+  auto heads = [&] {
+    double h = pc.switch_head_energy_j(choice, p);
+    if (p < after.size())
+      for (const std::size_t q : after[p]) h += pc.switch_head_energy_j(choice, q);
+    return h;
+  };
+  const double before_j = heads();
+  choice[p] = k;
+  const double after_j = heads();
+  choice[p] = k0;
+  return -(d + (after_j - before_j));
+}
+
+/// Pack p's move by the definition of the exact local search, every try's makespan a full
+/// evaluation of the pack graph: its steps 1, 2, 4, 8 options slower in order — a step faster
+/// somewhere than the pack's timing now passed over, the first over `limit` ending them —; among
+/// those saving more than 1e-9 J (saving_by_parts less idle power × GPUs × the makespan growth
+/// from `m0`), the best rate that beats `beat` (the first on a tie). k = -1 when none.
+MoveByDefinition best_step_by_definition(const opt::PackChoices& pc, std::vector<int>& choice, std::size_t p,
+                                         TimeNs limit, TimeNs m0, RateByDefinition beat,
+                                         const std::vector<std::vector<std::size_t>>& after) {
+  MoveByDefinition best;
+  best.rate = beat;
   const int k0 = choice[p];
   for (const int step : {1, 2, 4, 8}) {
     const int k = k0 + step;
@@ -213,52 +258,58 @@ std::pair<int, double> best_step_by_definition(const opt::PackChoices& pc, std::
     if (!not_faster_anywhere(pc.time(p, k), pc.time(p, k0))) continue;
     choice[p] = k;
     const TimeNs m = pc.schedule(choice).makespan_ns;
-    const double e = pc.predicted_energy(choice, m);
     choice[p] = k0;
     if (m > limit) break;
-    if (e < best.second) best = {k, e};
+    const double saving =
+        saving_by_parts(pc, choice, p, k, after) - pc.idle_w() * pc.gpus() * static_cast<double>(m - m0) * 1e-9;
+    const RateByDefinition r = m == m0 ? RateByDefinition{true, saving}
+                                       : RateByDefinition{false, saving / static_cast<double>(m - m0)};
+    if (saving > 1e-9 && r.beats(best.rate)) best = {static_cast<int>(p), k, r};
   }
   return best;
 }
 
 /// opt::polish by its definition below kBatchPolishPacks packs (nothing remembered between
-/// rounds): each round, every pack's move by definition below the best so far (from the plan's
-/// energy less 1e-9); the best one made; none: done. At most `max_moves` moves.
+/// rounds): each round, every pack's move by definition, the best rate over all packs (the first
+/// pack on a tie) made; none: done. At most `max_moves` moves.
 std::vector<int> polish_by_definition(const opt::PackChoices& pc, std::vector<int> choice, TimeNs limit, int max_moves,
-                                      int& moves) {
+                                      int& moves, const std::vector<std::vector<std::size_t>>& after) {
   for (int round = 0; round < max_moves; ++round) {
-    double best_e = pc.predicted_energy(choice, pc.schedule(choice).makespan_ns) - 1e-9;
-    int best_p = -1, best_k = 0;
+    const TimeNs m0 = pc.schedule(choice).makespan_ns;
+    MoveByDefinition best;
     for (std::size_t p = 0; p < pc.packs(); ++p) {
-      const auto [k, e] = best_step_by_definition(pc, choice, p, limit, best_e);
-      if (k >= 0) best_e = e, best_p = static_cast<int>(p), best_k = k;
+      const MoveByDefinition m = best_step_by_definition(pc, choice, p, limit, m0, best.rate, after);
+      if (m.k >= 0) best = m;
     }
-    if (best_p < 0) break;
-    choice[static_cast<std::size_t>(best_p)] = best_k;
+    if (best.k < 0) break;
+    choice[static_cast<std::size_t>(best.p)] = best.k;
     ++moves;
   }
   return choice;
 }
 
 /// opt::polish by its definition above kBatchPolishPacks packs: each round (at most
-/// kBatchPolishRounds, while moves < max_moves), every pack's move by definition below the plan's
-/// energy less 1e-9, sorted by energy (then pack, option); the cheapest n of them made together,
-/// n from all of them halving (rounded up) down to 1, the first batch within `limit` predicting
-/// less than the plan kept; none: done.
+/// kBatchPolishRounds, while moves < max_moves), every pack's move by definition, sorted by rate
+/// (best first, then pack); the first n of them made together, n from all of them halving
+/// (rounded up) down to 1, the first batch within `limit` predicting less than the plan less
+/// 1e-9 J kept; none: done.
 std::vector<int> polish_batched_by_definition(const opt::PackChoices& pc, std::vector<int> choice, TimeNs limit,
-                                              int max_moves, int& moves) {
+                                              int max_moves, int& moves,
+                                              const std::vector<std::vector<std::size_t>>& after) {
   for (int round = 0; round < opt::kBatchPolishRounds && moves < max_moves; ++round) {
-    const double energy = pc.predicted_energy(choice, pc.schedule(choice).makespan_ns);
-    std::vector<std::tuple<double, std::size_t, int>> best;
+    const TimeNs m0 = pc.schedule(choice).makespan_ns;
+    const double energy = pc.predicted_energy(choice, m0);
+    std::vector<MoveByDefinition> best;
     for (std::size_t p = 0; p < pc.packs(); ++p) {
-      const auto [k, e] = best_step_by_definition(pc, choice, p, limit, energy - 1e-9);
-      if (k >= 0) best.emplace_back(e, p, k);
+      const MoveByDefinition m = best_step_by_definition(pc, choice, p, limit, m0, {}, after);
+      if (m.k >= 0) best.push_back(m);
     }
-    std::sort(best.begin(), best.end());
+    std::stable_sort(best.begin(), best.end(),
+                     [](const MoveByDefinition& a, const MoveByDefinition& b) { return a.rate.beats(b.rate); });
     bool kept = false;
     for (std::size_t n = best.size(); n > 0 && !kept; n = n == 1 ? 0 : (n + 1) / 2) {
       std::vector<int> trial = choice;
-      for (std::size_t i = 0; i < n; ++i) trial[std::get<1>(best[i])] = std::get<2>(best[i]);
+      for (std::size_t i = 0; i < n; ++i) trial[static_cast<std::size_t>(best[i].p)] = best[i].k;
       const TimeNs m = pc.schedule(trial).makespan_ns;
       if (m <= limit && pc.predicted_energy(trial, m) < energy - 1e-9) {
         choice = std::move(trial);
@@ -273,11 +324,13 @@ std::vector<int> polish_batched_by_definition(const opt::PackChoices& pc, std::v
 
 /// opt::polish and `by_definition` from `start` within `limit`, at most P × 16 moves: the moves
 /// opt::polish made, or -1 (with the failures reported) when the plans or move counts differ.
+/// `after`: per pack, the packs whose switch head follows it (empty without heads).
 template <typename Reference>
-int polish_agrees(const opt::PackChoices& pc, const std::vector<int>& start, TimeNs limit, Reference&& by_definition) {
+int polish_agrees(const opt::PackChoices& pc, const std::vector<int>& start, TimeNs limit, Reference&& by_definition,
+                  const std::vector<std::vector<std::size_t>>& after) {
   const int max_moves = static_cast<int>(pc.packs()) * 16;
   int want_moves = 0, got_moves = 0;
-  const std::vector<int> want = by_definition(pc, start, limit, max_moves, want_moves);
+  const std::vector<int> want = by_definition(pc, start, limit, max_moves, want_moves, after);
   const std::vector<int> got = opt::polish(pc, start, limit, max_moves, got_moves);
   EXPECT_EQ(got, want);
   EXPECT_EQ(got_moves, want_moves);
@@ -299,12 +352,14 @@ TEST(Polish, MakesTheMovesOfItsDefinition) {
     Rng r{seed * 29};
     const bool dips = seed % 3 == 0;
     opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 9, dips), seed % 2 ? 1e6 : 1e5, devices_of(p.packing));
+    std::vector<std::vector<std::size_t>> after;  // the packs whose head follows each pack
     if (seed % 2 == 0) {
       opt::SwitchHeads h;
       h.head_ns = 150;
       for (std::uint32_t q = 0; q < p.pg.packs; ++q) {
         h.before.push_back(static_cast<std::int32_t>(q) - 1);
         h.ops.push_back({{0, 100}, {120, 300}});
+        after.push_back(q + 1 < p.pg.packs ? std::vector<std::size_t>{q + 1} : std::vector<std::size_t>{});
       }
       pc.set_switch_heads(h);
     }
@@ -314,7 +369,7 @@ TEST(Polish, MakesTheMovesOfItsDefinition) {
       const auto limit = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack)));
       const std::vector<int> uniform = opt::best_static_choice(pc, limit).value_or(all_max);
       for (const std::vector<int>& start : {all_max, uniform}) {
-        const int got_moves = polish_agrees(pc, start, limit, polish_by_definition);
+        const int got_moves = polish_agrees(pc, start, limit, polish_by_definition, after);
         ASSERT_GE(got_moves, 0) << "seed " << seed << " slack " << slack;
         ++searches;
         moves_made += got_moves;
@@ -330,11 +385,11 @@ TEST(Polish, MakesTheMovesOfItsDefinition) {
 // Above kBatchPolishPacks packs the search applies each round's moves as one batch, rebuilding
 // its timing of the plan each round while what it knows (options over the limit) carries over:
 // it must make the batches of its definition, every try a full evaluation, on random traces of
-// more than 128 packs, half of them with non-monotone models.
+// more than kBatchPolishPacks packs, half of them with non-monotone models.
 TEST(Polish, BatchedMakesTheBatchesOfItsDefinition) {
   int searches = 0, moves_made = 0;
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
-    const Packed p = pack_of(random_trace(seed, 2, 2, 3, 1200), 200);
+    const Packed p = pack_of(random_trace(seed, 2, 2, 3, 2000), 200);
     ASSERT_GT(p.pg.packs, opt::kBatchPolishPacks) << "seed " << seed << ": the batched path needs more packs";
     Rng r{seed * 37};
     const opt::PackChoices pc(p.pg, random_options(r, p.pg.packs, 9, seed % 2 == 0), 1e6, devices_of(p.packing));
@@ -342,7 +397,7 @@ TEST(Polish, BatchedMakesTheBatchesOfItsDefinition) {
     const TimeNs base = pc.schedule(all_max).makespan_ns;
     for (const double slack : {0.0, 0.05, 0.3}) {
       const auto limit = static_cast<TimeNs>(std::floor(static_cast<double>(base) * (1 + slack)));
-      const int got_moves = polish_agrees(pc, all_max, limit, polish_batched_by_definition);
+      const int got_moves = polish_agrees(pc, all_max, limit, polish_batched_by_definition, {});
       ASSERT_GE(got_moves, 0) << "seed " << seed << " slack " << slack;
       ++searches;
       moves_made += got_moves;
@@ -350,6 +405,99 @@ TEST(Polish, BatchedMakesTheBatchesOfItsDefinition) {
   }
   EXPECT_EQ(searches, 18);
   EXPECT_GT(moves_made, 250);
+}
+
+/// One thread runs k1, k2, k3 (1000 ns each) on GPU 0, one after another, each launched (5 ns)
+/// after the device sync that waited for the one before. Worked out on paper: each launch takes
+/// 5 ns, its kernel starts 5 ns after it, the sync returns 5 ns after the kernel: 15 ns per
+/// kernel on top of its 1000 × f, so the makespan is 45 + 1000 (f1 + f2 + f3) and the packs
+/// (one per kernel, by time) share one makespan budget.
+trace::Trace three_in_series() {
+  HandTrace h;
+  TimeNs t = 0;
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t corr = 2 * i + 1;
+    h.call("cudaLaunchKernel", t, 5, corr);
+    h.kernel("k" + std::to_string(i + 1), t + 10, 1000, 7, corr, 0);
+    h.call("cudaDeviceSynchronize", t + 5, 1010, corr + 1);
+    h.sync(SyncKind::kContextSync, t + 5, 1010, corr + 1, 0);
+    t += 1015;
+  }
+  return h.finish();
+}
+
+// The rate rule, worked by hand. k1's pack: one option slower (factor 1.1, +100 ns) saves 6 J;
+// k2's and k3's: one option slower (1.05, +50 ns) saves 4 J each, two (1.1) 4.5 J. Idle power 0,
+// a budget of 100 ns. The largest saving first takes k1's 6 J and spends the whole budget (24 J
+// left of 30); the rate rule takes k2's and k3's first steps (0.08 J/ns each, against 0.06) and
+// saves 8 J (22 J) — the optimum, by a full enumeration of the 27 plans. Ties (k2, k3) go to the
+// first pack: the same plan either way here.
+TEST(Polish, SpendsTheMakespanBudgetWhereItSavesMostPerNs) {
+  const Packed p = pack_of(three_in_series(), 1);
+  ASSERT_EQ(p.pg.packs, 3u);
+  const std::vector<opt::PackOption> a{{1410, 1, 10}, {1300, 1.1, 4}, {1200, 1.2, 3.5}};
+  const std::vector<opt::PackOption> b{{1410, 1, 10}, {1300, 1.05, 6}, {1200, 1.1, 5.5}};
+  const opt::PackChoices pc(p.pg, {a, b, b}, 0.0, 1);
+  const TimeNs base = pc.schedule({0, 0, 0}).makespan_ns;
+  ASSERT_EQ(base, 3045);
+  ASSERT_EQ(pc.schedule({1, 0, 0}).makespan_ns, 3145);
+  ASSERT_EQ(pc.schedule({0, 1, 1}).makespan_ns, 3145);
+  const TimeNs limit = base + 100;
+  int moves = 0;
+  const std::vector<int> got = opt::polish(pc, {0, 0, 0}, limit, 48, moves);
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(moves, 2);
+  EXPECT_DOUBLE_EQ(pc.predicted_energy(got, pc.schedule(got).makespan_ns), 22);
+  double best = 1e300;
+  for (int i = 0; i < 27; ++i) {
+    const std::vector<int> c{i % 3, i / 3 % 3, i / 9};
+    const TimeNs m = pc.schedule(c).makespan_ns;
+    if (m <= limit) best = std::min(best, pc.predicted_energy(c, m));
+  }
+  EXPECT_DOUBLE_EQ(best, 22);
+  EXPECT_DOUBLE_EQ(pc.predicted_energy({1, 0, 0}, 3145), 24) << "the largest saving first: k1's 6 J, the budget spent";
+}
+
+// move_energy_j is the change of predicted_energy, the makespan unchanged: by hand on the case of
+// SwitchHeadsWorkedByHand, and against the difference of two predictions on random options,
+// random choices and random switch-head chains (a pack before several others included).
+TEST(PackChoices, MoveEnergyIsTheDifferenceOfThePredictions) {
+  int checked = 0;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    Rng r{seed * 53};
+    const std::size_t P = 2 + static_cast<std::size_t>(r.in(0, 12));
+    pack::PackGraph pg;
+    pg.packs = static_cast<std::uint32_t>(P);
+    opt::PackChoices pc(pg, random_options(r, P, 7, seed % 2 == 0), 100, 2);
+    if (seed % 3 != 0) {
+      opt::SwitchHeads h;
+      h.head_ns = 50 + r.in(0, 200);
+      for (std::size_t q = 0; q < P; ++q) {
+        std::int32_t before = r.chance(20) ? -1 : static_cast<std::int32_t>(r.in(0, static_cast<int>(P) - 1));
+        if (before == static_cast<std::int32_t>(q)) before = -1;
+        h.before.push_back(before);
+        h.ops.push_back({{0, 40 + r.in(0, 100)}, {150, 30 + r.in(0, 200)}});
+      }
+      pc.set_switch_heads(h);
+    }
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<int> choice(P);
+      for (std::size_t q = 0; q < P; ++q) choice[q] = r.in(0, static_cast<int>(pc.options()[q].size()) - 1);
+      const std::vector<int> kept = choice;
+      const TimeNs m = 1000 + r.in(0, 5000);
+      for (std::size_t q = 0; q < P; ++q) {
+        for (int k = 0; k < static_cast<int>(pc.options()[q].size()); ++k) {
+          std::vector<int> moved = choice;
+          moved[q] = k;
+          const double want = pc.predicted_energy(moved, m) - pc.predicted_energy(choice, m);
+          EXPECT_NEAR(pc.move_energy_j(choice, q, k), want, 1e-9) << "seed " << seed << " pack " << q << " option " << k;
+          ASSERT_EQ(choice, kept) << "the choice is restored";
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10000);
 }
 
 // reuse_times takes another choices' timings exactly where an option's factor is the same (half
@@ -457,6 +605,13 @@ TEST(PackChoices, SwitchHeadsWorkedByHand) {
   EXPECT_DOUBLE_EQ(pc.predicted_energy(second, 0), 8 + 3 + 5 + 0.53125);
   EXPECT_DOUBLE_EQ(pc.predicted_energy(second, 1'000'000'000), 60 + 8 + 3 + 5 + 0.53125) << "idle power × 1 s × 1 GPU";
   EXPECT_DOUBLE_EQ(pc.predicted_energy({0, 0, 0}, 0), 10 + 5 + 9) << "a static plan has no switch";
+  // Pack 0 of `first` to 1065 MHz: its dynamic energy 10 -> 8 J; pack 1 (before: pack 0) then
+  // runs its head at 1065 instead of 1410 MHz: share 8.5 / 16 (its window 15 / 1.2 = 12.5 ms holds
+  // 6 + 2.5 ms of its 16 ms of work) × (4 − 3 J) = 0.53125 J instead of 1.375 J; pack 0's own head
+  // (pack 2 before it, at 1065 MHz) stays 0.
+  std::vector<int> moving = first;
+  EXPECT_DOUBLE_EQ(pc.move_energy_j(moving, 0, 1), -2 + (0.53125 - 1.375));
+  EXPECT_EQ(moving, first);
 
   opt::SwitchHeads bad = h;
   bad.head_ns = -1;
