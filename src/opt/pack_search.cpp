@@ -84,15 +84,17 @@ double PackChoices::move_energy_j(std::vector<int>& choice, std::size_t p, int k
   double d = std::max(0.0, o[static_cast<std::size_t>(k)].dynamic_energy_j) -
              std::max(0.0, o[static_cast<std::size_t>(choice[p])].dynamic_energy_j);
   if (head_ns_ <= 0) return d;
-  // Heads are read off the choice: p's own and its followers', before and after the move.
-  std::vector<int>& c = choice;
-  const int k0 = c[p];  // restored below
-  double before_j = switch_head_energy_j(c, p);
-  for (std::uint32_t i = after_begin_[p]; i < after_begin_[p + 1]; ++i) before_j += switch_head_energy_j(c, after_[i]);
-  c[p] = k;
-  double after_j = switch_head_energy_j(c, p);
-  for (std::uint32_t i = after_begin_[p]; i < after_begin_[p + 1]; ++i) after_j += switch_head_energy_j(c, after_[i]);
-  c[p] = k0;
+  // The heads that p's clock decides, read off the choice: p's own and its followers'.
+  auto heads_j = [&] {
+    double h = switch_head_energy_j(choice, p);
+    for (std::uint32_t i = after_begin_[p]; i < after_begin_[p + 1]; ++i) h += switch_head_energy_j(choice, after_[i]);
+    return h;
+  };
+  const int k0 = choice[p];
+  const double before_j = heads_j();
+  choice[p] = k;
+  const double after_j = heads_j();
+  choice[p] = k0;
   return d + (after_j - before_j);
 }
 
@@ -249,9 +251,8 @@ class SearchMemo {
 
 /// Pack p's best move 1, 2, 4 or 8 options slower than `choice[p]` (MoveRate) that keeps the
 /// makespan within `limit_ns`, saves more than 1e-9 J and beats `beat`, judged by `ev` (the plan
-/// `choice`): the steps in that order, a step faster somewhere than p's
-/// timing now passed over, up to the first one over the limit (slower steps only lengthen it
-/// further). Tries whose outcome `memo` tells are skipped: a step known over the limit ends the
+/// `choice`): the steps in that order, a step faster somewhere than p's timing now passed over,
+/// up to the first one over the limit (slower steps only lengthen it further). Tries whose outcome `memo` tells are skipped: a step known over the limit ends the
 /// steps as trying it would (where p's timings are not monotone, only once it is seen no faster
 /// than p's timing now, as the try checks first); and where they are monotone and the move to
 /// beat is free, a step that could not save more than it even at the current makespan
@@ -293,8 +294,8 @@ Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector
 /// best single move at the current plan (PlanEvaluator::try_slower, cheap), then applies them
 /// together, best rate first (MoveRate): the whole batch is evaluated exactly on the pack graph
 /// and kept when it fits the target and lowers the predicted energy, else its better half is
-/// tried, down to one move (which fits: it was checked alone). O(log P) exact evaluations per round instead of one
-/// incremental update per move; at most kBatchPolishRounds rounds.
+/// tried, down to one move (which fits: it was checked alone). O(log P) exact evaluations per
+/// round instead of one incremental update per move; at most kBatchPolishRounds rounds.
 std::vector<int> polish_batched(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns, int max_moves,
                                 int& moves) {
   const std::size_t P = pc.packs();
