@@ -154,7 +154,13 @@ close(r["emo"]["time_ns"] * 1e-6, t_emo, TIME_TOL, "EMO time")
 close(r["emo"]["energy_j"], e_emo, 0.05, "EMO energy")
 exp_savings = 1 - e_emo / (p_w(1410) * T(1410) * 1e-3)
 exp_slowdown = t_emo / T(1410) - 1
-assert abs(r["savings"] - exp_savings) < 0.03, (r["savings"], exp_savings)
+# Savings: from the measured energies checked above (each within 5 % of the fake's curves), so
+# their tolerance is theirs: E / B with E and B each off by up to 5 % moves the savings by up to
+# 0.1 E / B (0.068 here); 0.03 was tighter than the energies' own tolerance and failed once under
+# ASan with three builds beside it (EMO's iteration measured 4.5 % under the curves' energy, within
+# the 5 %: 0.351 against 0.318). The arithmetic itself is checked exactly.
+assert abs(r["savings"] - (1 - r["emo"]["energy_j"] / r["baseline"]["energy_j"])) < 1e-9, r["savings"]
+assert abs(r["savings"] - exp_savings) <= 0.1 * e_emo / (p_w(1410) * T(1410) * 1e-3), (r["savings"], exp_savings)
 assert abs(r["slowdown"] - exp_slowdown) < 2 * TIME_TOL, (r["slowdown"], exp_slowdown)
 # Chosen from measured points, the plan may sit a hair over the target on the fake's exact
 # curves (0.006 points seen under load); more than half a point would be a planning error.
