@@ -69,6 +69,10 @@ WorkloadRun section_run(const WorkloadRun& run, std::int32_t section) {
   return out;
 }
 
+std::int64_t read_window_ns(const ProgressSample& a, const ProgressSample& b) {
+  return a.read_ns > 0 && b.read_ns > 0 ? b.read_ns - a.read_ns : b.start.t_ns - a.start.t_ns;
+}
+
 std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs) {
   const std::vector<ProgressSample> s = by_time(run.samples);
   std::vector<std::vector<std::int64_t>> spans(packs);
@@ -79,13 +83,15 @@ std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs
     if (s[i].start.pack < 0 || k >= packs) continue;
     const bool last = i + 1 == s.size();
     if (last && !spans[k].empty()) continue;  // the run's tail only stands in for a pack seen once
-    const std::int64_t end_ns = last ? run.end_ns : s[i + 1].start.t_ns;
-    const double end_e = last ? run.end_energy_j : s[i + 1].energy_j;
-    const std::int64_t dt = end_ns - s[i].start.t_ns;
+    // The run's end: its counter was read at end_ns (WorkloadBackend::run), its stamp the same.
+    const ProgressSample end = last ? ProgressSample{{0, 0, 0, run.end_ns}, run.end_energy_j, run.end_ns} : s[i + 1];
+    const std::int64_t dt = end.start.t_ns - s[i].start.t_ns;
     if (dt <= 0) continue;
     spans[k].push_back(dt);
-    sum_t[k] += ns_to_s(dt);
-    sum_e[k] += end_e - s[i].energy_j;
+    const std::int64_t window = read_window_ns(s[i], end);
+    if (window <= 0) continue;  // both lines read at once: their counter difference is no span's
+    sum_t[k] += ns_to_s(window);
+    sum_e[k] += end.energy_j - s[i].energy_j;
   }
   for (std::size_t k = 0; k < packs; ++k) {
     auto& v = spans[k];
@@ -114,8 +120,12 @@ IterationMeasure measure_iteration(const WorkloadRun& run) {
   std::vector<std::int64_t> times;
   std::vector<double> energies;
   for (std::size_t i = 0; i + 1 < firsts.size(); ++i) {
-    times.push_back(firsts[i + 1].start.t_ns - firsts[i].start.t_ns);
-    energies.push_back(firsts[i + 1].energy_j - firsts[i].energy_j);
+    const std::int64_t period = firsts[i + 1].start.t_ns - firsts[i].start.t_ns;
+    const std::int64_t window = read_window_ns(firsts[i], firsts[i + 1]);
+    const double e = firsts[i + 1].energy_j - firsts[i].energy_j;
+    times.push_back(period);
+    // The counter's mean power over its read window, times the period (the header's comment).
+    energies.push_back(window > 0 ? e * static_cast<double>(period) / static_cast<double>(window) : e);
   }
   std::sort(times.begin(), times.end());
   std::sort(energies.begin(), energies.end());
@@ -159,7 +169,7 @@ std::map<std::int32_t, runtime::Device*> WorkloadBackend::job_run_options(runtim
   ro.on_routed_pack_start = [this, &out](const runtime::PackStarted& p, std::int32_t gpu) {
     const auto dev = job_.devices.find(gpu);
     if (dev == job_.devices.end()) return;
-    out.section_samples[p.device].push_back({p, dev->second->energy_counter_j()});
+    out.section_samples[p.device].push_back({p, dev->second->energy_counter_j(), now_ns()});
     out.section_gpu[p.device] = gpu;
   };
   return job_.devices;
@@ -183,7 +193,7 @@ WorkloadRun WorkloadBackend::run(const policy::Policy& policy, double static_clo
   if (job_.devices.empty()) {
     if (static_clock_mhz > 0) ro.start_clock_mhz[options_.trace_device] = static_clock_mhz;
     ro.on_pack_start = [&](const runtime::PackStarted& p) {
-      if (p.device == options_.trace_device) out.samples.push_back({p, device_.energy_counter_j()});
+      if (p.device == options_.trace_device) out.samples.push_back({p, device_.energy_counter_j(), now_ns()});
     };
     devices = {{options_.trace_device, &device_}};
   } else {

@@ -34,7 +34,16 @@ namespace emo::driver {
 struct ProgressSample {
   runtime::PackStarted start;  ///< As reported (t_ns: CLOCK_MONOTONIC, ns).
   double energy_j = 0;         ///< Energy counter (J) read by the parent on receipt.
+  std::int64_t read_ns = 0;    ///< When the counter was read (CLOCK_MONOTONIC, ns); 0: not recorded
+                               ///< (read_window_ns then takes the reported start).
 };
+
+/// The window over which the counter of `a` and `b` (b after a) was read, ns: b.read_ns −
+/// a.read_ns, or the reported starts' difference when either read time is not recorded. The parent
+/// reads the counter when it receives a line, late by a delay that varies with the scheduler
+/// (milliseconds on a loaded machine): the counter's difference is the energy of this window, not
+/// of the span between the reported starts.
+std::int64_t read_window_ns(const ProgressSample& a, const ProgressSample& b);
 
 /// What one run of the workload gave.
 struct WorkloadRun {
@@ -68,9 +77,9 @@ struct PackMeasure {
 /// next start (the iteration's next pack, or the next iteration's first), so a pack's span
 /// holds its work and whatever the GPU waited for before the next pack. The run's last start
 /// spans to the run's end only for a pack that has no other span. Time = the median span;
-/// energy = that time × the pack's mean power over all its spans (Σ energy / Σ time), which,
-/// unlike a median of per-span energies, survives an energy counter that advances in steps
-/// longer than a pack. When the counter did not advance over a pack's spans at all, the run's
+/// energy = that time × the pack's mean power over all its spans (Σ energy / Σ read window,
+/// read_window_ns), which, unlike a median of per-span energies, survives an energy counter
+/// that advances in steps longer than a pack, and a counter read late. When the counter did not advance over a pack's spans at all, the run's
 /// mean power stands in (run_power). Pack indices outside [0, packs) are ignored.
 std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs);
 
@@ -82,10 +91,13 @@ struct IterationMeasure {
 };
 
 /// The median period between consecutive starts of pack 0 and the median of the iterations'
-/// energies, each the counter over its own period (lower medians for an even count; taken
-/// apart, so that an iteration whose time is typical but whose switches were mistimed, such as
-/// the first ones before the runtime has seen a period, does not set the energy); the whole run
-/// (wall time, counter) when pack 0 started fewer than twice.
+/// energies (lower medians for an even count; taken apart, so that an iteration whose time is
+/// typical but whose switches were mistimed, such as the first ones before the runtime has seen a
+/// period, does not set the energy); the whole run (wall time, counter) when pack 0 started fewer
+/// than twice. An iteration's energy is the counter's mean power over its read window
+/// (read_window_ns) times its period: a line received late moves energy between neighbouring
+/// periods' counter differences (seen under ASan on a loaded CI machine: the median iteration 4.5 %
+/// under the stand-in's exact energy), not between their powers.
 IterationMeasure measure_iteration(const WorkloadRun& run);
 
 /// A job's iteration: measure_iteration of each section of `run` (section_run); time = the

@@ -82,6 +82,34 @@ TEST(MeasureIteration, MedianPeriodAndMedianEnergy) {
   EXPECT_NEAR(w.energy_j, once.end_energy_j, 1e-9);
 }
 
+// The parent reads the counter when it receives a line, late by a delay that varies. A run at a
+// constant 100 W, packs of 10 + 20 ms (30 ms, 3 J an iteration), the lines of pack 0 received
+// 0 or 6 ms late in turn (pack 1's on time), each counter read at its receipt. By hand: the
+// iterations' counter differences are 3 + 0.1 W·s/ms × (±6 ms) = 3.6, 2.4, 3.6, 2.4, 3.6 J
+// (median 3.6 J, 20 % over), but their read windows are 36, 24, ... ms at 100 W: times the 30 ms
+// period, 3 J each. Pack 1's spans end at pack 0's lines: its mean power over the read windows is
+// 100 W, so 20 ms × 100 W = 2 J (Σ energy / Σ stamped time would give 2 J × 42/40 = 2.1 J).
+TEST(MeasureIteration, EnergyFollowsTheStampsNotTheCounterReadDelays) {
+  WorkloadRun run = steady_run({10, 20}, 6, 100);
+  for (std::size_t i = 0; i < run.samples.size(); ++i) {
+    ProgressSample& s = run.samples[i];
+    const std::int64_t delay = s.start.pack == 0 && s.start.iteration % 2 == 1 ? 6 * kMs : 0;
+    s.read_ns = s.start.t_ns + delay;
+    s.energy_j = 100.0 * static_cast<double>(s.read_ns - run.start_ns) * 1e-9;  // the counter at the read
+  }
+  run.end_energy_j = 100.0 * static_cast<double>(run.end_ns - run.start_ns) * 1e-9;
+  const IterationMeasure m = measure_iteration(run);
+  EXPECT_EQ(m.time_ns, 30 * kMs);
+  EXPECT_NEAR(m.energy_j, 3.0, 1e-9);
+  const auto p = measure_packs(run, 2);
+  EXPECT_EQ(p[1].time_ns, 20 * kMs);
+  EXPECT_NEAR(p[1].energy_j, 2.0, 1e-9);
+  EXPECT_NEAR(p[0].energy_j, 1.0, 1e-9);
+  // Without read times (read_ns 0) the stamps stand in, as before: the counter's differences.
+  for (ProgressSample& s : run.samples) s.read_ns = 0;
+  EXPECT_NEAR(measure_iteration(run).energy_j, 3.6, 1e-9);
+}
+
 // A job: section 0 (packs of 10 + 20 ms at 100 W: 30 ms, 3 J an iteration) routed to NVML GPU 1,
 // section 1 (10 + 25 ms at 200 W: 35 ms, 7 J) to GPU 0. By hand: the job's iteration is the
 // slowest section's 35 ms and 3 + 7 = 10 J; each section sees its own GPU's counter.
