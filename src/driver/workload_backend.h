@@ -79,8 +79,9 @@ struct PackMeasure {
 /// spans to the run's end only for a pack that has no other span. Time = the median span;
 /// energy = that time × the pack's mean power over all its spans (Σ energy / Σ read window,
 /// read_window_ns), which, unlike a median of per-span energies, survives an energy counter
-/// that advances in steps longer than a pack, and a counter read late. When the counter did not advance over a pack's spans at all, the run's
-/// mean power stands in (run_power). Pack indices outside [0, packs) are ignored.
+/// that advances in steps longer than a pack, and a counter read late. When the counter did not
+/// advance over a pack's spans at all, the run's mean power stands in (run_power). Pack indices
+/// outside [0, packs) are ignored.
 std::vector<PackMeasure> measure_packs(const WorkloadRun& run, std::size_t packs);
 
 /// One iteration's time and energy in a run.

@@ -87,8 +87,9 @@ TEST(MeasureIteration, MedianPeriodAndMedianEnergy) {
 // 0 or 6 ms late in turn (pack 1's on time), each counter read at its receipt. By hand: the
 // iterations' counter differences are 3 + 0.1 W·s/ms × (±6 ms) = 3.6, 2.4, 3.6, 2.4, 3.6 J
 // (median 3.6 J, 20 % over), but their read windows are 36, 24, ... ms at 100 W: times the 30 ms
-// period, 3 J each. Pack 1's spans end at pack 0's lines: its mean power over the read windows is
-// 100 W, so 20 ms × 100 W = 2 J (Σ energy / Σ stamped time would give 2 J × 42/40 = 2.1 J).
+// period, 3 J each. Pack 1's five spans end at pack 0's lines, read windows 26, 20, 26, 20, 26 ms:
+// its power over them is 100 W, so 20 ms × 100 W = 2 J (Σ energy / Σ stamped time: 11.8 J / 100 ms,
+// 2.36 J). Pack 0's six spans, read windows 10, 4, ... ms: 1 J (by stamped time 4.2 J / 60 ms, 0.7 J).
 TEST(MeasureIteration, EnergyFollowsTheStampsNotTheCounterReadDelays) {
   WorkloadRun run = steady_run({10, 20}, 6, 100);
   for (std::size_t i = 0; i < run.samples.size(); ++i) {
@@ -108,6 +109,9 @@ TEST(MeasureIteration, EnergyFollowsTheStampsNotTheCounterReadDelays) {
   // Without read times (read_ns 0) the stamps stand in, as before: the counter's differences.
   for (ProgressSample& s : run.samples) s.read_ns = 0;
   EXPECT_NEAR(measure_iteration(run).energy_j, 3.6, 1e-9);
+  const auto q = measure_packs(run, 2);
+  EXPECT_NEAR(q[1].energy_j, 2.36, 1e-9);
+  EXPECT_NEAR(q[0].energy_j, 0.7, 1e-9);
 }
 
 // A job: section 0 (packs of 10 + 20 ms at 100 W: 30 ms, 3 J an iteration) routed to NVML GPU 1,
