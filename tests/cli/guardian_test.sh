@@ -77,7 +77,10 @@ wait "$emo_pid" 2>/dev/null
 
 # --- normal exit: the guardian is told "done" and touches nothing ---------------------------------
 fresh
-"$EMO" run --policy "$dir/p3.json" --no-tracer --log "$dir/run.log" -- bash -c "$LOCK3; sleep 0.1; exit 5" 2>"$dir/err"; rc=$?
+# The command exits once pack 2's switch (to 1410 MHz, about 8 ms after pack 1's) is on every GPU:
+# a fixed sleep of 0.1 s before it lost that race once under a loaded ctest -j2 (stop 43's CI).
+WAIT_1410='for _ in $(seq 500); do [[ $(grep -c "SetGpuLockedClocks [012] 1410 " "$EMO_FAKE_NVML_LOG") -ge 3 ]] && break; sleep 0.01; done'
+"$EMO" run --policy "$dir/p3.json" --no-tracer --log "$dir/run.log" -- bash -c "$LOCK3; $WAIT_1410; exit 5" 2>"$dir/err"; rc=$?
 gp=$(guardian_pid)
 want="${start_reset}${locks}nvmlDeviceSetGpuLockedClocks 0 1410 1410;nvmlDeviceSetGpuLockedClocks 1 1410 1410;nvmlDeviceSetGpuLockedClocks 2 1410 1410;${start_reset}"
 [[ $rc -eq 5 && "$(setters)" == "$want" && -n "$gp" && ! -e /proc/$gp && -z "$(ls "$dir/state")" ]] \
