@@ -24,7 +24,7 @@ PackChoices::PackChoices(const pack::PackGraph& pg, std::vector<std::vector<Pack
 
 double PackChoices::predicted_energy(const std::vector<int>& choice, TimeNs makespan_ns) const {
   // Kept in this order of operations: the figures of earlier runs are reproduced to the bit.
-  double e = idle_w_ * gpus_ * static_cast<double>(makespan_ns) * kSPerNs;
+  double e = idle_energy_j(makespan_ns);
   for (std::size_t p = 0; p < options_.size(); ++p) e += std::max(0.0, options_[p][choice[p]].dynamic_energy_j);
   if (head_ns_ > 0)
     for (std::size_t p = 0; p < options_.size(); ++p) e += switch_head_energy_j(choice, p);
@@ -252,10 +252,10 @@ class SearchMemo {
 /// Pack p's best move 1, 2, 4 or 8 options slower than `choice[p]` (MoveRate) that keeps the
 /// makespan within `limit_ns`, saves more than 1e-9 J and beats `beat`, judged by `ev` (the plan
 /// `choice`): the steps in that order, a step faster somewhere than p's timing now passed over,
-/// up to the first one over the limit (slower steps only lengthen it further). Tries whose outcome `memo` tells are skipped: a step known over the limit ends the
-/// steps as trying it would (where p's timings are not monotone, only once it is seen no faster
-/// than p's timing now, as the try checks first); and where they are monotone and the move to
-/// beat is free, a step that could not save more than it even at the current makespan
+/// up to the first one over the limit (slower steps only lengthen it further). Tries whose
+/// outcome `memo` tells are skipped: a step known over the limit ends the steps as trying it
+/// would (where p's timings are not monotone, only once it is seen no faster than p's timing now,
+/// as the try checks first); and where they are monotone and the move to beat is free, a step that could not save more than it even at the current makespan
 /// (PackChoices::predicted_energy never falls as the makespan grows: idle power ≥ 0) is passed
 /// over untried — as a free move it would not beat it, and a move that is not free never beats a
 /// free one. `choice` is restored before returning.
@@ -283,7 +283,7 @@ Move best_move(const PackChoices& pc, const pack::PlanEvaluator& ev, std::vector
       break;
     }
     const TimeNs growth = *m - m0;
-    const double saving = at_makespan_j - pc.idle_w() * pc.gpus() * static_cast<double>(growth) * kSPerNs;
+    const double saving = at_makespan_j - pc.idle_energy_j(growth);
     const MoveRate r = rate_of(saving, growth);
     if (saving > 1e-9 && r.beats(best.rate)) best = {k, r};
   }

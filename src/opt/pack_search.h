@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/units.h"
 #include "opt/pack_problem.h"
 #include "opt/solver.h"
 #include "pack/pack_graph.h"
@@ -48,6 +49,9 @@ class PackChoices {
   std::size_t packs() const noexcept { return options_.size(); }
   double idle_w() const noexcept { return idle_w_; }
   double gpus() const noexcept { return gpus_; }
+  /// The idle energy (J) of every GPU over `ns`: idle_w × gpus × ns (predicted_energy's first
+  /// term, in its order of operations).
+  double idle_energy_j(TimeNs ns) const noexcept { return idle_w_ * gpus_ * static_cast<double>(ns) * kSPerNs; }
 
   /// Idle power over the makespan on every GPU plus the packs' dynamic energy (negative dynamic
   /// energies count as 0) plus their switch heads (switch_head_energy_j), J. `makespan_ns` ≥ 0.
