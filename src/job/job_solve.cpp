@@ -365,7 +365,8 @@ RoundsStep solve_rounds(const JobPorts& jp, const RecordedStep& rec, const model
   RoundsStep out;
   ComposedRounds& c = out.composed;
   c.rank_slowdown = rank_options(options).max_slowdown;
-  c.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + c.rank_slowdown) - 1.0;
+  c.compose_reserve = options.max_slowdown * kComposeReserve;
+  c.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + c.rank_slowdown + c.compose_reserve) - 1.0;
   for (c.rounds = 1;; ++c.rounds) {
     std::vector<trace::JobCut> cuts = cuts_of(jp, view_of(rec.runs), rec.timing, c.pin_stretch);
     out.plans = worker.solve(cuts, c.rounds - 1);

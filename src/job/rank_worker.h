@@ -137,7 +137,8 @@ struct DecomposedOptions {
 /// Share of the latency target each rank's own solve gets (step 2): the rank may reach a
 /// collective that much of the makespan after its pin. Its problem needs some room: with none, the
 /// pack problem's linearisation (opt/pack_problem.h) leaves it no plan but the max clock near every
-/// pin. The pins are stretched by the rest, (1 + s) / (1 + s × kRankShare) − 1. Chosen on the
+/// pin. The pins are stretched by the rest less the composition's reserve, (1 + s) / (1 + s × (kRankShare +
+/// kComposeReserve)) − 1 (job/job_solve.h). Chosen on the
 /// generated 8-rank job at +0.5 % (docs/multi-rank.md: 0 gave 12.6 % savings, 0.1 gave 13.8 %).
 inline constexpr double kRankShare = 0.1;
 

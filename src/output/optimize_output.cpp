@@ -540,6 +540,7 @@ nlohmann::json to_json(const job::DecomposedSolve& d) {
           {"static_kept", d.static_choice.kept},
           {"pin_stretch", d.composed.pin_stretch},
           {"rank_slowdown", d.composed.rank_slowdown},
+          {"compose_reserve", d.composed.compose_reserve},
           {"rounds", d.composed.rounds},
           {"compose_passes", d.composed.passes},
           {"compose_residual_ns", d.composed.residual_ns},
@@ -555,11 +556,13 @@ nlohmann::json to_json(const job::DecomposedSolve& d) {
 std::string to_text(const job::DecomposedSolve& d) {
   std::string out = fmt::format(
       "decomposed joint solve of {} ranks (docs/multi-rank.md): {} collectives pinned at their max-clock start "
-      "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own{}; each rank's plan run "
+      "stretched by {:.3f} %, each rank solved alone against them with {:.3f} % of its own and {:.3f} % kept for "
+      "their composition{}; each rank's plan run "
       "on its own graph and reduced to its collectives, the job timed from them (collectives wait for their last "
       "participant; each rank's policy run with switch latency, its collectives starting where the job starts them: "
       "{}):\n",
       d.ranks.size(), d.recorded.collectives_pinned, 100 * d.composed.pin_stretch, 100 * d.composed.rank_slowdown,
+      100 * d.composed.compose_reserve,
       d.composed.rounds > 1 ? fmt::format(" ({} rounds: the earlier ones missed the target)", d.composed.rounds) : "",
       d.composed.residual_ns == 0
           ? fmt::format("{} passes to a fixed point", d.composed.passes)

@@ -199,6 +199,16 @@ void check(const Outcome& o, double max_slowdown, const std::string& what) {
   EXPECT_EQ(d.baseline.target_ns, static_cast<TimeNs>(std::floor(static_cast<double>(d.baseline.run.time_ns) * (1.0 + max_slowdown))));
   EXPECT_LE(d.plan.time_ns, d.baseline.target_ns) << "the kept plan misses the target (composed plan "
                                          << d.composed.plan.time_ns << " ns)";
+  // The first round's split of the target s (docs/multi-rank.md, "Decomposed solve", step 2): a
+  // tenth each rank's own, a tenth kept for the composition, the pins stretched by the rest,
+  // (1 + s) / (1 + 0.2 s) − 1 (at 5 %: 1.05 / 1.01 − 1 = 0.0396040; later rounds cut it further).
+  EXPECT_NEAR(d.composed.rank_slowdown, 0.1 * max_slowdown, 1e-15);
+  EXPECT_NEAR(d.composed.compose_reserve, 0.1 * max_slowdown, 1e-15);
+  if (d.composed.rounds == 1) {
+    EXPECT_NEAR(d.composed.pin_stretch, (1.0 + max_slowdown) / (1.0 + 0.2 * max_slowdown) - 1.0, 1e-12);
+  } else {
+    EXPECT_LT(d.composed.pin_stretch, (1.0 + max_slowdown) / (1.0 + 0.2 * max_slowdown) - 1.0);
+  }
   // 2. The cheapest measured within the target.
   EXPECT_LE(d.plan.energy_j, d.baseline.run.energy_j);
   if (d.composed.plan.time_ns <= d.baseline.target_ns) {
