@@ -13,7 +13,8 @@
 # figure in steps 3 and 4, checked). Prints a Markdown table; every figure SIMULATED.
 #
 #   scripts/pipeline-crosscheck.sh [BUILD_DIR] [CASE...]     CASE = STAGESxMICROBATCHES[:LAST_SCALE]
-# Defaults: build, cases 4x8:1.5 4x8:1 8x16:1.5; targets 0% 1% (PIPELINE_CROSSCHECK_TARGETS).
+# Defaults: build, cases 4x8:1.5 4x8:1 8x16:1.5; targets 0% 1% (PIPELINE_CROSSCHECK_TARGETS); more
+# options of EMO's optimize in PIPELINE_CROSSCHECK_EMO_ARGS (e.g. "--profile-clocks 5").
 # Needs emo, emo_make_job and emo_pipeline_crosscheck built in BUILD_DIR; data: ../shared/data
 # (or EMO_DATA_DIR).
 set -euo pipefail
@@ -24,6 +25,7 @@ shift || true
 cases=("$@")
 ((${#cases[@]})) || cases=(4x8:1.5 4x8:1 8x16:1.5)
 targets=(${PIPELINE_CROSSCHECK_TARGETS:-0% 1%})
+emo_args=(${PIPELINE_CROSSCHECK_EMO_ARGS:-})  # more emo optimize options, e.g. --profile-clocks 5
 data=${EMO_DATA_DIR:-$root/../shared/data}
 src=$data/kineto/hta_training_16rank_rank0.json.gz
 die() { echo "pipeline-crosscheck.sh: $*" >&2; exit 2; }
@@ -50,7 +52,7 @@ for c in "${cases[@]}"; do
     "$build/emo_pipeline_crosscheck" replay "$job" --stages "$S" --microbatches "$M" --plan "$job.$t.pipeline.json" \
       --max-slowdown "$t" --json "$job.$t.replay.json" > /dev/null
     start=$(date +%s.%N)
-    "$build/emo" optimize "$job"/*.json.gz --max-slowdown "$t" -q --json "$job.$t.optimize.json" > /dev/null
+    "$build/emo" optimize "$job"/*.json.gz --max-slowdown "$t" "${emo_args[@]}" -q --json "$job.$t.optimize.json" > /dev/null
     secs=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f} s')" "$start" "$(date +%s.%N)")
     python3 - "$S" "$M" "$scale" "$t" "$job.$t.replay.json" "$job.$t.optimize.json" "$secs" <<'PY'
 import json, math, sys
