@@ -68,16 +68,23 @@ printf '0 %s\n1 %s\n2 %s\n' "$job" "$job" "$job" > "$dir/procs"
 python3 "$(dirname "$0")/three_pack_policy.py" "$dir/p3.json" 0 1 2
 chmod 0644 "$dir/p3.json"
 LOCK3='for g in 0 1 2; do echo "P $g 1 0" >&$EMO_PROGRESS_FD; done'
+# wait_1410 GPUS LOG N: shell text that waits (up to 5 s) until LOG shows pack 2's lock to 1410 MHz on
+# N of the GPUs GPUS (a bracket class, e.g. 012): a command that exits a fixed 0.1 s after pack 1's
+# lock can beat that switch (about 8 ms later) under a loaded ctest -j2, as cli_guardian's did once.
+wait_1410() {
+  printf 'for _ in $(seq 500); do [[ $(grep -c "SetGpuLockedClocks [%s] 1410 " %q 2>/dev/null) -ge %d ]] && break; sleep 0.01; done' \
+    "$1" "$2" "$3"
+}
 
 start_service || exit 1
 # --- a policy run: the same setter sequence through the service as root applies directly -------------
 EMO_FAKE_NVML_LOG=$dir/root.log EMO_STATE_DIR=$dir/rootstate \
-  "$EMO" run --policy "$dir/p3.json" --no-tracer -- bash -c "$LOCK3; sleep 0.1; exit 5" 2>"$dir/err"; root_rc=$?
+  "$EMO" run --policy "$dir/p3.json" --no-tracer -- bash -c "$LOCK3; $(wait_1410 012 "$dir/root.log" 3); exit 5" 2>"$dir/err"; root_rc=$?
 want=$(setters "$dir/root.log")
 for mode in auto via-service; do
   : > "$dir/svc.log"; rm -f "$dir/nobody/cli.log"
   flag=(); [[ $mode == via-service ]] && flag=(--via-service)
-  as_nobody "$EMO" run "${flag[@]}" --policy "$dir/p3.json" --no-tracer -- bash -c "$LOCK3; sleep 0.1; exit 5" 2>"$dir/err"; rc=$?
+  as_nobody "$EMO" run "${flag[@]}" --policy "$dir/p3.json" --no-tracer -- bash -c "$LOCK3; $(wait_1410 012 "$dir/svc.log" 3); exit 5" 2>"$dir/err"; rc=$?
   got=$(setters)
   direct=$(grep -c '^nvmlDevice\(Set\|Reset\)' "$dir/nobody/cli.log" 2>/dev/null)
   # Per GPU the sequence is the policy's; how the three GPUs' calls interleave is timing (as root too).
@@ -95,11 +102,12 @@ grep -q "uid 65534 pid [0-9]*: lock GPU 0 SM 990-990 MHz (asked 990-990)" "$dir/
 # lock the node's GPU 2 — the request names the GPU by UUID — with the setter sequence root
 # applies to GPU 0 of the same policy directly; the node's GPUs 0 and 1 untouched.
 python3 "$(dirname "$0")/three_pack_policy.py" "$dir/p0.json" 0; chmod 0644 "$dir/p0.json"
-LOCK0='echo "P 0 1 0" >&$EMO_PROGRESS_FD; sleep 0.1'
-EMO_FAKE_NVML_LOG=$dir/root0.log EMO_STATE_DIR=$dir/rootstate "$EMO" run --policy "$dir/p0.json" --no-tracer -- bash -c "$LOCK0" 2>/dev/null
+LOCK0='echo "P 0 1 0" >&$EMO_PROGRESS_FD'
+EMO_FAKE_NVML_LOG=$dir/root0.log EMO_STATE_DIR=$dir/rootstate "$EMO" run --policy "$dir/p0.json" --no-tracer -- \
+  bash -c "$LOCK0; $(wait_1410 0 "$dir/root0.log" 1)" 2>/dev/null
 : > "$dir/svc.log"
 as_nobody env EMO_FAKE_NVML_GPUS="$A100,$A100" EMO_FAKE_NVML_UUIDS=2,1 \
-  "$EMO" run --via-service --policy "$dir/p0.json" --no-tracer -- bash -c "$LOCK0" 2>"$dir/err"; rc=$?
+  "$EMO" run --via-service --policy "$dir/p0.json" --no-tracer -- bash -c "$LOCK0; $(wait_1410 2 "$dir/svc.log" 1)" 2>"$dir/err"; rc=$?
 want0=$(per_gpu "$(setters "$dir/root0.log")" 0) got=$(setters)
 [[ $rc -eq 0 && -n "$want0" && "$(per_gpu "$got" 2 | sed 's/ 2\( \|;\)/ 0\1/g')" == "$want0" && "$(per_gpu "$got" 2)" == "$got" ]] \
   && ok "a client seeing the node's GPU 2 as its GPU 0: the service locks GPU 2 (by UUID), root's sequence, nothing else" \
