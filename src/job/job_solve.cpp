@@ -270,6 +270,33 @@ std::optional<driver::Evaluated> best_static(const JobPorts& jp, RankWorker& wor
   return search.best();
 }
 
+}  // namespace
+
+void first_split(ComposedRounds& c, double max_slowdown) {
+  c.rank_slowdown = max_slowdown * kRankShare;
+  c.compose_reserve = max_slowdown * kComposeReserve;
+  c.pin_stretch = (1.0 + max_slowdown) / (1.0 + c.rank_slowdown + c.compose_reserve) - 1.0;
+}
+
+bool next_split(ComposedRounds& c, double max_slowdown, double miss) {
+  if (!(miss > 0)) throw std::invalid_argument("next_split: the round did not miss the target");
+  const double cut = (1.0 + c.pin_stretch) / (1.0 + miss) - 1.0 - kRetryMargin;
+  if (cut > 0) {
+    c.pin_stretch = cut;
+  } else if (c.rank_slowdown > 0) {
+    c.rank_slowdown /= kShareCut;
+    c.compose_reserve /= kShareCut;
+    c.pin_stretch = (1.0 + max_slowdown) / (1.0 + c.rank_slowdown + c.compose_reserve) - 1.0;
+  } else if (c.pin_stretch > 0) {
+    c.pin_stretch = 0;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
 /// Pointers to `runs`, as evaluate() reads them.
 std::vector<const RankRun*> view_of(const std::vector<RankRun>& runs) {
   std::vector<const RankRun*> out;
@@ -364,18 +391,16 @@ RoundsStep solve_rounds(const JobPorts& jp, const RecordedStep& rec, const model
                         const driver::OptimizeOptions& options, RankWorker& worker) {
   RoundsStep out;
   ComposedRounds& c = out.composed;
-  c.rank_slowdown = rank_options(options).max_slowdown;
-  c.compose_reserve = options.max_slowdown * kComposeReserve;
-  c.pin_stretch = (1.0 + options.max_slowdown) / (1.0 + c.rank_slowdown + c.compose_reserve) - 1.0;
+  first_split(c, options.max_slowdown);
   for (c.rounds = 1;; ++c.rounds) {
     std::vector<trace::JobCut> cuts = cuts_of(jp, view_of(rec.runs), rec.timing, c.pin_stretch);
-    out.plans = worker.solve(cuts, c.rounds - 1);
+    out.plans = worker.solve(cuts, c.rounds - 1, c.rank_slowdown);
     if (out.plans.size() != jp.open.size()) throw std::invalid_argument("solve_decomposed: a plan per rank expected");
     if (c.rounds == 1) out.baseline = baseline_of(jp, out.plans, gpu, options.max_slowdown);
     c.plan = compose(jp, std::move(cuts), out.plans, gpu, worker, c);
-    if (c.plan.time_ns <= out.baseline.target_ns || c.rounds == kDecomposedRounds || c.pin_stretch == 0) break;
+    if (c.plan.time_ns <= out.baseline.target_ns || c.rounds == kDecomposedRounds) break;
     const double miss = static_cast<double>(c.plan.time_ns) / static_cast<double>(out.baseline.target_ns) - 1.0;
-    c.pin_stretch = std::max(0.0, (1.0 + c.pin_stretch) / (1.0 + miss) - 1.0 - kRetryMargin);
+    if (!next_split(c, options.max_slowdown, miss)) break;
   }
   return out;
 }

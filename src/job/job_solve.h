@@ -90,8 +90,8 @@ JobPorts job_ports(const std::vector<trace::RankDigest>& digests, trace::JobLink
 /// Rounds at most: the composed plan is timed on the job; while it misses the target (a rank's
 /// own share compounds over its collectives; a rank whose transfers start before their pins runs
 /// the work after them partly at the clock of the pack before), the stretch is cut by the miss plus
-/// kRetryMargin and every rank solved again — not when the stretch is 0 already (the same round
-/// again). 4: on the generated pipelines of JobSolveProperty.Pipelines the second round still
+/// kRetryMargin — or, where no stretch would be left, the shares cut (next_split) — and every rank
+/// solved again; not when nothing is left to cut. 4: on the generated pipelines of JobSolveProperty.Pipelines the second round still
 /// missed by 0.04–0.2 % at +1 % and +3 % (the static clock kept, 2–5 % saved), the third was
 /// within (12–15 %); a job whose first round is within (the data-parallel jobs of
 /// docs/multi-rank.md) pays for one.
@@ -110,6 +110,11 @@ inline constexpr double kRetryMargin = 0.0005;
 /// the target at 16–1,024 ranks, for 0.06–0.19 points of savings at 16–256 ranks. Not a proof:
 /// the rounds (kDecomposedRounds) remain for a job whose delays add up further.
 inline constexpr double kComposeReserve = kRankShare;
+
+/// By how much a later round divides the ranks' shares (and the composition's) when a tighter
+/// stretch cannot absorb the miss (next_split). 4: on the 16-rank tensor-parallel and MoE jobs of
+/// docs/multi-rank.md a share of 0.02 × the target composed within it (0.1 did not).
+inline constexpr double kShareCut = 4;
 
 /// Compositions of a round's plans at most (step 3's fixed point; the first from the runs released
 /// at the cuts' pins). A fixed point was reached in 4–5 on the 16-rank pipeline of
@@ -203,8 +208,8 @@ struct JobBaseline {
 
 /// Steps 2–3: the rounds of rank solves and their composition.
 struct ComposedRounds {
-  double rank_slowdown = 0;  ///< Each rank's own share (kRankShare × max_slowdown).
-  double compose_reserve = 0;  ///< The share kept for the composition (kComposeReserve × max_slowdown).
+  double rank_slowdown = 0;  ///< Each rank's own share in the last round (first_split, next_split).
+  double compose_reserve = 0;  ///< The share kept for the composition in the last round (the same).
   double pin_stretch = 0;    ///< The collectives' stretch of the last round (step 1).
   int rounds = 0;            ///< Rounds of rank solves: 1, or up to kDecomposedRounds while the composed plan missed.
   int passes = 0;            ///< Compositions of the last round (step 3's fixed point).
@@ -213,6 +218,21 @@ struct ComposedRounds {
   std::vector<RankRun> runs;  ///< Per rank: its last round's plan run at the last composition's releases, reduced to its ports.
   policy::Policy policy;      ///< The composed plan's policy (DecomposedSolve::policy when it is kept).
 };
+
+/// The first round's split of the target `max_slowdown` into `c`: each rank's own share
+/// (kRankShare), the composition's (kComposeReserve) and the collectives' stretch, the rest:
+/// (1 + s) / (1 + s (kRankShare + kComposeReserve)) − 1. Never throws.
+void first_split(ComposedRounds& c, double max_slowdown);
+
+/// The next round's split after a round whose composition missed the target by `miss` (a fraction
+/// of the target, > 0). Usually the stretch cut by the miss and kRetryMargin. Where that leaves no
+/// stretch — the ranks' own shares, compounding over many collectives, make a miss that no
+/// tighter stretch absorbs (measured, docs/multi-rank.md "Stop 44": 16-rank tensor-parallel and
+/// MoE jobs, an all-reduce or all-to-all per layer, missed by 0.3 % at +0.5 % with no stretch
+/// left) — the shares are divided by kShareCut and the stretch is what the target leaves beside
+/// them. Then, with no share left, one round at no stretch. false when nothing is left to cut (no
+/// stretch, no share): no further round. Throws std::invalid_argument when `miss` is not > 0.
+bool next_split(ComposedRounds& c, double max_slowdown, double miss);
 
 /// Never worse than locking one clock: the cheapest static clock within the target, among the
 /// clocks every rank's solve offered (driver::optimize()'s static curve).

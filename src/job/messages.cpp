@@ -133,7 +133,7 @@ trace::RankDigest digest_of(const json& j) {
 std::string encode(const Command& c) {
   json cuts = json::array();
   for (const trace::JobCut& cut : c.cuts) cuts.push_back(cut_json(cut));
-  const json j{{"gpu", c.gpu}, {"cuts", std::move(cuts)}, {"round", c.round}, {"clocks", c.clocks_mhz}, {"ends", c.port_end_ns}};
+  const json j{{"gpu", c.gpu}, {"cuts", std::move(cuts)}, {"round", c.round}, {"share", c.rank_slowdown}, {"clocks", c.clocks_mhz}, {"ends", c.port_end_ns}};
   const std::vector<std::uint8_t> b = json::to_cbor(j);
   return static_cast<char>(c.kind) + std::string(b.begin(), b.end());
 }
@@ -153,6 +153,7 @@ Command decode_command(const std::string& bytes) {
   c.gpu = j.at("gpu").get<std::string>();
   for (const json& cut : j.at("cuts")) c.cuts.push_back(cut_of(cut));
   c.round = j.at("round").get<int>();
+  c.rank_slowdown = j.at("share").get<double>();
   c.clocks_mhz = j.at("clocks").get<std::vector<double>>();
   c.port_end_ns = j.at("ends").get<std::vector<std::vector<TimeNs>>>();
   return c;

@@ -40,6 +40,7 @@ struct Command {
   std::vector<trace::JobCut> cuts{};  ///< kPorts: the open pins (JobPorts::open); kRound: the round's cuts;
                                       ///< kReleased: the releases.
   int round = 0;                    ///< kRound: 0 first.
+  double rank_slowdown = 0;         ///< kRound: each rank's own share of the target (RankWorker::solve).
   std::vector<double> clocks_mhz{};   ///< kStatics, kStaticEnergies: SM clocks, MHz; kLanes: {the static clock, or 0}.
   std::vector<std::vector<TimeNs>> port_end_ns{};  ///< kLanes: per rank, per port, its end (the rank's clock, ns).
 };

@@ -54,12 +54,12 @@ class MpiWorker : public RankWorker {
         [&] { return own_->recorded(); }, messages::decode_ports_reply);
   }
 
-  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override {
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round, double rank_slowdown) override {
     return exchange<RankPlan>(
-        [&](std::size_t q) { return command_bytes(CommandKind::kRound, part(cuts, q), round); },
+        [&](std::size_t q) { return command_bytes(CommandKind::kRound, part(cuts, q), round, rank_slowdown); },
         [&] {
           std::vector<trace::JobCut> mine = part(cuts, 0);
-          return own_->solve(mine, round);
+          return own_->solve(mine, round, rank_slowdown);
         },
         messages::decode_plans_reply);
   }
@@ -78,7 +78,7 @@ class MpiWorker : public RankWorker {
 
   std::vector<RankLane> lanes(const std::vector<std::vector<TimeNs>>& port_end_ns, double static_mhz) override {
     return exchange<RankLane>(
-        [&](std::size_t q) { return command_bytes(CommandKind::kLanes, {}, 0, {static_mhz}, part(port_end_ns, q)); },
+        [&](std::size_t q) { return command_bytes(CommandKind::kLanes, {}, 0, 0, {static_mhz}, part(port_end_ns, q)); },
         [&] { return own_->lanes(part(port_end_ns, 0), static_mhz); }, messages::decode_lanes_reply);
   }
 
@@ -96,7 +96,7 @@ class MpiWorker : public RankWorker {
 
  private:
   /// The bytes of a command of `kind` on this job's GPU.
-  std::string command_bytes(CommandKind kind, std::vector<trace::JobCut> cuts, int round = 0,
+  std::string command_bytes(CommandKind kind, std::vector<trace::JobCut> cuts, int round = 0, double rank_slowdown = 0,
                             std::vector<double> clocks_mhz = {}, std::vector<std::vector<TimeNs>> port_end_ns = {}) const {
     Command c;
     c.port_end_ns = std::move(port_end_ns);
@@ -104,6 +104,7 @@ class MpiWorker : public RankWorker {
     c.gpu = gpu_.id;
     c.cuts = std::move(cuts);
     c.round = round;
+    c.rank_slowdown = rank_slowdown;
     c.clocks_mhz = std::move(clocks_mhz);
     return messages::encode(c);
   }
@@ -114,7 +115,7 @@ class MpiWorker : public RankWorker {
   std::vector<std::vector<T>> per_clock(CommandKind kind, const std::vector<double>& clocks_mhz, Own&& own, Decode&& decode,
                                         const char* mismatch) {
     std::vector<std::vector<T>> out = exchange<std::vector<T>>(
-        [&](std::size_t) { return command_bytes(kind, {}, 0, clocks_mhz); }, std::forward<Own>(own), std::forward<Decode>(decode));
+        [&](std::size_t) { return command_bytes(kind, {}, 0, 0, clocks_mhz); }, std::forward<Own>(own), std::forward<Decode>(decode));
     for (const std::vector<T>& r : out) {
       if (r.size() != clocks_mhz.size()) throw std::invalid_argument(mismatch);
     }
@@ -186,7 +187,7 @@ class Served {
           return messages::encode_reply(ranks(gpu).recorded());
         case CommandKind::kStatics: return messages::encode_reply(ranks(gpu).statics(c.clocks_mhz));
         case CommandKind::kStaticEnergies: return messages::encode_energies_reply(ranks(gpu).static_energies(c.clocks_mhz));
-        case CommandKind::kRound: return messages::encode_reply(ranks(gpu).solve(c.cuts, c.round));
+        case CommandKind::kRound: return messages::encode_reply(ranks(gpu).solve(c.cuts, c.round, c.rank_slowdown));
         case CommandKind::kReleased: return messages::encode_reply(as_lists(ranks(gpu).released(c.cuts)));
         case CommandKind::kLanes:
           return messages::encode_reply(ranks(gpu).lanes(c.port_end_ns, c.clocks_mhz.empty() ? 0.0 : c.clocks_mhz.front()));

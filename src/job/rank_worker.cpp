@@ -346,11 +346,14 @@ std::vector<timing::PortGraph> ThreadRankWorker::recorded() {
   return out;
 }
 
-std::vector<RankPlan> ThreadRankWorker::solve(std::vector<trace::JobCut>& cuts, int round) {
+std::vector<RankPlan> ThreadRankWorker::solve(std::vector<trace::JobCut>& cuts, int round, double rank_slowdown) {
   if (cuts.size() != traces_.size()) throw std::invalid_argument("solve_decomposed: cuts for other ranks");
+  if (!(rank_slowdown >= 0)) throw std::invalid_argument("solve_decomposed: a rank's share of the target below 0");
+  driver::OptimizeOptions o = options_;
+  o.max_slowdown = rank_slowdown;
   std::vector<RankPlan> out(traces_.size());
   for_ranks(traces_.size(), threads_, progress_, round_label(round), [&](std::size_t i) {
-    out[i] = solve_rank(traces_[i], cuts[i], open_[i], graph(i), gpu_, options_, position_[i], round == 0, kept_[i], keep_);
+    out[i] = solve_rank(traces_[i], cuts[i], open_[i], graph(i), gpu_, o, position_[i], round == 0, kept_[i], keep_);
   });
   return out;
 }

@@ -95,8 +95,9 @@ class RankWorker {
   /// Step 0: every rank reduced to its ports at its recorded durations.
   virtual std::vector<timing::PortGraph> recorded() = 0;
   /// Step 2: every rank solved against its cut (`cuts`: one per rank) of round `round` (0 first:
-  /// each RankPlan then also holds its run at the max clock, statics).
-  virtual std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) = 0;
+  /// each RankPlan then also holds its run at the max clock, statics), with `rank_slowdown` of the
+  /// target its own (its solve's max_slowdown: the round's share, job/job_solve.h; ≥ 0).
+  virtual std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round, double rank_slowdown) = 0;
   /// Step 3's fixed point (job/job_solve.h): every rank's last plan (solve()'s: its SM clocks and
   /// its policy's clock requests, as `emo run` issues them) run again with each of its collectives'
   /// transfers starting no earlier than its pin in `releases` (one JobCut per rank, its pins those of
@@ -165,7 +166,7 @@ class ThreadRankWorker : public RankWorker {
                    const model::GpuSpec& gpu, const driver::OptimizeOptions& options, const DecomposedOptions& how);
   ~ThreadRankWorker() override;
   std::vector<timing::PortGraph> recorded() override;
-  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override;
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round, double rank_slowdown) override;
   std::vector<RankRun> released(const std::vector<trace::JobCut>& releases) override;
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override;
   std::vector<std::vector<double>> static_energies(const std::vector<double>& clocks_mhz) override;

@@ -69,7 +69,7 @@ class HandWorker : public RankWorker {
  public:
   explicit HandWorker(const std::vector<RankRun>& runs) : runs_(runs) {}
   std::vector<timing::PortGraph> recorded() override { throw std::logic_error("not asked"); }
-  std::vector<RankPlan> solve(std::vector<trace::JobCut>&, int) override { throw std::logic_error("not asked"); }
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>&, int, double) override { throw std::logic_error("not asked"); }
   std::vector<RankRun> released(const std::vector<trace::JobCut>&) override { throw std::logic_error("not asked"); }
   std::vector<std::vector<RankRun>> statics(const std::vector<double>& clocks_mhz) override {
     statics_asked = clocks_mhz;

@@ -32,7 +32,7 @@ class FailingSolves : public job::RankWorker {
   FailingSolves(std::unique_ptr<job::RankWorker> inner, std::size_t process)
       : inner_(std::move(inner)), process_(process) {}
   std::vector<timing::PortGraph> recorded() override { return inner_->recorded(); }
-  std::vector<job::RankPlan> solve(std::vector<trace::JobCut>&, int) override {
+  std::vector<job::RankPlan> solve(std::vector<trace::JobCut>&, int, double) override {
     throw InputError("test RankWorker", "process " + std::to_string(process_) + " fails its rank solves as asked");
   }
   std::vector<std::vector<job::RankRun>> statics(const std::vector<double>& clocks_mhz) override {

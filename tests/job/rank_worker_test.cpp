@@ -74,10 +74,10 @@ class Recording : public RankWorker {
     ++seen_.recorded;
     return seen_.ports = inner_->recorded();
   }
-  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round) override {
+  std::vector<RankPlan> solve(std::vector<trace::JobCut>& cuts, int round, double rank_slowdown) override {
     ++seen_.solves;
     if (fail_solves_) throw InputError("test worker", "fails its rank solves as asked");
-    std::vector<RankPlan> out = inner_->solve(cuts, round);
+    std::vector<RankPlan> out = inner_->solve(cuts, round, rank_slowdown);
     if (round == 0) seen_.first_plans = out, seen_.first_cuts = cuts;
     return out;
   }
@@ -225,7 +225,7 @@ TEST(RankWorkerSeam, ReleasedRunsAreThePlanRunAtTheCutsPinsAndRefuseOtherCollect
   ASSERT_EQ(seen.first_cuts.size(), 4u);
   EXPECT_THROW((void)w.released(seen.first_cuts), std::logic_error) << "before any solve";
   std::vector<trace::JobCut> cuts = seen.first_cuts;
-  const std::vector<RankPlan> plans = w.solve(cuts, 0);
+  const std::vector<RankPlan> plans = w.solve(cuts, 0, rank_options(o).max_slowdown);
   const std::vector<RankRun> at_pins = w.released(seen.first_cuts);
   ASSERT_EQ(at_pins.size(), 4u);
   for (std::size_t i = 0; i < 4; ++i) expect_same(at_pins[i], plans[i].plan);
@@ -327,6 +327,7 @@ TEST(JobMessages, CommandsCrossUnchanged) {
   c.kind = messages::CommandKind::kRound;
   c.gpu = "H100-SXM5-80GB";
   c.round = 1;
+  c.rank_slowdown = 0.000125;
   c.cuts = {{{{7, 1'234'567'890'123, 4'500}, {9, trace::kOpenPin, 0}}, 9'876'543'210'987},
             {{{3, -5, 1}}, 42}};
   c.clocks_mhz = {1410, 1395.5};
@@ -337,6 +338,7 @@ TEST(JobMessages, CommandsCrossUnchanged) {
   EXPECT_EQ(d.kind, messages::CommandKind::kRound);
   EXPECT_EQ(d.gpu, "H100-SXM5-80GB");
   EXPECT_EQ(d.round, 1);
+  EXPECT_EQ(d.rank_slowdown, 0.000125);
   EXPECT_EQ(d.clocks_mhz, (std::vector<double>{1410, 1395.5}));
   ASSERT_EQ(d.cuts.size(), 2u);
   EXPECT_EQ(d.cuts[0].end_ns, 9'876'543'210'987);
