@@ -270,12 +270,17 @@ std::optional<driver::Evaluated> best_static(const JobPorts& jp, RankWorker& wor
   return search.best();
 }
 
+/// The collectives' stretch that the target `max_slowdown` leaves beside c's two shares.
+double stretch_beside_shares(const ComposedRounds& c, double max_slowdown) {
+  return (1.0 + max_slowdown) / (1.0 + c.rank_slowdown + c.compose_reserve) - 1.0;
+}
+
 }  // namespace
 
 void first_split(ComposedRounds& c, double max_slowdown) {
   c.rank_slowdown = max_slowdown * kRankShare;
   c.compose_reserve = max_slowdown * kComposeReserve;
-  c.pin_stretch = (1.0 + max_slowdown) / (1.0 + c.rank_slowdown + c.compose_reserve) - 1.0;
+  c.pin_stretch = stretch_beside_shares(c, max_slowdown);
 }
 
 bool next_split(ComposedRounds& c, double max_slowdown, double miss) {
@@ -286,7 +291,7 @@ bool next_split(ComposedRounds& c, double max_slowdown, double miss) {
   } else if (c.rank_slowdown > 0) {
     c.rank_slowdown /= kShareCut;
     c.compose_reserve /= kShareCut;
-    c.pin_stretch = (1.0 + max_slowdown) / (1.0 + c.rank_slowdown + c.compose_reserve) - 1.0;
+    c.pin_stretch = stretch_beside_shares(c, max_slowdown);
   } else if (c.pin_stretch > 0) {
     c.pin_stretch = 0;
   } else {

@@ -143,8 +143,9 @@ struct DecomposedOptions {
 /// generated 8-rank job at +0.5 % (docs/multi-rank.md: 0 gave 12.6 % savings, 0.1 gave 13.8 %).
 inline constexpr double kRankShare = 0.1;
 
-/// Each rank's own options (step 2): the job's `options`, max_slowdown × kRankShare, planned at that
-/// target alone (no target ladder: its cost would be paid once per rank).
+/// Each rank's own options (step 2): the job's `options`, max_slowdown × kRankShare (the first
+/// round's share; each RankWorker::solve sets its round's, job::first_split / next_split), planned
+/// at that target alone (no target ladder: its cost would be paid once per rank).
 driver::OptimizeOptions rank_options(const driver::OptimizeOptions& options);
 
 /// The run-noise seed of the rank at `position` in the job on the simulated device (ranks draw their
