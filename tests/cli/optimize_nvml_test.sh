@@ -62,23 +62,30 @@ want = [min(supported, key=lambda c: (abs(c - 1410 * x), -c)) for x in (1, 0.75,
 assert r["profiled_clocks_mhz"] == want, r["profiled_clocks_mhz"]
 assert r["simulated"] is False and pol["simulated"] is False
 assert r["packs"] == 3 and r["device"] == "GPU 0 (NVIDIA A100-SXM4-80GB)"
-# Runs: 3 profiling clocks, then one run per refinement clock (profile where the plan decides),
-# then baseline, static and EMO.
+# Runs: 3 profiling clocks, then one run per refinement clock (profile where the plan decides) in
+# each refinement round (1 or 2: a second round measures where the refitted plan moved, which the
+# measured times decide), then baseline, static and EMO.
 points = [[pt["clock_mhz"] for pt in prof["points"]] for prof in r["pack_profiles"]]
-refined = sorted({f for p in points for f in p if f not in want}, reverse=True)
-assert r["profiled_runs"] == 3 + len(refined) and len(refined) >= 1, (r["profiled_runs"], refined)
+refined = {f for p in points for f in p if f not in want}
+rounds = r["profiling"]["refinement_rounds"]
+assert 1 <= rounds <= 2 and r["profiled_runs"] >= 3 + len(refined) and len(refined) >= 1, (r["profiled_runs"], refined, rounds)
 assert r["workload_runs"] == r["profiled_runs"] + 3 and r["validation_runs"] == 1, r
 assert r["profiling"]["pack_clock_profiles"] == sum(map(len, points)) and r["packs_at_run_power"] == 0
 assert r["profiling"]["refinement_profiles"] == sum(map(len, points)) - 9
 assert all(len(p) <= 5 for p in points), points  # K = 3 plus at most 2 refinement clocks per pack
 
-# Clock locks: per profiling clock, then per refinement clock (descending), reset / lock / reset;
-# then baseline (1410), static, EMO; reset last.
+# Clock locks: per profiling clock, then per refinement clock (descending within each round),
+# reset / lock / reset; then baseline (1410), static, EMO; reset last.
 calls = [c for c in setters.split(";") if c]
 locks = lambda f: ["nvmlDeviceResetGpuLockedClocks 0", f"nvmlDeviceSetGpuLockedClocks 0 {f:.0f} {f:.0f}",
                    "nvmlDeviceResetGpuLockedClocks 0"]
 static = r["static_best"]["clock_mhz"]
-head = sum((locks(f) for f in want + refined + [1410, static]), [])
+n_refine = r["profiled_runs"] - 3
+run_clocks = [int(calls[3 * i + 1].split()[-1]) for i in range(3 + n_refine + 2)]
+refine_seq = run_clocks[3:3 + n_refine]
+descents = 1 + sum(b >= a for a, b in zip(refine_seq, refine_seq[1:]))  # rounds the order needs at least
+assert set(refine_seq) == refined and descents <= rounds, (refine_seq, refined, rounds)
+head = sum((locks(f) for f in want + refine_seq + [1410, static]), [])
 assert calls[:len(head)] == head, calls[:len(head)]
 emo_calls = calls[len(head):]
 assert emo_calls[0] == emo_calls[-1] == "nvmlDeviceResetGpuLockedClocks 0" and len(emo_calls) >= 3, emo_calls
