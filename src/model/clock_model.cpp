@@ -69,6 +69,18 @@ double interpolate(const std::vector<double>& xs, const std::vector<double>& ys,
   return ys[i - 1] + w * (ys[i] - ys[i - 1]);
 }
 
+double interpolate_along(const std::vector<double>& xs, const std::vector<double>& ys, double x,
+                         const std::function<double(double)>& shape) {
+  auto it = std::upper_bound(xs.begin(), xs.end(), x);
+  if (it == xs.begin()) return ys.front();
+  if (it == xs.end()) return ys.back();
+  const std::size_t i = static_cast<std::size_t>(it - xs.begin());
+  double w = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);  // linear where the shape is flat
+  const double a = shape(xs[i - 1]), b = shape(xs[i]);
+  if (std::abs(b - a) > 1e-12 * std::max(std::abs(a), std::abs(b))) w = std::clamp((shape(x) - a) / (b - a), 0.0, 1.0);
+  return ys[i - 1] + w * (ys[i] - ys[i - 1]);
+}
+
 double TimeModel::beta() const {
   const double total = t_mem_s + t_comp_s;
   return total > 0 ? t_comp_s / total : 0.0;
@@ -144,13 +156,13 @@ std::vector<double> nnls_small(const std::vector<double>& a, const std::vector<d
 
 double ClockModel::time_s(double clock_mhz) const {
   if (kind_ == Kind::kTable && clock_mhz >= clocks_.front() && clock_mhz <= clocks_.back())
-    return interpolate(clocks_, table_time_, clock_mhz);
+    return interpolate_along(clocks_, table_time_, clock_mhz, [this](double f) { return time_.at(f); });
   return time_.at(clock_mhz);
 }
 
 double ClockModel::power_w(double clock_mhz) const {
   if (kind_ == Kind::kTable && clock_mhz >= clocks_.front() && clock_mhz <= clocks_.back())
-    return interpolate(clocks_, table_power_, clock_mhz);
+    return interpolate_along(clocks_, table_power_, clock_mhz, [this](double f) { return power_.at(f); });
   return power_.at(clock_mhz);
 }
 

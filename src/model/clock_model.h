@@ -23,14 +23,17 @@
 // Fitting is least squares on relative residuals ((model − measured) / measured) under the
 // nonnegativity constraints, solved exactly by enumerating active sets (γ by grid search).
 // With many points (≥ FitOptions::table_min_points) and a parametric residual above
-// FitOptions::table_max_residual, a table model is used inside the measured range: piecewise-linear
-// interpolation of time and power between measured clocks, made monotone first (time
-// non-increasing, power non-decreasing, by pool-adjacent-violators); outside it the parametric
-// model extrapolates.
+// FitOptions::table_max_residual, a table model is used inside the measured range: the measured
+// time and power, made monotone first (time non-increasing, power non-decreasing, by
+// pool-adjacent-violators), interpolated between adjacent measured clocks along the parametric
+// model's curve (interpolate_along: a chord across a 1065–1305 MHz gap over the roofline knee
+// overstated a pipeline pack's time at 1245 MHz by 1.2 % of its max-clock time, half its
+// slowdown — docs/models.md); outside it the parametric model extrapolates.
 // Sources: Perseus (Chung et al., SOSP'24) time/energy profiles; Mei et al., "A survey and
 // measurement study of GPU DVFS" (NV-DVFS-Benchmark) for the time and power shapes.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -103,6 +106,15 @@ class ClockModel {
 /// Piecewise-linear interpolation of `ys` over ascending `xs` (same size, non-empty) at `x`;
 /// constant outside [xs.front(), xs.back()]; exactly ys[i] at x == xs[i].
 double interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x);
+
+/// Interpolation of `ys` over ascending `xs` (same size, non-empty) at `x` along the curve `shape`
+/// (a function of x, monotone on each interval): between xs[i−1] and xs[i] the share of the way is
+/// (shape(x) − shape(xs[i−1])) / (shape(xs[i]) − shape(xs[i−1])) instead of the share of the
+/// interval, so a gap that spans a bend of the curve (a roofline knee) follows the bend instead of
+/// its chord; linear where shape is flat on the interval (equal ends). Exactly ys[i] at x == xs[i];
+/// constant outside [xs.front(), xs.back()]; monotone in x when ys and shape are.
+double interpolate_along(const std::vector<double>& xs, const std::vector<double>& ys, double x,
+                         const std::function<double(double)>& shape);
 
 /// Fits a model to points at ≥ 2 distinct positive clocks (repeats at one clock are averaged).
 /// Throws std::invalid_argument when there are fewer, or a value is not positive and finite.
