@@ -646,7 +646,8 @@ Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, Ti
   if (measured_ns <= target_ns) throw std::invalid_argument("next_replan: the run met the target");
   if (predicted_ns <= 0 || measured_ns <= 0) throw std::invalid_argument("next_replan: a time is not positive");
   const bool floor = state.model_target_ns <= state.base_ns;
-  const bool stuck = state.missed_ns > 0 && measured_ns >= state.missed_ns;
+  const bool stuck = state.missed_ns > 0 && measured_ns >= state.missed_ns &&
+                     (state.missed_predicted_ns <= 0 || measured_ns - state.missed_ns <= state.missed_predicted_ns - predicted_ns);
   if (floor || stuck || state.conservative_margin > 0) {
     if (state.conservative_margin > 0) {
       state.conservative_margin *= 4;
@@ -660,6 +661,7 @@ Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, Ti
     return {state.model_target_ns, state.conservative_margin};
   }
   state.missed_ns = measured_ns;
+  state.missed_predicted_ns = predicted_ns;
   state.model_target_ns = tighter_model_target_ns(state.model_target_ns, state.base_ns, target_ns, predicted_ns, measured_ns);
   return {state.model_target_ns, 0};
 }

@@ -164,12 +164,14 @@ inline constexpr double kMinConservativeMargin = 0.02;
 
 /// What validation's re-plans know of the runs so far (next_replan): the predicted baseline (ns),
 /// the model's target (ns; the problem's to start with), the measured time of the run the last
-/// tighter re-plan was to fix (ns; 0: none yet), the last conservative margin (0: none yet).
+/// tighter re-plan was to fix (ns; 0: none yet), the last conservative margin (0: none yet), and
+/// the predicted time of the run the last tighter re-plan was to fix (ns; 0: not known).
 struct ReplanState {
   TimeNs base_ns = 0;
   TimeNs model_target_ns = 0;
   TimeNs missed_ns = 0;
   double conservative_margin = 0;
+  TimeNs missed_predicted_ns = 0;
 };
 
 /// A re-plan: at `model_target_ns`, on options made conservative by `conservative_margin` when it
@@ -193,9 +195,13 @@ TimeNs tighter_model_target_ns(TimeNs model_target_ns, TimeNs base_ns, TimeNs ta
 ///  - **Conservative** — the plan then leaves a margin on the slack it uses on every path — at the
 ///    floor (the model's target is the predicted baseline: nothing tighter is left; margin
 ///    kConservativeMargin), and when the run of a tighter re-plan measured no faster than the run
-///    it was to fix (`stuck`): the miss is on a path the models time as not critical (a pack's one
-///    clock factor mistimes an op inside it, e.g. a pinned collective's start on a rank of a
-///    decomposed job solve; docs/optimize.md, stage 6), which a tighter makespan does not reach.
+///    it was to fix, and slower by no more than its prediction fell (`stuck`; the second part only
+///    where that run's prediction is known): the miss is on a path the models time as not critical
+///    (a pack's one clock factor mistimes an op inside it, e.g. a pinned collective's start on a
+///    rank of a decomposed job solve; docs/optimize.md, stage 6), which a tighter makespan does not
+///    reach. A re-plan measured slower than that is another plan that the models mistime by more
+///    (their error differs from plan to plan: 0.45, 0.55, 0.96 ms on three plans of a 4 × 16
+///    pipeline at +1 %, docs/multi-rank.md): a tighter target again, by that larger error.
 ///    The first margin there: twice the model's error on that run relative to the slowdown its plan
 ///    took, 2 (measured − predicted) / (predicted − base), within [kMinConservativeMargin,
 ///    kConservativeMargin] — e.g. 26 µs on a plan predicted 566 µs over its baseline: 0.09; a

@@ -571,6 +571,31 @@ TEST(Optimize, ReplanWorkedByHand) {
   EXPECT_EQ(r.model_target_ns, 1'181'022'651);
   EXPECT_EQ(s.conservative_margin, r.conservative_margin);
 
+  // Stop 45: a re-plan measured slower than the run it was to fix by more than its prediction fell
+  // is another plan the models mistime by more, not a stuck path: tighter again. The runs of the
+  // 4 × 16 pipeline (last stage 1.25×) at +1 % (docs/multi-rank.md; predicted baseline 900,590,994,
+  // model target 909,596,903, measured target 909,594,719), worked by hand:
+  //  1. predicted 909,594,707, measured 910,049,061: min(909,596,903 − 454,342 − 1,000, ⌊909,594,707 ×
+  //     target / measured⌋ = 909,140,591) = 909,140,591;
+  //  2. predicted 909,138,591, measured 909,690,921 (faster): min(909,140,591 − 96,202 − 1,000,
+  //     909,042,447) = 909,042,447;
+  //  3. predicted 909,039,048, measured 909,995,823: slower than run 2 by 304,902, while its
+  //     prediction fell by 99,543 — not stuck: min(909,042,447 − 401,104 − 1,000 = 908,640,343,
+  //     908,638,365) = 908,638,365 (the ratio in doubles: ± 100 ns), no margin. Stuck until stop 45
+  //     (conservative, margin 2 × 956,775 / 8,448,054 = 0.2265: 2.2 ms inside the target).
+  const TimeNs pp_target = 909'594'719;
+  driver::ReplanState pp{900'590'994, 909'596'903, 0, 0};
+  r = driver::next_replan(pp, pp_target, 909'594'707, 910'049'061);
+  EXPECT_NEAR(r.model_target_ns, 909'140'591, 100);
+  r = driver::next_replan(pp, pp_target, 909'138'591, 909'690'921);
+  EXPECT_NEAR(r.model_target_ns, 909'042'447, 100);
+  r = driver::next_replan(pp, pp_target, 909'039'048, 909'995'823);
+  EXPECT_EQ(r.conservative_margin, 0.0);
+  EXPECT_NEAR(r.model_target_ns, 908'638'365, 100);
+  // The same run measured no slower than its prediction fell (by 99,543): stuck.
+  driver::ReplanState pp2{900'590'994, 909'042'447, 909'690'921, 0, 909'138'591};
+  EXPECT_GT(driver::next_replan(pp2, pp_target, 909'039'048, 909'690'921 + 99'543).conservative_margin, 0.0);
+
   // Within [0.02, 0.25]: an error of 1 µs on 590,879 ns used (2 × 0.0017) is raised to 0.02; one of
   // 400 µs on 200 µs used (4.0) lowered to 0.25. A run measured *faster* than the run before is not
   // stuck.
