@@ -33,9 +33,22 @@ python3 "$HERE/three_pack_trace.py" "$dir/trace.json"
 # best static clock is not decided by measurement noise.
 SLOWDOWN=0.1024
 log=$dir/nvml.log
-EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown $SLOWDOWN --device nvml --no-tracer \
-  --json "$dir/r.json" --policy "$dir/policy.json" --run-log "$dir/run" \
-  -- python3 "$HERE/fake_workload.py" 8 0 $PACKS > "$dir/r.txt" 2> "$dir/r.err"; rc=$?
+optimize_fake() {
+  rm -f "$log" "$dir"/run.*.jsonl
+  EMO_FAKE_NVML_LOG=$log "$EMO" optimize "$dir/trace.json" --max-slowdown $SLOWDOWN --device nvml --no-tracer \
+    --json "$dir/r.json" --policy "$dir/policy.json" --run-log "$dir/run" \
+    -- python3 "$HERE/fake_workload.py" 8 0 $PACKS > "$dir/r.txt" 2> "$dir/r.err"
+}
+optimize_fake; rc=$?
+# On a real GPU EMO validates its plan in one run, and keeps the baseline when that run misses the
+# target (and says so). EMO's plan sits as close under the target as its models allow, and the
+# fake's sleeps overshoot on a loaded machine: once in a CI run (stop 45) its one run measured 0.27 %
+# over a target its models met. That honest outcome is not what this test checks, so the run is
+# made once more then; a plan that misses twice fails below.
+if [[ $rc -eq 0 ]] && grep -q "the baseline (max clock) is kept" "$dir/r.txt"; then
+  echo "note: the baseline was kept ($(grep -o 'EMO.s own plan [^)]*' "$dir/r.txt")); running once more"
+  optimize_fake; rc=$?
+fi
 if [[ $rc -eq 0 ]]; then ok "optimize --device nvml runs"; else bad "optimize --device nvml: rc=$rc $(cat "$dir/r.err")"; fi
 cat "$dir/r.txt"
 if ! grep -q SIMULATED "$dir/r.txt" && grep -qE "measured on GPU 0 \(NVIDIA A100-SXM4-80GB\) by running the workload \([0-9]+ runs\)" "$dir/r.txt"; then
