@@ -61,12 +61,7 @@ std::vector<double> isotonic_increasing(const std::vector<double>& y) {
 }  // namespace
 
 double interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
-  auto it = std::upper_bound(xs.begin(), xs.end(), x);
-  if (it == xs.begin()) return ys.front();
-  if (it == xs.end()) return ys.back();
-  const std::size_t i = static_cast<std::size_t>(it - xs.begin());
-  const double w = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
-  return ys[i - 1] + w * (ys[i] - ys[i - 1]);
+  return interpolate_along(xs, ys, x, [](double v) { return v; });  // along x itself: the chord
 }
 
 double interpolate_along(const std::vector<double>& xs, const std::vector<double>& ys, double x,

@@ -94,8 +94,7 @@ locks = lambda f: ["nvmlDeviceResetGpuLockedClocks 0", f"nvmlDeviceSetGpuLockedC
                    "nvmlDeviceResetGpuLockedClocks 0"]
 static = r["static_best"]["clock_mhz"]
 n_refine = r["profiled_runs"] - 3
-run_clocks = [int(calls[3 * i + 1].split()[-1]) for i in range(3 + n_refine + 2)]
-refine_seq = run_clocks[3:3 + n_refine]
+refine_seq = [int(calls[3 * i + 1].split()[-1]) for i in range(3, 3 + n_refine)]  # each run's lock
 descents = 1 + sum(b >= a for a, b in zip(refine_seq, refine_seq[1:]))  # rounds the order needs at least
 assert set(refine_seq) == refined and descents <= rounds, (refine_seq, refined, rounds)
 head = sum((locks(f) for f in want + refine_seq + [1410, static]), [])
