@@ -12,8 +12,9 @@
 //     replays the plan of `emo pipeline ... --max-slowdown X --plans --json PIPELINE.json`
 //     (its "target" point: one clock per pass) on the simulated device, on the job's own graph, as
 //     `emo optimize` evaluates a schedule (runtime::run_on_sim, device seed S, noise seed S + 1):
-//     with its switches as `emo run` issues them (switch latency; support/stage_profile.h,
-//     plan_switch_requests) and with ideal switching; next to the job at the max clock (the
+//     with its switches as `emo run` issues them (switch latency, closed loop: a policy of one
+//     pack per pass, support/stage_profile.h, run by runtime::run_policy_closed_loop) and with
+//     ideal switching; next to the job at the max clock (the
 //     baseline); and the cheapest of the JSON's frontier points (each replayed with switch
 //     latency, and with ideal switching) whose replayed time is within the target.
 //   emo_pipeline_crosscheck packs JOB_DIR --stages S --microbatches M --plan PIPELINE.json
@@ -193,13 +194,17 @@ struct Replayer {
   emo::runtime::SimRunResult ideal(const emo::testing::PassPlan& plan) const {
     return run(emo::testing::plan_node_clocks(job, passes, g.op, g.gpu, plan));
   }
-  /// The plan's switches as `emo run` issues them (switch latency; support/stage_profile.h).
+  /// The plan's switches as `emo run` issues them (switch latency; closed loop, as EMO's own
+  /// policies are run: runtime::run_policy_closed_loop on a policy of one pack per pass).
   emo::runtime::SimRunResult switched(const emo::testing::PassPlan& plan) const {
     const std::vector<double> clocks = emo::testing::plan_node_clocks(job, passes, g.op, g.gpu, plan);
-    std::map<std::int32_t, double> initial;
-    const auto requests = emo::testing::plan_switch_requests(job, passes, g, run(clocks), plan,
-                                                             std::llround(gpu.switch_latency_ms * 1e6), initial);
-    return run(clocks, requests, initial);
+    const emo::policy::Policy policy = emo::testing::plan_pass_policy(job, passes, g, run(clocks), plan);
+    return emo::runtime::run_policy_closed_loop(
+        policy, std::llround(gpu.switch_latency_ms * 1e6),
+        [&](const std::vector<emo::runtime::ClockRequest>& requests, const std::map<std::int32_t, double>& initial) {
+          return run(clocks, requests, initial);
+        },
+        [&](const emo::runtime::SimRunResult& r) { return emo::testing::observed_pass_starts(passes, g, r); });
   }
 };
 
@@ -303,11 +308,12 @@ PlanRuns run_pack_plan(const Replayer& rep, const emo::pack::PackRun& r, emo::po
       ++p;
     }
   }
-  std::map<std::int32_t, double> initial;
-  const auto requests = emo::runtime::hold_to_interval(
-      emo::runtime::switch_requests(policy, std::llround(rep.gpu.switch_latency_ms * 1e6), initial),
-      std::llround(policy.min_switch_interval_ms * 1e6), initial);
-  out.switched = rep.run(nodes, requests, initial);
+  out.switched = emo::runtime::run_policy_closed_loop(
+      policy, std::llround(rep.gpu.switch_latency_ms * 1e6),
+      [&](const std::vector<emo::runtime::ClockRequest>& requests, const std::map<std::int32_t, double>& initial) {
+        return rep.run(nodes, requests, initial);
+      },
+      [&](const emo::runtime::SimRunResult& run) { return emo::runtime::observed_pack_starts(policy, r.packing, run); });
   return out;
 }
 

@@ -32,7 +32,9 @@ struct RunMeasurement {
   TimeNs time_ns = 0;                    ///< Makespan, ns.
   double energy_j = 0;                   ///< Energy of every GPU over the makespan, J.
   double clock_mhz = 0;                  ///< The clock of a static run; 0 for a policy run.
-  std::int64_t clock_switches = 0;       ///< Clock changes per iteration (policy runs).
+  std::int64_t clock_switches = 0;       ///< Clock changes the policy asks for per iteration (policy runs:
+                                         ///< runtime::issued_requests; on the simulated device the closed
+                                         ///< loop may issue a few more or fewer, sim_backend.h).
   std::int64_t ops_at_other_clock = 0;   ///< GPU ops that ran before their pack's clock took effect
                                          ///< (simulated device only; 0 on a real GPU).
   PackCosts pack_costs;                  ///< Per pack of the run (simulated device only; packs empty

@@ -1,6 +1,7 @@
 #include "runtime/sim_backend.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 
 #include "core/units.h"
 #include "runtime/profiler.h"
+#include "runtime/switch_planner.h"
 #include "runtime/switch_timing.h"
 
 namespace emo::runtime {
@@ -114,6 +116,102 @@ std::vector<ClockRequest> hold_to_interval(std::vector<ClockRequest> requests, T
   return out;
 }
 
+std::vector<std::vector<TimeNs>> observed_pack_starts(const policy::Policy& policy, const pack::Packing& packing,
+                                                      const SimRunResult& run) {
+  // Each device's packs in time order (Packing::packs is by device, then time): its position there.
+  std::map<std::int32_t, std::uint32_t> count;
+  std::vector<std::uint32_t> position(packing.packs.size());
+  for (std::size_t p = 0; p < packing.packs.size(); ++p) position[p] = count[packing.packs[p].device]++;
+  std::map<std::int32_t, std::size_t> gpu_of;
+  std::vector<std::vector<TimeNs>> out(policy.gpus.size());
+  for (std::size_t i = 0; i < policy.gpus.size(); ++i) {
+    const auto& gp = policy.gpus[i];
+    const auto it = count.find(gp.device);
+    if (gp.packs.size() != (it == count.end() ? 0 : it->second))
+      throw std::invalid_argument(fmt::format("observed_pack_starts: GPU {} has {} packs in the policy, {} in the packing",
+                                              gp.device, gp.packs.size(), it == count.end() ? 0 : it->second));
+    out[i].assign(gp.packs.size(), INT64_MAX);
+    gpu_of[gp.device] = i;
+  }
+  for (const RunOp& op : run.ops) {
+    const std::uint32_t p = packing.pack_of[op.node];
+    if (p == pack::kNoPack) continue;
+    const auto g = gpu_of.find(packing.packs[p].device);
+    if (g == gpu_of.end()) continue;
+    TimeNs& t = out[g->second][position[p]];
+    t = std::min(t, op.start_ns);
+  }
+  return out;
+}
+
+std::vector<ClockRequest> planner_requests(const policy::Policy& policy, TimeNs latency_ns,
+                                           const std::vector<std::vector<TimeNs>>& observed_ns,
+                                           std::map<std::int32_t, double>& initial_clock_mhz) {
+  if (observed_ns.size() != policy.gpus.size())
+    throw std::invalid_argument("planner_requests: one list of observed starts per GPU of the policy needed");
+  std::vector<ClockRequest> requests;
+  initial_clock_mhz.clear();
+  for (std::size_t i = 0; i < policy.gpus.size(); ++i) {
+    policy::GpuPolicy gp = policy.gpus[i];
+    if (gp.packs.empty()) continue;
+    if (observed_ns[i].size() != gp.packs.size())
+      throw std::invalid_argument(fmt::format("planner_requests: GPU {}: {} observed starts for {} packs", gp.device,
+                                              observed_ns[i].size(), gp.packs.size()));
+    gp.default_clock_mhz = 0;  // steady state: the clock before pack 0 is the last pack's, no default switch
+    const double last = gp.packs.back().clock_mhz;
+    initial_clock_mhz[gp.device] = last;
+    double current = last;
+    const policy::PackClock& first = gp.packs.front();
+    if (first.clock_mhz != last) {
+      requests.push_back({gp.device, first.start_offset_ns - switch_lead_ns(last, first.clock_mhz, latency_ns), first.clock_mhz});
+      current = first.clock_mhz;
+    }
+    SwitchPlanner planner(gp, latency_ns, current, ms_to_ns(policy.min_switch_interval_ms));
+    // A switch is asked for when the planner issues it: at its planned time, or at once when a
+    // re-plan finds that time passed (`now`: emo run polls due() as soon as it has re-planned).
+    auto take = [&](const std::vector<Switch>& issued, TimeNs now) {
+      for (const Switch& sw : issued)
+        if (sw.iteration == 0 && sw.pack >= 0) requests.push_back({gp.device, std::max(sw.t_ns, now), sw.clock_mhz});
+    };
+    // Observations in time order, each at the time of the op its start is observed by.
+    std::vector<std::pair<TimeNs, std::int32_t>> seen;
+    for (std::size_t k = 0; k < gp.packs.size(); ++k) {
+      const TimeNs t = observed_ns[i][k];
+      if (t != INT64_MAX) seen.emplace_back(t + gp.packs[k].anchor_offset_ns() - gp.packs[k].start_offset_ns, static_cast<std::int32_t>(k));
+    }
+    std::stable_sort(seen.begin(), seen.end());
+    for (const auto& [t, k] : seen) {
+      take(planner.due(t), INT64_MIN);
+      if (const std::optional<Switch> late = planner.observe({gp.device, k, 0, t, 0})) take({*late}, t);
+      take(planner.due(t), t);
+    }
+    take(planner.due(INT64_MAX), INT64_MIN);
+  }
+  return requests;
+}
+
+SimRunResult run_policy_closed_loop(const policy::Policy& policy, TimeNs latency_ns, const RequestReplay& replay,
+                                    const StartObserver& observe, std::vector<ClockRequest>* requests_out,
+                                    std::map<std::int32_t, double>* initial_out) {
+  std::map<std::int32_t, double> initial;
+  std::vector<ClockRequest> requests = issued_requests(policy, latency_ns, initial);
+  SimRunResult run = replay(requests, initial);
+  auto same = [](const std::vector<ClockRequest>& a, const std::vector<ClockRequest>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ClockRequest& x, const ClockRequest& y) {
+      return x.device == y.device && x.request_ns == y.request_ns && x.clock_mhz == y.clock_mhz;
+    });
+  };
+  for (int replays = 1; replays < kClosedLoopReplays; ++replays) {
+    std::vector<ClockRequest> next = planner_requests(policy, latency_ns, observe(run), initial);
+    if (same(next, requests)) break;
+    requests = std::move(next);
+    run = replay(requests, initial);
+  }
+  if (requests_out != nullptr) *requests_out = std::move(requests);
+  if (initial_out != nullptr) *initial_out = std::move(initial);
+  return run;
+}
+
 namespace {
 
 SimDeviceOptions device_options(std::uint64_t seed) {
@@ -213,13 +311,19 @@ RunMeasurement SimBackend::run_policy(const trace::Trace& trace, const pack::Pac
                                       const policy::Policy& policy, const std::vector<double>& pack_clock_mhz) {
   const graph::DepGraph& g = packs.analysis.graph;
   const TimeNs latency_ns = ms_to_ns(device_.switch_latency_ms());
-  const std::vector<ClockRequest> requests = issued_requests(policy, latency_ns, run_opts_.initial_clock_mhz);
-  SimRunResult run =
-      run_on_sim(trace, g, device_, node_clocks(g, packs.packing, pack_clock_mhz), requests, run_opts_);
+  const std::vector<double> clocks = node_clocks(g, packs.packing, pack_clock_mhz);
+  SimRunResult run = run_policy_closed_loop(
+      policy, latency_ns,
+      [&](const std::vector<ClockRequest>& r, const std::map<std::int32_t, double>& initial) {
+        run_opts_.initial_clock_mhz = initial;
+        return run_on_sim(trace, g, device_, clocks, r, run_opts_);
+      },
+      [&](const SimRunResult& r) { return observed_pack_starts(policy, packs.packing, r); });
   RunMeasurement m;
   m.time_ns = run.makespan_ns;
   m.energy_j = run.energy_j;
-  m.clock_switches = static_cast<std::int64_t>(requests.size());
+  std::map<std::int32_t, double> initial;
+  m.clock_switches = static_cast<std::int64_t>(issued_requests(policy, latency_ns, initial).size());
   m.ops_at_other_clock = run.ops_at_other_clock;
   m.gpu_energy_j = run.gpu_energy_j;
   add_breakdown(std::move(run), packs, device_.gpu().idle_power_w, m);

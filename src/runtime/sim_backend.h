@@ -1,9 +1,11 @@
 // The simulated device as an OptimizeBackend (runtime/backend.h): each pack replayed alone at each
 // profiled clock (runtime::profile_work), the whole op graph replayed for an evaluation
-// (runtime::run_on_sim). Every figure it returns is simulated.
+// (runtime::run_on_sim; a policy's switches in closed loop, as `emo run` issues them:
+// run_policy_closed_loop). Every figure it returns is simulated.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -44,6 +46,52 @@ std::vector<ClockRequest> hold_to_interval(std::vector<ClockRequest> requests, T
 /// `initial_clock_mhz`.
 std::vector<ClockRequest> issued_requests(const policy::Policy& policy, TimeNs latency_ns,
                                           std::map<std::int32_t, double>& initial_clock_mhz);
+
+/// Pack starts as `emo run` observes them in a simulated run: per GPU of `policy` (its order), per
+/// pack, the start (ns from the window start) of the pack's first GPU op in `run`; INT64_MAX where
+/// the pack ran no op. `packing` is the packing the policy was built on (each device's packs, in
+/// time order, are that GPU's packs in the policy). Throws std::invalid_argument when a GPU's pack
+/// count differs from the packing's.
+std::vector<std::vector<TimeNs>> observed_pack_starts(const policy::Policy& policy, const pack::Packing& packing,
+                                                      const SimRunResult& run);
+
+/// The clock requests `emo run` issues in one iteration of `policy` when its packs start at
+/// `observed_ns` (observed_pack_starts): per GPU, its SwitchPlanner (runtime/switch_planner.h:
+/// re-anchored on each observed pack start, early by `latency_ns` up and a quarter of it down,
+/// overtaken switches dropped, held to the policy's minimum switch interval, a late switch when a
+/// pack is seen starting at another clock) fed the observations in time order, the switches it
+/// issues in between taken at their times. The iteration starts at its last pack's clock, as in
+/// steady state; where pack 0's clock differs, its switch is asked at its predicted start less the
+/// lead (the previous iteration's planner predicts it from the period) — the same first request as
+/// switch_requests. Each device's clock before its first request into `initial_clock_mhz`.
+/// Throws std::invalid_argument when `observed_ns` is not one list per GPU of the pack counts.
+std::vector<ClockRequest> planner_requests(const policy::Policy& policy, TimeNs latency_ns,
+                                           const std::vector<std::vector<TimeNs>>& observed_ns,
+                                           std::map<std::int32_t, double>& initial_clock_mhz);
+
+/// Replays of a graph with clock requests (run_on_sim's, or a caller's own replay of the same graph).
+using RequestReplay = std::function<SimRunResult(const std::vector<ClockRequest>& requests,
+                                                 const std::map<std::int32_t, double>& initial_clock_mhz)>;
+/// The pack starts `emo run` observes in a replay (observed_pack_starts, or a caller's own units).
+using StartObserver = std::function<std::vector<std::vector<TimeNs>>(const SimRunResult& run)>;
+
+/// Replays at most for one policy run in closed loop (run_policy_closed_loop).
+inline constexpr int kClosedLoopReplays = 4;
+
+/// `policy` run as `emo run` applies it — closed loop: each GPU's switches re-planned from the pack
+/// starts it observes (SwitchPlanner), not fixed in advance. A pack entered by a switch down runs
+/// its head at the higher clock and ends early, so the packs after it can start before their
+/// predicted starts; a switch asked at a fixed time would then land late, inside its pack, where
+/// `emo run`, re-anchored on the early start, asks for it early. Replayed to a fixed point: first
+/// with issued_requests (every pack at its predicted start), then with planner_requests from the
+/// last replay's starts (`observe`), until the requests repeat (the replay is then a run of the
+/// closed loop: each request depends only on starts before it) or kClosedLoopReplays replays were
+/// made (the last is returned). The requests of the returned replay into `requests_out` and each
+/// device's clock before them into `initial_out` (when given). Throws what `replay`, `observe` and
+/// planner_requests throw.
+SimRunResult run_policy_closed_loop(const policy::Policy& policy, TimeNs latency_ns, const RequestReplay& replay,
+                                    const StartObserver& observe, std::vector<ClockRequest>* requests_out = nullptr,
+                                    std::map<std::int32_t, double>* initial_out = nullptr);
 
 /// The simulated device's ground truth of every pack of `packs` at each of `clocks_mhz`: per
 /// pack, one (clock MHz, time s, energy J) point per clock, in the order of `clocks_mhz`. A pack

@@ -64,19 +64,30 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   const std::int64_t anchor = p.t_ns - anchor_offset;
   iteration_anchor_ns_[p.iteration] = anchor;
   while (iteration_anchor_ns_.size() > 2) iteration_anchor_ns_.erase(iteration_anchor_ns_.begin());
+  const std::int64_t first_anchor = first_anchor_ns_.try_emplace(p.iteration, anchor).first->second;
+  while (first_anchor_ns_.size() > 2) first_anchor_ns_.erase(first_anchor_ns_.begin());
+  // A switch planned from both anchors, this one and the iteration's first: up at the earlier
+  // time, down at the later — a switch that lands late never delays work (switch_timing.h), and
+  // neither anchor knows whether the pack it is for follows the last pack's drift (a pack held
+  // by another rank's transfer does not).
+  auto at = [&](std::int64_t offset, double from_mhz, double to_mhz) {
+    const std::int64_t lead = lead_for(from_mhz, to_mhz);
+    const std::int64_t now = anchor + offset - lead, first = first_anchor + offset - lead;
+    return to_mhz > from_mhz ? std::min(now, first) : std::max(now, first);
+  };
 
   plan_.clear();
   // The clock before pack j: the previous pack's, or for pack 0 the default (else the last pack's).
   const double before_first = gpu_.default_clock_mhz > 0 ? gpu_.default_clock_mhz : packs.back().clock_mhz;
   auto before = [&](std::size_t j) { return j > 0 ? packs[j - 1].clock_mhz : before_first; };
   for (std::size_t j = begun ? k + 1 : k; j < packs.size(); ++j) {
-    plan_.push_back({anchor + packs[j].start_offset_ns - lead_for(before(j), packs[j].clock_mhz), gpu_.device,
-                     packs[j].index, p.iteration, packs[j].clock_mhz, SwitchReason::kEarly});
+    plan_.push_back({at(packs[j].start_offset_ns, before(j), packs[j].clock_mhz), gpu_.device, packs[j].index,
+                     p.iteration, packs[j].clock_mhz, SwitchReason::kEarly});
   }
   if (gpu_.default_clock_mhz > 0) {
     const auto& last = packs.back();
-    plan_.push_back({anchor + last.start_offset_ns + last.duration_ns - lead_for(last.clock_mhz, gpu_.default_clock_mhz),
-                     gpu_.device, -1, p.iteration, gpu_.default_clock_mhz, SwitchReason::kDefault});
+    plan_.push_back({at(last.start_offset_ns + last.duration_ns, last.clock_mhz, gpu_.default_clock_mhz), gpu_.device,
+                     -1, p.iteration, gpu_.default_clock_mhz, SwitchReason::kDefault});
   }
   const auto prev = iteration_anchor_ns_.find(p.iteration - 1);
   if (prev != iteration_anchor_ns_.end() && anchor > prev->second) {

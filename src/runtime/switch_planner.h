@@ -39,8 +39,13 @@ struct Switch {
 /// anchor_k is the predicted offset of the op the start is observed by (PackClock::
 /// anchor_offset_ns(): offset_k itself, or a graph launch's or moved start's earlier or later
 /// offset); pack j>k (j≥k when anchor_k < offset_k: the pack has not begun, its own switch is
-/// planned) is predicted at a + offset_j and gets a switch at a + offset_j − lead; the default clock
-/// follows at a + offset_last + duration_last − lead; once two iterations have been seen, pack 0
+/// planned) is predicted at a + offset_j and gets a switch at a + offset_j − lead — and at
+/// a₀ + offset_j − lead, a₀ the anchor of the iteration's first observation: a switch up at the
+/// earlier of the two, a switch down at the later (since stop 46: a pack held by another rank's
+/// transfer does not follow the drift of the pack before it, and a switch that lands late never
+/// delays work; re-anchored on an early start alone, a switch down landed in the tail of the pack
+/// before and slowed it); the default clock follows at a + offset_last + duration_last − lead
+/// (the same rule); once two iterations have been seen, pack 0
 /// of the next one is predicted one observed iteration period later. Each observation replaces
 /// the plan. Example (lead 2 ms; packs at 0/10/20 ms with clocks 1410/1200/1410; default 1410):
 /// observe(pack 0 at 100 ms) plans {108 ms → 1200 (pack 1), 118 ms → 1410 (pack 2)}; the
@@ -92,6 +97,7 @@ class SwitchPlanner {
   std::int64_t min_interval_ns_;
   std::vector<Switch> plan_;                 ///< Sorted by t_ns.
   std::map<std::int64_t, std::int64_t> iteration_anchor_ns_;  ///< iteration -> anchor
+  std::map<std::int64_t, std::int64_t> first_anchor_ns_;      ///< iteration -> its first observation's anchor
   std::optional<Switch> held_;               ///< Held back by the minimum interval.
   std::optional<std::int64_t> last_issued_ns_;
   std::int64_t skipped_ = 0, deferred_ = 0, dropped_ = 0;

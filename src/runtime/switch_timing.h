@@ -1,6 +1,7 @@
 // When `emo run` asks for a clock change, relative to the pack it is for (issue 26: the target
 // holds). One rule, used by the runtime's SwitchPlanner (policy_runtime.h) and by the simulated
-// device's evaluation of a policy (sim_backend.h), so that what EMO measures is what it applies.
+// device's evaluation of a policy (sim_backend.h: the SwitchPlanner itself, fed the replay's pack
+// starts — closed loop, as `emo run` — since stop 46), so that what EMO measures is what it applies.
 //
 // A change takes effect one switch latency after it is asked for (DESIGN.md §3; the latency is the
 // GPU catalog's switch_latency_ms). A switch *up* is asked for one latency before its pack: it

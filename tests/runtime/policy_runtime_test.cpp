@@ -81,12 +81,13 @@ TEST(SwitchPlanner, IssuesAnUpSwitchOneLatencyEarlyAndADownSwitchAQuarterOfOne) 
 TEST(SwitchPlanner, ReanchorsOnEachObservedPack) {
   SwitchPlanner planner(three_packs({1410, 1200, 990}), 2 * kMs, 1410);
   // Pack 1 (down) switched 0.5 ms before its predicted 110 ms; it starts 5 ms late (at 115 ms):
-  // pack 2 (down) is re-predicted at 125 ms and switched at 124.5; the default (1410, up) at
-  // 115 + 20 − 2 = 133 ms.
+  // pack 2 (down) is re-predicted at 125 ms and switched at the later of 124.5 and, from the
+  // iteration's first anchor (100 ms), 119.5: 124.5; the default (1410, up) at the earlier of
+  // 105 + 30 − 2 = 133 and 100 + 30 − 2 = 128 ms: 128.
   const auto got = simulate(planner, {{0, 0, 0, 100 * kMs}, {0, 1, 0, 115 * kMs}}, 200 * kMs);
   EXPECT_EQ(got, (std::vector<Issued>{{109 * kMs + kHalfMs, 1, 0, 1200, SwitchReason::kEarly},
                                       {124 * kMs + kHalfMs, 2, 0, 990, SwitchReason::kEarly},
-                                      {133 * kMs, -1, 0, 1410, SwitchReason::kDefault}}));
+                                      {128 * kMs, -1, 0, 1410, SwitchReason::kDefault}}));
 }
 
 TEST(SwitchPlanner, LateSwitchWhenAPackStartsAtAnotherClock) {

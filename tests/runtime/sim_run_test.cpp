@@ -230,6 +230,126 @@ TEST(HoldToInterval, ARedundantRequestIsDroppedAndDevicesAreIndependent) {
             (V{{-2, 1200}, {13, 990}, {28, 1410}, {43, 1100}, {5000, 990}, {20000, 1410}}));
 }
 
+// planner_requests: the requests `emo run`'s SwitchPlanner issues, re-anchored on each observed
+// pack start. Device 0's packs start (predicted) at 0, 10, 20, 30 ms at 1410, 990, 1410, 1200 MHz;
+// latency 4 ms (up: asked 4 ms early, down: 1 ms). Worked by hand:
+//   open loop (switch_requests): the iteration starts at the last pack's clock, 1200; 1410 up at
+//   −4; 990 down at 9; 1410 up at 16; 1200 down at 29.
+//   observed on time (0, 10, 20, 30): each observation re-anchors at 0 — the same four requests.
+//   Each switch is planned from the last observation's anchor and from the iteration's first (0):
+//   up at the earlier time, down at the later.
+//   pack 2 observed 3 ms late (23): 1410 for it was asked at 16, before; re-anchored at 3, pack 3's
+//   switch down moves to the later of 3 + 30 − 1 = 32 and 29: 32 — but pack 3 is seen starting at
+//   30, at 1410, before that: a late switch at 30 instead (seen at 33, late too: the switch at 32).
+//   pack 2 observed 3 ms early (17): re-anchored at −3, pack 3's switch down stays at the later of
+//   26 and 29: 29 (pack 3 need not start early: the open loop's request).
+//   pack 1 observed 3 ms late (13): re-anchored at 3, pack 2's switch up at the earlier of 19 and
+//   16: 16; pack 2 then seen on time (20) re-anchors at 0: pack 3's at 29.
+//   pack 2 observed 5 ms early (15), before its switch up (16) was asked: a late switch at 15; then
+//   re-anchored at −5, pack 3's at the later of 24 and 29: 29.
+// Packs 0–3 at 0/10/13/30 ms, 1410/990/1410/990 MHz (C): the open loop drops pack 1's switch down
+// (asked at 9, no earlier than pack 2's up at 13 − 4 = 9: overtaken), so the clock stays 1410 and
+// pack 3's 990 is asked at 29. Observed on time, the planner sees pack 1 begin at 10 at 1410: a
+// late switch to 990 at 10; re-anchored at 0, pack 2's switch (planned at 9) is overdue and is
+// asked at once, at 10 — after the late one, so 1410 holds; then 990 at 29.
+policy::Policy planner_policy(const std::vector<std::pair<TimeNs, double>>& packs) {
+  constexpr TimeNs kMs = 1'000'000;
+  policy::Policy p;
+  p.gpus.emplace_back();
+  for (const auto& [start_ms, mhz] : packs) {
+    policy::PackClock k;
+    k.index = static_cast<std::int32_t>(p.gpus[0].packs.size());
+    k.start_offset_ns = start_ms * kMs;
+    k.clock_mhz = mhz;
+    p.gpus[0].packs.push_back(k);
+  }
+  return p;
+}
+
+std::vector<std::pair<double, double>> ms_of(const std::vector<ClockRequest>& requests) {
+  std::vector<std::pair<double, double>> out;
+  for (const ClockRequest& q : requests) out.emplace_back(static_cast<double>(q.request_ns) * 1e-6, q.clock_mhz);
+  return out;
+}
+
+TEST(PlannerRequests, ReanchorOnEachObservedPackStartAsEmoRunDoes) {
+  constexpr TimeNs kMs = 1'000'000;
+  const policy::Policy a = planner_policy({{0, 1410}, {10, 990}, {20, 1410}, {30, 1200}});
+  using V = std::vector<std::pair<double, double>>;
+  std::map<std::int32_t, double> initial;
+  EXPECT_EQ(ms_of(switch_requests(a, 4 * kMs, initial)), (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
+  auto planned = [&](std::vector<TimeNs> observed_ms) {
+    for (TimeNs& t : observed_ms) t *= kMs;
+    std::map<std::int32_t, double> init;
+    const V out = ms_of(planner_requests(a, 4 * kMs, {observed_ms}, init));
+    EXPECT_EQ(init, (std::map<std::int32_t, double>{{0, 1200.0}}));
+    return out;
+  };
+  EXPECT_EQ(planned({0, 10, 20, 30}), (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
+  EXPECT_EQ(planned({0, 10, 23, 30}), (V{{-4, 1410}, {9, 990}, {16, 1410}, {30, 1200}}));
+  EXPECT_EQ(planned({0, 10, 23, 33}), (V{{-4, 1410}, {9, 990}, {16, 1410}, {32, 1200}}));
+  EXPECT_EQ(planned({0, 10, 17, 30}), (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
+  EXPECT_EQ(planned({0, 13, 20, 30}), (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
+  EXPECT_EQ(planned({0, 10, 15, 30}), (V{{-4, 1410}, {9, 990}, {15, 1410}, {29, 1200}}));
+
+  const policy::Policy c = planner_policy({{0, 1410}, {10, 990}, {13, 1410}, {30, 990}});
+  EXPECT_EQ(ms_of(switch_requests(c, 4 * kMs, initial)), (V{{-4, 1410}, {29, 990}}));
+  EXPECT_EQ(ms_of(planner_requests(c, 4 * kMs, {{0, 10 * kMs, 13 * kMs, 30 * kMs}}, initial)),
+            (V{{-4, 1410}, {10, 990}, {10, 1410}, {29, 990}}));
+  // A pack not observed (INT64_MAX) re-anchors nothing; a list per GPU of its pack count is needed.
+  EXPECT_EQ(ms_of(planner_requests(a, 4 * kMs, {{0, INT64_MAX, INT64_MAX, INT64_MAX}}, initial)),
+            (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
+  EXPECT_THROW((void)planner_requests(a, 4 * kMs, {{0, 10 * kMs}}, initial), std::invalid_argument);
+  EXPECT_THROW((void)planner_requests(a, 4 * kMs, {}, initial), std::invalid_argument);
+}
+
+// run_policy_closed_loop's fixed point, with a replay that records its requests and an observer
+// whose starts are those of PlannerRequests' second case (pack 2 at 23 ms): the first replay has
+// the open loop's requests; the second, the planner's from those starts (pack 3's late, at 30 ms); the
+// third would repeat them, so there is none — two replays, the second's run and requests returned.
+TEST(RunPolicyClosedLoop, ReplaysUntilTheRequestsRepeat) {
+  constexpr TimeNs kMs = 1'000'000;
+  const policy::Policy a = planner_policy({{0, 1410}, {10, 990}, {20, 1410}, {30, 1200}});
+  std::vector<std::vector<ClockRequest>> replayed;
+  std::vector<ClockRequest> requests;
+  std::map<std::int32_t, double> initial;
+  const SimRunResult run = run_policy_closed_loop(
+      a, 4 * kMs,
+      [&](const std::vector<ClockRequest>& r, const std::map<std::int32_t, double>& init) {
+        EXPECT_EQ(init, (std::map<std::int32_t, double>{{0, 1200.0}}));
+        replayed.push_back(r);
+        SimRunResult out;
+        out.makespan_ns = static_cast<TimeNs>(replayed.size());  // which replay
+        return out;
+      },
+      [&](const SimRunResult&) { return std::vector<std::vector<TimeNs>>{{0, 10 * kMs, 23 * kMs, 30 * kMs}}; },
+      &requests, &initial);
+  using V = std::vector<std::pair<double, double>>;
+  ASSERT_EQ(replayed.size(), 2u);
+  EXPECT_EQ(ms_of(replayed[0]), (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
+  EXPECT_EQ(ms_of(replayed[1]), (V{{-4, 1410}, {9, 990}, {16, 1410}, {30, 1200}}));
+  EXPECT_EQ(run.makespan_ns, 2);
+  EXPECT_EQ(ms_of(requests), ms_of(replayed[1]));
+  EXPECT_EQ(initial, (std::map<std::int32_t, double>{{0, 1200.0}}));
+  // Starts that move with the requests never settle: kClosedLoopReplays replays, the last returned.
+  replayed.clear();
+  TimeNs shift = 0;
+  const SimRunResult last = run_policy_closed_loop(
+      a, 4 * kMs,
+      [&](const std::vector<ClockRequest>& r, const std::map<std::int32_t, double>&) {
+        replayed.push_back(r);
+        SimRunResult out;
+        out.makespan_ns = static_cast<TimeNs>(replayed.size());
+        return out;
+      },
+      [&](const SimRunResult&) {
+        shift += kMs / 10;
+        return std::vector<std::vector<TimeNs>>{{0, 10 * kMs, 20 * kMs + shift, 30 * kMs}};
+      });
+  EXPECT_EQ(replayed.size(), static_cast<std::size_t>(kClosedLoopReplays));
+  EXPECT_EQ(last.makespan_ns, kClosedLoopReplays);
+}
+
 // StaticSimRuns against run_on_sim (the replayed run, a second method): every GPU node's duration
 // and the sum of its ops' energy above idle, to the bit, at several clocks (noise on, several
 // seeds), on the hand chain and on random traces of every shape; the chain's 990 MHz GEMM is

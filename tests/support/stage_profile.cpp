@@ -1,3 +1,4 @@
+#include <climits>
 #include "support/stage_profile.h"
 
 #include <algorithm>
@@ -185,10 +186,8 @@ std::vector<double> plan_node_clocks(const trace::Trace& linked, const PipelineP
   return out;
 }
 
-std::vector<runtime::ClockRequest> plan_switch_requests(const trace::Trace& linked, const PipelinePasses& passes,
-                                                        const graph::DepGraph& g, const runtime::SimRunResult& ideal,
-                                                        const PassPlan& plan, TimeNs latency_ns,
-                                                        std::map<std::int32_t, double>& initial_clock_mhz) {
+policy::Policy plan_pass_policy(const trace::Trace& linked, const PipelinePasses& passes, const graph::DepGraph& g,
+                                const runtime::SimRunResult& ideal, const PassPlan& plan) {
   std::map<std::string, double> clock_of;
   for (std::size_t i = 0; i < plan.pass_names.size() && i < plan.clock_mhz.size(); ++i) {
     clock_of[plan.pass_names[i]] = plan.clock_mhz[i];
@@ -214,7 +213,28 @@ std::vector<runtime::ClockRequest> plan_switch_requests(const trace::Trace& link
     }
     pol.gpus.push_back(std::move(gp));
   }
-  return runtime::switch_requests(pol, latency_ns, initial_clock_mhz);
+  return pol;
+}
+
+std::vector<std::vector<TimeNs>> observed_pass_starts(const PipelinePasses& passes, const graph::DepGraph& g,
+                                                      const runtime::SimRunResult& run) {
+  std::map<std::uint32_t, TimeNs> start_of_row;
+  for (const runtime::RunOp& op : run.ops) start_of_row[g.op[op.node]] = op.start_ns;
+  std::vector<std::vector<TimeNs>> out(static_cast<std::size_t>(passes.stages));
+  for (int s = 0; s < passes.stages; ++s) {
+    for (std::size_t k = 0; k < passes.order[s].size(); ++k) {
+      const auto start = start_of_row.find(passes.rows[s][k].front());
+      out[static_cast<std::size_t>(s)].push_back(start == start_of_row.end() ? INT64_MAX : start->second);
+    }
+  }
+  return out;
+}
+
+std::vector<runtime::ClockRequest> plan_switch_requests(const trace::Trace& linked, const PipelinePasses& passes,
+                                                        const graph::DepGraph& g, const runtime::SimRunResult& ideal,
+                                                        const PassPlan& plan, TimeNs latency_ns,
+                                                        std::map<std::int32_t, double>& initial_clock_mhz) {
+  return runtime::switch_requests(plan_pass_policy(linked, passes, g, ideal, plan), latency_ns, initial_clock_mhz);
 }
 
 }  // namespace emo::testing

@@ -19,6 +19,7 @@
 
 #include "model/gpu_catalog.h"
 #include "opt/pipeline.h"
+#include "policy/policy.h"
 #include "graph/dep_graph.h"
 #include "runtime/sim_device.h"
 #include "runtime/sim_run.h"
@@ -82,6 +83,18 @@ struct PassPlan {
 std::vector<double> plan_node_clocks(const trace::Trace& linked, const PipelinePasses& passes,
                                      const std::vector<std::uint32_t>& node_op, const std::vector<std::uint8_t>& node_gpu,
                                      const PassPlan& plan);
+
+/// `plan` as a policy of one pack per pass (per stage's GPU, in pass order, each starting where
+/// `ideal` — a run of `g` with plan_node_clocks' clocks, ideal switching — started the pass's first
+/// kernel). Throws std::invalid_argument as plan_node_clocks.
+policy::Policy plan_pass_policy(const trace::Trace& linked, const PipelinePasses& passes, const graph::DepGraph& g,
+                                const runtime::SimRunResult& ideal, const PassPlan& plan);
+
+/// The passes' starts as `emo run` observes them in `run` (a replay of `g`): per stage, in pass
+/// order, the start of the pass's first kernel (ns from the window start; INT64_MAX where it did
+/// not run) — the observed starts of plan_pass_policy's packs (runtime::run_policy_closed_loop).
+std::vector<std::vector<TimeNs>> observed_pass_starts(const PipelinePasses& passes, const graph::DepGraph& g,
+                                                      const runtime::SimRunResult& run);
 
 /// The clock requests of `plan` as `emo run` would issue them, switch latency included: a
 /// policy of one pack per pass (per stage's GPU, in pass order, each starting where `ideal` — a
