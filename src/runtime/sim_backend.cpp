@@ -196,14 +196,9 @@ SimRunResult run_policy_closed_loop(const policy::Policy& policy, TimeNs latency
   std::map<std::int32_t, double> initial;
   std::vector<ClockRequest> requests = issued_requests(policy, latency_ns, initial);
   SimRunResult run = replay(requests, initial);
-  auto same = [](const std::vector<ClockRequest>& a, const std::vector<ClockRequest>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ClockRequest& x, const ClockRequest& y) {
-      return x.device == y.device && x.request_ns == y.request_ns && x.clock_mhz == y.clock_mhz;
-    });
-  };
   for (int replays = 1; replays < kClosedLoopReplays; ++replays) {
     std::vector<ClockRequest> next = planner_requests(policy, latency_ns, observe(run), initial);
-    if (same(next, requests)) break;
+    if (next == requests) break;
     requests = std::move(next);
     run = replay(requests, initial);
   }

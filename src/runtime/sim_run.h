@@ -22,6 +22,7 @@ struct ClockRequest {
   std::int32_t device = 0;
   TimeNs request_ns = 0;
   double clock_mhz = 0;
+  bool operator==(const ClockRequest&) const = default;
 };
 
 struct SimRunOptions {

@@ -79,7 +79,9 @@ TEST(Optimize, MeetsTheTargetOnTheDevice) {
     // The plan is within the models' target, or, kept from the calibrated re-plan (the models
     // overestimated a plan's time: stage 6), within the calibrated one, which lies above it.
     const bool calibrated = ev.kept == driver::KeptPlan::calibrated;
-    if (calibrated) EXPECT_GT(ev.validation.calibrated_target_ns, r.model.target_ns);
+    if (calibrated) {
+      EXPECT_GT(ev.validation.calibrated_target_ns, r.model.target_ns);
+    }
     EXPECT_LE(ev.plan.predicted.time_ns, (calibrated ? ev.validation.calibrated_target_ns : r.model.target_ns) + opt::kRoundingNs);
     EXPECT_TRUE(r.simulated);
     EXPECT_GE(ev.policy_runs, 1);

@@ -1,7 +1,7 @@
-#include <climits>
 #include "support/stage_profile.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <stdexcept>
 #include <unordered_set>
@@ -186,14 +186,24 @@ std::vector<double> plan_node_clocks(const trace::Trace& linked, const PipelineP
   return out;
 }
 
+namespace {
+
+/// Each GPU op row of `run` (a replay of `g`) → its start there.
+std::map<std::uint32_t, TimeNs> row_starts(const graph::DepGraph& g, const runtime::SimRunResult& run) {
+  std::map<std::uint32_t, TimeNs> out;
+  for (const runtime::RunOp& op : run.ops) out[g.op[op.node]] = op.start_ns;
+  return out;
+}
+
+}  // namespace
+
 policy::Policy plan_pass_policy(const trace::Trace& linked, const PipelinePasses& passes, const graph::DepGraph& g,
                                 const runtime::SimRunResult& ideal, const PassPlan& plan) {
   std::map<std::string, double> clock_of;
   for (std::size_t i = 0; i < plan.pass_names.size() && i < plan.clock_mhz.size(); ++i) {
     clock_of[plan.pass_names[i]] = plan.clock_mhz[i];
   }
-  std::map<std::uint32_t, TimeNs> start_of_row;  // GPU op row -> its start in `ideal`
-  for (const runtime::RunOp& op : ideal.ops) start_of_row[g.op[op.node]] = op.start_ns;
+  const std::map<std::uint32_t, TimeNs> start_of_row = row_starts(g, ideal);
   const std::vector<std::int32_t> device = stage_devices(linked, passes.stages);
   policy::Policy pol;
   for (int s = 0; s < passes.stages; ++s) {
@@ -203,8 +213,8 @@ policy::Policy plan_pass_policy(const trace::Trace& linked, const PipelinePasses
       const std::string name = pass_name(s, passes.order[s][k]);
       const auto clock = clock_of.find(name);
       const auto start = start_of_row.find(passes.rows[s][k].front());
-      if (clock == clock_of.end()) throw std::invalid_argument("plan_switch_requests: the plan has no clock for " + name);
-      if (start == start_of_row.end()) throw std::invalid_argument("plan_switch_requests: " + name + " did not run");
+      if (clock == clock_of.end()) throw std::invalid_argument("plan_pass_policy: the plan has no clock for " + name);
+      if (start == start_of_row.end()) throw std::invalid_argument("plan_pass_policy: " + name + " did not run");
       policy::PackClock pc;
       pc.index = static_cast<std::int32_t>(k);
       pc.start_offset_ns = start->second;
@@ -218,8 +228,7 @@ policy::Policy plan_pass_policy(const trace::Trace& linked, const PipelinePasses
 
 std::vector<std::vector<TimeNs>> observed_pass_starts(const PipelinePasses& passes, const graph::DepGraph& g,
                                                       const runtime::SimRunResult& run) {
-  std::map<std::uint32_t, TimeNs> start_of_row;
-  for (const runtime::RunOp& op : run.ops) start_of_row[g.op[op.node]] = op.start_ns;
+  const std::map<std::uint32_t, TimeNs> start_of_row = row_starts(g, run);
   std::vector<std::vector<TimeNs>> out(static_cast<std::size_t>(passes.stages));
   for (int s = 0; s < passes.stages; ++s) {
     for (std::size_t k = 0; k < passes.order[s].size(); ++k) {
@@ -228,13 +237,6 @@ std::vector<std::vector<TimeNs>> observed_pass_starts(const PipelinePasses& pass
     }
   }
   return out;
-}
-
-std::vector<runtime::ClockRequest> plan_switch_requests(const trace::Trace& linked, const PipelinePasses& passes,
-                                                        const graph::DepGraph& g, const runtime::SimRunResult& ideal,
-                                                        const PassPlan& plan, TimeNs latency_ns,
-                                                        std::map<std::int32_t, double>& initial_clock_mhz) {
-  return runtime::switch_requests(plan_pass_policy(linked, passes, g, ideal, plan), latency_ns, initial_clock_mhz);
 }
 
 }  // namespace emo::testing

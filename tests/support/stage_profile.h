@@ -96,17 +96,4 @@ policy::Policy plan_pass_policy(const trace::Trace& linked, const PipelinePasses
 std::vector<std::vector<TimeNs>> observed_pass_starts(const PipelinePasses& passes, const graph::DepGraph& g,
                                                       const runtime::SimRunResult& run);
 
-/// The clock requests of `plan` as `emo run` would issue them, switch latency included: a
-/// policy of one pack per pass (per stage's GPU, in pass order, each starting where `ideal` — a
-/// run of `g` with plan_node_clocks' clocks, ideal switching — started the pass's first kernel)
-/// given to runtime::switch_requests (up one latency early, down a quarter of one, overtaken
-/// switches dropped; the iteration starts at its last pass's clock, returned in
-/// `initial_clock_mhz`). No minimum switch interval: EMO's own policies of these jobs have none
-/// either (driver/policy_builder.cpp applies it only where packs are at least that long). Throws
-/// std::invalid_argument as plan_node_clocks.
-std::vector<runtime::ClockRequest> plan_switch_requests(const trace::Trace& linked, const PipelinePasses& passes,
-                                                        const graph::DepGraph& g, const runtime::SimRunResult& ideal,
-                                                        const PassPlan& plan, TimeNs latency_ns,
-                                                        std::map<std::int32_t, double>& initial_clock_mhz);
-
 }  // namespace emo::testing

@@ -17,6 +17,7 @@
 #include "model/measurements.h"
 #include "opt/pipeline.h"
 #include "opt/solver.h"
+#include "runtime/sim_backend.h"
 #include "runtime/sim_run.h"
 #include "support/pipeline_job.h"
 #include "support/stage_profile.h"
@@ -162,7 +163,7 @@ TEST(StageProfile, APlanSetsItsPassesAndTheTransfersWhileItsClockHolds) {
   const runtime::SimDevice dev = class_device();
   const runtime::SimRunResult ideal = runtime::run_on_sim(job, g, dev, clock, {}, quiet);
   std::map<std::int32_t, double> initial;
-  const auto requests = plan_switch_requests(job, passes, g, ideal, plan, 20 * kMs, initial);
+  const auto requests = runtime::switch_requests(plan_pass_policy(job, passes, g, ideal, plan), 20 * kMs, initial);
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0].device, dev1);
   EXPECT_EQ(requests[0].clock_mhz, 1005.0);
