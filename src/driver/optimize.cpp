@@ -67,6 +67,10 @@ constexpr double kNeighbourTolerance = 0.005;
 /// Static plans measured one clock lower at most, stepping down from the best measured one.
 constexpr int kStaticSteps = 4;
 
+/// Calibration runs at most per validation (calibrate(), next_calibration_target_ns): a re-plan at
+/// the calibrated target and, when it misses or still leaves room, one more (docs/optimize.md).
+constexpr int kCalibrationSteps = 2;
+
 /// Shares of the way from the models' baseline to their target at which tighter_plans plans.
 constexpr std::array<double, 3> kTighterShares = {0.0, 0.25, 0.5};
 
@@ -230,6 +234,41 @@ Candidate replan_while_missing(const ProblemStage& problem, opt::FastSolver& sol
   return kept;
 }
 
+/// Calibration (docs/optimize.md, stage 6; next_calibration_target_ns): at most kCalibrationSteps
+/// re-plans while `runs` < `max_runs`, each kept only when measured cheaper within the target
+/// (take_if_better; then `model_target_ns` becomes its model target). A re-plan that repeats the
+/// kept plan is not run (it would measure the same): its target counts as measured within.
+/// v.calibrated_target_ns: the kept calibrated plan's model target, else the last one tried.
+template <typename RunFn>
+void calibrate(const ProblemStage& problem, opt::FastSolver& solver, Candidate& kept, TimeNs target_ns, int max_runs,
+               RunFn&& run, opt::SearchStats& search, int& runs, TimeNs& model_target_ns, Validation& v) {
+  if (kept.run.time_ns > target_ns || kept.run.time_ns <= 0) return;
+  TimeNs within = model_target_ns, missed = 0;
+  TimeNs predicted = kept.plan.predicted.time_ns, measured = kept.run.time_ns;
+  bool kept_one = false;
+  for (int step = 0; step < kCalibrationSteps && runs < max_runs; ++step) {
+    const TimeNs next = next_calibration_target_ns(target_ns, within, missed, predicted, measured);
+    if (next <= within + opt::kRoundingNs) break;
+    PlanStage p = plan(problem, solver, next, search);
+    if (p.choice == kept.plan.choice) {
+      within = next;
+      continue;
+    }
+    if (!kept_one) v.calibrated_target_ns = next;
+    Candidate c = run(std::move(p));
+    ++v.calibration_runs, ++runs;
+    if (c.run.time_ns > target_ns) {
+      missed = next;
+      continue;
+    }
+    within = next, predicted = c.plan.predicted.time_ns, measured = c.run.time_ns;
+    if (take_if_better(kept, std::move(c), KeptPlan::calibrated, target_ns)) {
+      model_target_ns = v.calibrated_target_ns = next;
+      kept_one = true;
+    }
+  }
+}
+
 /// Runs `first`; while a run misses the measured target (the pack models are approximate),
 /// re-plans as next_replan says (a tighter model target, or a conservative plan), up to
 /// backend.max_validation_runs() runs; then, when a run is left and the exact pack graph keeps it
@@ -246,20 +285,7 @@ Validated validate(const ProblemStage& problem, opt::FastSolver& solver, const P
   Candidate& kept = out.kept;
   kept = replan_while_missing(problem, solver, run(std::move(first)), target_ns, max_runs, run, conservative, search,
                               runs, model_target_ns, v);
-  // Calibration: a plan measured under the target (the models overestimated its time) leaves
-  // room; re-plan once at the model target that measures as the target, kept when measured
-  // cheaper within it.
-  if (kept.run.time_ns <= target_ns && runs < max_runs && kept.run.time_ns > 0) {
-    const auto calibrated = static_cast<TimeNs>(std::floor(static_cast<double>(target_ns) *
-                                                           static_cast<double>(kept.plan.predicted.time_ns) /
-                                                           static_cast<double>(kept.run.time_ns)));
-    if (calibrated > model_target_ns + opt::kRoundingNs) {
-      v.calibrated_target_ns = calibrated;
-      Candidate c = run(plan(problem, solver, calibrated, search));
-      v.calibration_runs = 1, ++runs;
-      if (take_if_better(kept, std::move(c), KeptPlan::calibrated, target_ns)) model_target_ns = calibrated;
-    }
-  }
+  calibrate(problem, solver, kept, target_ns, max_runs, run, search, runs, model_target_ns, v);
   if (kept.run.time_ns <= target_ns && runs < max_runs && profile.profiled_clocks_mhz.size() >= 2) {
     std::vector<int> probe = probe_choice(problem, profile, kept.plan.choice);
     if (probe != kept.plan.choice && problem.choices.schedule(probe).makespan_ns <= model_target_ns) {
@@ -640,6 +666,19 @@ const char* kept_name(KeptPlan k) {
     case KeptPlan::baseline: return "baseline";
   }
   return "?";
+}
+
+TimeNs next_calibration_target_ns(TimeNs target_ns, TimeNs within_ns, TimeNs missed_ns, TimeNs predicted_ns,
+                                  TimeNs measured_ns) {
+  if (missed_ns > 0) {
+    if (missed_ns <= within_ns) throw std::invalid_argument("next_calibration_target_ns: missed target not above within");
+    return within_ns + (missed_ns - within_ns) / 2;
+  }
+  if (predicted_ns <= 0 || measured_ns <= 0 || measured_ns > target_ns) {
+    throw std::invalid_argument("next_calibration_target_ns: needs a positive prediction and a run within the target");
+  }
+  return static_cast<TimeNs>(std::floor(static_cast<double>(target_ns) * static_cast<double>(predicted_ns) /
+                                        static_cast<double>(measured_ns)));
 }
 
 Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, TimeNs measured_ns) {

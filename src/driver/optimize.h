@@ -212,13 +212,24 @@ TimeNs tighter_model_target_ns(TimeNs model_target_ns, TimeNs base_ns, TimeNs ta
 /// predicted_ns or measured_ns is not positive. O(1).
 Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, TimeNs measured_ns);
 
+/// The next calibrated model target (validation's calibration, docs/optimize.md stage 6), all ns:
+/// with no miss yet (`missed_ns` = 0), the model target that measures as the target — `target_ns`
+/// × `predicted_ns` / `measured_ns` of the last plan measured within it (the models' relative
+/// error on that plan, floored to the ns); once a calibrated plan missed, the midpoint of
+/// `within_ns` (the highest model target measured within the target) and `missed_ns` (the lowest
+/// measured over it): bisection, as a plan's measured time rises with its model target in steps.
+/// Throws std::invalid_argument when missed_ns > 0 is not above within_ns, or with no miss when
+/// predicted_ns or measured_ns is not positive or measured_ns > target_ns. O(1).
+TimeNs next_calibration_target_ns(TimeNs target_ns, TimeNs within_ns, TimeNs missed_ns, TimeNs predicted_ns,
+                                  TimeNs measured_ns);
+
 /// How EMO's own plan was validated (validate): the re-plans beyond the first run.
 struct Validation {
   Evaluated own_plan;                      ///< EMO's own plan as validated, measured, before any other
                                            ///< candidate is compared with it.
   int probe_runs = 0;                      ///< Lowest-clock probe runs (0 or 1).
-  TimeNs calibrated_target_ns = 0;         ///< The model target that measured as the target (0: not calibrated).
-  int calibration_runs = 0;                ///< Runs of the plan at the calibrated target (0 or 1).
+  TimeNs calibrated_target_ns = 0;         ///< The kept calibrated plan's model target, else the last tried (0: not calibrated).
+  int calibration_runs = 0;                ///< Runs of calibrated re-plans (0 to kCalibrationSteps, driver/optimize.cpp).
   double conservative_margin = 0;          ///< The last conservative re-plan's margin (next_replan: at
                                            ///< the floor 0.25, after a stuck tighter re-plan
                                            ///< 2 × error / slowdown within [0.02, 0.25]; ×4 each

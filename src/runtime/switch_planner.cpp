@@ -101,6 +101,12 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   std::stable_sort(plan_.begin(), plan_.end(), [](const Switch& a, const Switch& b) { return a.t_ns < b.t_ns; });
 
   if (begun && std::abs(requested_mhz_ - packs[k].clock_mhz) > 0.5) {
+    // A replanned switch already due (a later pack's, overdue from this anchor) supersedes the
+    // late one at once: due() issues it now, so the late switch would be a wasted request.
+    if (!plan_.empty() && plan_.front().t_ns <= p.t_ns) {
+      ++skipped_;
+      return std::nullopt;
+    }
     return issue_or_hold(
         Switch{p.t_ns, gpu_.device, packs[k].index, p.iteration, packs[k].clock_mhz, SwitchReason::kLate}, p.t_ns);
   }

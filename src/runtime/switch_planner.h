@@ -70,7 +70,9 @@ class SwitchPlanner {
 
   /// Records an observed pack start and replans. Returns a late switch for that pack when the
   /// clock requested last is not its clock (issue it now), else nothing (also when the minimum
-  /// interval holds it back: due() releases it). Unknown pack indices are ignored.
+  /// interval holds it back: due() releases it; and when a replanned switch is already due at
+  /// the observation, which supersedes it at once — counted in skipped()). Unknown pack indices
+  /// are ignored.
   std::optional<Switch> observe(const PackStarted& p);
   /// Planned switches with t_ns ≤ now_ns, in time order, removed from the plan. Those to the
   /// clock requested last are dropped (counted in skipped()); the others become the new

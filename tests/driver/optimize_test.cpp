@@ -544,6 +544,26 @@ TEST(Optimize, ImpossibleRequestsNameTheParameter) {
 namespace emo::testing {
 namespace {
 
+/// Calibration's model targets (next_calibration_target_ns), worked by hand: measured target
+/// 1,000,000 ns, a plan at model target 1,000,000 predicted 1,000,500 and measured 998,000.
+///  1. No miss yet: ⌊1,000,000 × 1,000,500 / 998,000⌋ = ⌊1,002,505.01…⌋ = 1,002,505
+///     (998,000 × 1,002,505 = 1,000,499,990,000 ≤ 1,000,500,000,000 < 998,000 × 1,002,506).
+///  2. That plan missed: between 1,000,000 (within) and 1,002,505 (missed), 1,000,000 + ⌊2,505 / 2⌋
+///     = 1,001,252; had it missed too, 1,000,000 + 626 = 1,000,626; had it measured within,
+///     1,001,252 + ⌊1,253 / 2⌋ = 1,001,878.
+TEST(Optimize, CalibrationTargetsWorkedByHand) {
+  EXPECT_EQ(driver::next_calibration_target_ns(1'000'000, 1'000'000, 0, 1'000'500, 998'000), 1'002'505);
+  EXPECT_EQ(driver::next_calibration_target_ns(1'000'000, 1'000'000, 1'002'505, 1'000'500, 998'000), 1'001'252);
+  EXPECT_EQ(driver::next_calibration_target_ns(1'000'000, 1'000'000, 1'001'252, 0, 0), 1'000'626);
+  EXPECT_EQ(driver::next_calibration_target_ns(1'000'000, 1'001'252, 1'002'505, 0, 0), 1'001'878);
+  // A run measured exactly as predicted leaves the target where it is.
+  EXPECT_EQ(driver::next_calibration_target_ns(1'000'000, 990'000, 0, 999'000, 999'000), 1'000'000);
+  EXPECT_THROW(driver::next_calibration_target_ns(1'000'000, 1'000'000, 0, 1'000'500, 1'000'001), std::invalid_argument);
+  EXPECT_THROW(driver::next_calibration_target_ns(1'000'000, 1'000'000, 0, 0, 998'000), std::invalid_argument);
+  EXPECT_THROW(driver::next_calibration_target_ns(1'000'000, 1'000'000, 1'000'000, 1'000'500, 998'000),
+               std::invalid_argument);
+}
+
 /// next_replan on the runs of rank 6 of docs/multi-rank.md's 16-rank data-parallel job (its rank
 /// solve at +0.05 %: predicted baseline 1,180,453,440 ns, so the model's target starts at
 /// ⌊1,180,453,440 × 1.0005⌋ = 1,181,043,666; measured target 1,181,042,690 ns). Worked by hand:

@@ -250,8 +250,9 @@ TEST(HoldToInterval, ARedundantRequestIsDroppedAndDevicesAreIndependent) {
 // Packs 0–3 at 0/10/13/30 ms, 1410/990/1410/990 MHz (C): the open loop drops pack 1's switch down
 // (asked at 9, no earlier than pack 2's up at 13 − 4 = 9: overtaken), so the clock stays 1410 and
 // pack 3's 990 is asked at 29. Observed on time, the planner sees pack 1 begin at 10 at 1410: a
-// late switch to 990 at 10; re-anchored at 0, pack 2's switch (planned at 9) is overdue and is
-// asked at once, at 10 — after the late one, so 1410 holds; then 990 at 29.
+// late switch to 990 would be due, but re-anchored at 0, pack 2's switch up to 1410 (planned at 9)
+// is already overdue and supersedes it — no late switch, and 1410 is the clock already asked
+// (until stop 46: 990 then 1410, both at 10); then 990 at 29: the open loop's requests.
 policy::Policy planner_policy(const std::vector<std::pair<TimeNs, double>>& packs) {
   constexpr TimeNs kMs = 1'000'000;
   policy::Policy p;
@@ -295,7 +296,7 @@ TEST(PlannerRequests, ReanchorOnEachObservedPackStartAsEmoRunDoes) {
   const policy::Policy c = planner_policy({{0, 1410}, {10, 990}, {13, 1410}, {30, 990}});
   EXPECT_EQ(ms_of(switch_requests(c, 4 * kMs, initial)), (V{{-4, 1410}, {29, 990}}));
   EXPECT_EQ(ms_of(planner_requests(c, 4 * kMs, {{0, 10 * kMs, 13 * kMs, 30 * kMs}}, initial)),
-            (V{{-4, 1410}, {10, 990}, {10, 1410}, {29, 990}}));
+            (V{{-4, 1410}, {29, 990}}));
   // A pack not observed (INT64_MAX) re-anchors nothing; a list per GPU of its pack count is needed.
   EXPECT_EQ(ms_of(planner_requests(a, 4 * kMs, {{0, INT64_MAX, INT64_MAX, INT64_MAX}}, initial)),
             (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
