@@ -24,6 +24,9 @@ assert len(rows) == 1, text
 cells = [c.strip() for c in rows[0].strip("|").split("|")]
 assert cells[1] == "1.5×" and cells[2] == "+1 %", cells
 assert all(re.search(r"-?\d+\.\d\d %", c) for c in cells[4:10]), cells
+# Step 5: the reference on EMO's clock range, cut at its lowest profiled clock: 0.5 x f_max =
+# 705 MHz on the A100 (1410 MHz max; 705 is one of its 15 MHz steps from 210).
+assert re.fullmatch(r"\d+\.\d\d %, [+-]\d+\.\d{3} % \(≥ 705 MHz\)", cells[10]), cells
 assert "SIMULATED" in text and "SYNTHETIC" in text
 PY
 
