@@ -160,13 +160,13 @@ std::vector<ClockRequest> planner_requests(const policy::Policy& policy, TimeNs 
     gp.default_clock_mhz = 0;  // steady state: the clock before pack 0 is the last pack's, no default switch
     const double last = gp.packs.back().clock_mhz;
     initial_clock_mhz[gp.device] = last;
-    double current = last;
+    SwitchPlanner planner(gp, latency_ns, last, ms_to_ns(policy.min_switch_interval_ms));
     const policy::PackClock& first = gp.packs.front();
     if (first.clock_mhz != last) {
-      requests.push_back({gp.device, first.start_offset_ns - switch_lead_ns(last, first.clock_mhz, latency_ns), first.clock_mhz});
-      current = first.clock_mhz;
+      const TimeNs t = first.start_offset_ns - switch_lead_ns(last, first.clock_mhz, latency_ns);
+      requests.push_back({gp.device, t, first.clock_mhz});
+      planner.issued_before(t, first.clock_mhz);  // the minimum interval counts from it
     }
-    SwitchPlanner planner(gp, latency_ns, current, ms_to_ns(policy.min_switch_interval_ms));
     // A switch is asked for when the planner issues it: at its planned time, or at once when a
     // re-plan finds that time passed (`now`: emo run polls due() as soon as it has re-planned).
     auto take = [&](const std::vector<Switch>& issued, TimeNs now) {

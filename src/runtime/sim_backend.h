@@ -63,7 +63,8 @@ std::vector<std::vector<TimeNs>> observed_pack_starts(const policy::Policy& poli
 /// issues in between taken at their times. The iteration starts at its last pack's clock, as in
 /// steady state; where pack 0's clock differs, its switch is asked at its predicted start less the
 /// lead (the previous iteration's planner predicts it from the period) — the same first request as
-/// switch_requests. Each device's clock before its first request into `initial_clock_mhz`.
+/// switch_requests — and the minimum interval counts from it (SwitchPlanner::issued_before; since
+/// stop 47). Each device's clock before its first request into `initial_clock_mhz`.
 /// Throws std::invalid_argument when `observed_ns` is not one list per GPU of the pack counts.
 std::vector<ClockRequest> planner_requests(const policy::Policy& policy, TimeNs latency_ns,
                                            const std::vector<std::vector<TimeNs>>& observed_ns,

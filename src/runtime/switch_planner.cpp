@@ -137,6 +137,11 @@ std::vector<Switch> SwitchPlanner::due(std::int64_t now_ns) {
   return out;
 }
 
+void SwitchPlanner::issued_before(std::int64_t t_ns, double clock_mhz) noexcept {
+  requested_mhz_ = clock_mhz;
+  last_issued_ns_ = last_issued_ns_ ? std::max(*last_issued_ns_, t_ns) : t_ns;
+}
+
 std::optional<std::int64_t> SwitchPlanner::next_due_ns() const {
   std::optional<std::int64_t> t;
   if (!plan_.empty()) t = plan_.front().t_ns;

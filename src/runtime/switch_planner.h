@@ -80,6 +80,11 @@ class SwitchPlanner {
   std::vector<Switch> due(std::int64_t now_ns);
   /// When the next planned or held switch is due, or nullopt when none is.
   std::optional<std::int64_t> next_due_ns() const;
+  /// Records a switch to `clock_mhz` issued outside the planner at `t_ns` (the simulated
+  /// device's steady-state switch for pack 0, which the previous iteration would have issued:
+  /// runtime::planner_requests): it becomes the clock requested last, and the minimum interval
+  /// counts from it as from one the planner issued.
+  void issued_before(std::int64_t t_ns, double clock_mhz) noexcept;
 
   double requested_clock_mhz() const noexcept { return requested_mhz_; }
   std::int64_t skipped() const noexcept { return skipped_; }

@@ -297,6 +297,15 @@ TEST(PlannerRequests, ReanchorOnEachObservedPackStartAsEmoRunDoes) {
   EXPECT_EQ(ms_of(switch_requests(c, 4 * kMs, initial)), (V{{-4, 1410}, {29, 990}}));
   EXPECT_EQ(ms_of(planner_requests(c, 4 * kMs, {{0, 10 * kMs, 13 * kMs, 30 * kMs}}, initial)),
             (V{{-4, 1410}, {29, 990}}));
+  // Minimum switch interval 15 ms, observed on time (worked by hand): pack 0's 1410 at −4 counts,
+  // so pack 1's 990 (due 9) is held to −4 + 15 = 11; the planner, re-planning at 10, asks the late
+  // 990 instead, held too, and released at 11 when pack 2's 1410 falls due (16); that one is held
+  // to 26 and, seen late at 20, asked as a late switch held to 26; pack 3's 1200 (due 29, late at
+  // 30) is held to 41. Without pack 0's request counted: 990 at 9, 1410 at 24, 1200 at 39.
+  policy::Policy held = a;
+  held.min_switch_interval_ms = 15;
+  EXPECT_EQ(ms_of(planner_requests(held, 4 * kMs, {{0, 10 * kMs, 20 * kMs, 30 * kMs}}, initial)),
+            (V{{-4, 1410}, {11, 990}, {26, 1410}, {41, 1200}}));
   // A pack not observed (INT64_MAX) re-anchors nothing; a list per GPU of its pack count is needed.
   EXPECT_EQ(ms_of(planner_requests(a, 4 * kMs, {{0, INT64_MAX, INT64_MAX, INT64_MAX}}, initial)),
             (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
