@@ -249,12 +249,12 @@ void calibrate(const ProblemStage& problem, opt::FastSolver& solver, Candidate& 
   for (int step = 0; step < kCalibrationSteps && runs < max_runs; ++step) {
     const TimeNs next = next_calibration_target_ns(target_ns, within, missed, predicted, measured);
     if (next <= within + opt::kRoundingNs) break;
+    if (!kept_one) v.calibrated_target_ns = next;  // the static candidate at it too (static_candidate)
     PlanStage p = plan(problem, solver, next, search);
     if (p.choice == kept.plan.choice) {
       within = next;
       continue;
     }
-    if (!kept_one) v.calibrated_target_ns = next;
     Candidate c = run(std::move(p));
     ++v.calibration_runs, ++runs;
     if (c.run.time_ns > target_ns) {
