@@ -195,10 +195,11 @@ struct Replayer {
     return run(emo::testing::plan_node_clocks(job, passes, g.op, g.gpu, plan));
   }
   /// The plan's switches as `emo run` issues them (switch latency; closed loop, as EMO's own
-  /// policies are run: runtime::run_policy_closed_loop on a policy of one pack per pass).
-  emo::runtime::SimRunResult switched(const emo::testing::PassPlan& plan) const {
+  /// policies are run: runtime::run_policy_closed_loop on a policy of one pack per pass, each
+  /// predicted where `ideal_run` — ideal(plan) — started it).
+  emo::runtime::SimRunResult switched(const emo::testing::PassPlan& plan, const emo::runtime::SimRunResult& ideal_run) const {
     const std::vector<double> clocks = emo::testing::plan_node_clocks(job, passes, g.op, g.gpu, plan);
-    const emo::policy::Policy policy = emo::testing::plan_pass_policy(job, passes, g, run(clocks), plan);
+    const emo::policy::Policy policy = emo::testing::plan_pass_policy(job, passes, g, ideal_run, plan);
     return emo::runtime::run_policy_closed_loop(
         policy, std::llround(gpu.switch_latency_ms * 1e6),
         [&](const std::vector<emo::runtime::ClockRequest>& requests, const std::map<std::int32_t, double>& initial) {
@@ -246,7 +247,7 @@ int run_replay(const Args& a) {
   emo::testing::PassPlan plan{doc["pass_names"].get<std::vector<std::string>>(),
                               doc["target"]["clock_mhz"].get<std::vector<double>>()};
   const auto ideal = rep.ideal(plan);
-  const auto switched = rep.switched(plan);
+  const auto switched = rep.switched(plan, ideal);
   // The cheapest switched replay within the target among the target plan and the frontier's
   // points, else the baseline (every pass at the max clock).
   emo::runtime::SimRunResult best = switched.makespan_ns <= limit ? switched : base;
@@ -254,9 +255,9 @@ int run_replay(const Args& a) {
   for (const auto& point : doc["frontier"]) {
     if (!point.contains("clock_mhz")) continue;
     plan.clock_mhz = point["clock_mhz"].get<std::vector<double>>();
-    const auto r = rep.switched(plan);
-    if (r.makespan_ns <= limit && r.energy_j < best.energy_j) best = r;
     const auto i = rep.ideal(plan);
+    const auto r = rep.switched(plan, i);
+    if (r.makespan_ns <= limit && r.energy_j < best.energy_j) best = r;
     if (i.makespan_ns <= limit && i.energy_j < best_ideal.energy_j) best_ideal = i;
   }
   const double model_saving = 1 - doc["target"]["energy_j"].get<double>() / doc["max_clock"]["energy_j"].get<double>();

@@ -245,11 +245,11 @@ void calibrate(const ProblemStage& problem, opt::FastSolver& solver, Candidate& 
   if (kept.run.time_ns > target_ns || kept.run.time_ns <= 0) return;
   TimeNs within = model_target_ns, missed = 0;
   TimeNs predicted = kept.plan.predicted.time_ns, measured = kept.run.time_ns;
-  bool kept_one = false;
   for (int step = 0; step < kCalibrationSteps && runs < max_runs; ++step) {
     const TimeNs next = next_calibration_target_ns(target_ns, within, missed, predicted, measured);
     if (next <= within + opt::kRoundingNs) break;
-    if (!kept_one) v.calibrated_target_ns = next;  // the static candidate at it too (static_candidate)
+    // Recorded for the static candidate at it too (static_candidate), unless a calibrated plan is kept.
+    if (kept.kind != KeptPlan::calibrated) v.calibrated_target_ns = next;
     PlanStage p = plan(problem, solver, next, search);
     if (p.choice == kept.plan.choice) {
       within = next;
@@ -262,10 +262,7 @@ void calibrate(const ProblemStage& problem, opt::FastSolver& solver, Candidate& 
       continue;
     }
     within = next, predicted = c.plan.predicted.time_ns, measured = c.run.time_ns;
-    if (take_if_better(kept, std::move(c), KeptPlan::calibrated, target_ns)) {
-      model_target_ns = v.calibrated_target_ns = next;
-      kept_one = true;
-    }
+    if (take_if_better(kept, std::move(c), KeptPlan::calibrated, target_ns)) model_target_ns = v.calibrated_target_ns = next;
   }
 }
 
