@@ -67,6 +67,12 @@ constexpr double kNeighbourTolerance = 0.005;
 /// Static plans measured one clock lower at most, stepping down from the best measured one.
 constexpr int kStaticSteps = 4;
 
+/// Runs of the models' per-GPU static plan at most (per_gpu_static): the plan and up to two
+/// re-plans at a tighter model limit after a run over the target. Found on a generated job
+/// (2 stages x 2 data-parallel replicas x 2 tensor-parallel ranks, +5 %): the first per-GPU plan
+/// measured 26 us over the target and was shown as the per-GPU reference.
+constexpr int kPerGpuStaticRuns = 3;
+
 /// Calibration runs at most per validation (calibrate(), next_calibration_target_ns): a re-plan at
 /// the calibrated target and, when it misses or still leaves room, one more (docs/optimize.md).
 constexpr int kCalibrationSteps = 2;
@@ -410,20 +416,31 @@ std::vector<std::int32_t> device_of_packs(const pack::PackRun& packs) {
 
 /// The models' best per-GPU static plan (opt::best_per_device_static_choice from the best static
 /// plan `model_static`, or every pack at f_max), measured by `run`, when the trace has several GPUs
-/// and that plan is neither the best static plan nor `own` (EMO's kept plan); else nullopt.
+/// and that plan is neither the best static plan nor `own` (EMO's kept plan); else nullopt. A plan
+/// measured over the measured target `target_ns` is re-planned at a model limit tightened as
+/// validation tightens EMO's own (tighter_model_target_ns), up to kPerGpuStaticRuns runs: the first
+/// run within the target is returned, else the last one (over it: the output says so), or nullopt
+/// when a re-plan repeats a plan measured or reaches the best static plan or `own`.
 template <typename RunFn>
 std::optional<Candidate> per_gpu_static(const ProblemStage& problem, const pack::PackRun& packs,
                                         const std::optional<std::vector<int>>& model_static, const std::vector<int>& own,
-                                        RunFn&& run) {
+                                        TimeNs target_ns, RunFn&& run) {
   const std::vector<std::int32_t> device_of_pack = device_of_packs(packs);
   std::vector<std::int32_t> devices = device_of_pack;
   std::sort(devices.begin(), devices.end());
   if (std::unique(devices.begin(), devices.end()) - devices.begin() < 2) return std::nullopt;
-  std::vector<int> start = model_static.value_or(std::vector<int>(problem.choices.packs(), 0));
-  std::vector<int> choice = opt::best_per_device_static_choice(problem.choices, device_of_pack, start,
-                                                               problem.target_ns + opt::kRoundingNs);
-  if (choice == start || choice == own) return std::nullopt;
-  return run(plan_of(problem, std::move(choice)));
+  const std::vector<int> start = model_static.value_or(std::vector<int>(problem.choices.packs(), 0));
+  TimeNs limit = problem.target_ns + opt::kRoundingNs;
+  std::optional<Candidate> last;
+  for (int runs = 0; runs < kPerGpuStaticRuns; ++runs) {
+    std::vector<int> choice = opt::best_per_device_static_choice(problem.choices, device_of_pack, start, limit);
+    if (choice == start || choice == own || (last && choice == last->plan.choice)) break;
+    last = run(plan_of(problem, std::move(choice)));
+    if (last->run.time_ns <= target_ns) break;
+    limit = tighter_model_target_ns(limit, problem.predicted_baseline.time_ns, target_ns, last->plan.predicted.time_ns,
+                                    last->run.time_ns);
+  }
+  return last;
 }
 
 /// The clock of each GPU in `plan` (ascending device), for a per-GPU static plan.
@@ -857,7 +874,7 @@ Evaluation evaluate(const trace::Trace& trace, const pack::PackRun& packs, const
   // Each GPU its own static clock (a job of several GPUs): the models' best, measured where runs
   // are affordable (the simulated device; a real GPU spends no run on it).
   if (oracle) {
-    if (std::optional<Candidate> g = per_gpu_static(problem, packs, model_static, kept.plan.choice, run)) {
+    if (std::optional<Candidate> g = per_gpu_static(problem, packs, model_static, kept.plan.choice, target_ns, run)) {
       ev.candidates.per_gpu_static = {g->run.time_ns, g->run.energy_j, 0};
       ev.candidates.per_gpu_static_mhz = clock_per_gpu(packs, g->plan);
       take_if_better(kept, std::move(*g), KeptPlan::per_gpu_static, target_ns);
@@ -923,7 +940,7 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
     const std::vector<int> own = v.kept.plan.choice;
     offer(best, std::move(v.kept), target_ns);
     const auto model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
-    if (std::optional<Candidate> c = per_gpu_static(problem, packs, model_static, own, run)) {
+    if (std::optional<Candidate> c = per_gpu_static(problem, packs, model_static, own, target_of(ev.statics.baseline.time_ns, g), run)) {
       ev.candidates.per_gpu_static = {c->run.time_ns, c->run.energy_j, 0};
       ev.candidates.per_gpu_static_mhz = clock_per_gpu(packs, c->plan);
       c->kind = KeptPlan::per_gpu_static;

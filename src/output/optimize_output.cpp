@@ -46,6 +46,7 @@ nlohmann::json per_gpu_static_json(const driver::Evaluation& ev) {
   if (c.per_gpu_static_mhz.empty()) return nullptr;
   return {{"time_ns", c.per_gpu_static.time_ns},
           {"energy_j", c.per_gpu_static.energy_j},
+          {"within_target", c.per_gpu_static.time_ns <= ev.statics.target_ns},
           {"clocks_mhz", c.per_gpu_static_mhz},
           {"savings", savings_of(c.per_gpu_static, ev.statics.baseline)}};
 }
@@ -194,8 +195,12 @@ std::string to_text(const OptimizeResult& r) {
   };
   out += row(fmt::format("baseline ({:.0f} MHz)", ev.statics.baseline.clock_mhz), ev.statics.baseline);
   out += row(fmt::format("best static ({:.0f} MHz)", ev.statics.best.clock_mhz), ev.statics.best);
-  if (!ev.candidates.per_gpu_static_mhz.empty())
+  if (!ev.candidates.per_gpu_static_mhz.empty()) {
     out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.candidates.per_gpu_static_mhz, ",")), ev.candidates.per_gpu_static);
+    if (ev.candidates.per_gpu_static.time_ns > ev.statics.target_ns)
+      out += fmt::format("    (static per GPU: over the target {} on its run; not a candidate)\n",
+                         format_duration(ev.statics.target_ns));
+  }
   out += row(kept_label(ev), ev.emo);
   if (!ev.ladder.empty())
     out += fmt::format("  planned at {} target-ladder point{} (+{} %){}\n", ev.ladder.size(), ev.ladder.size() == 1 ? "" : "s",

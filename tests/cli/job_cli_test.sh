@@ -183,6 +183,27 @@ else bad "decomposed report with the static clock kept: $(tail -3 "$out/ds.err")
 expect_error "--solve of an unknown kind" "--solve" "$EMO" optimize "$r0" "$r1" --solve fast \
   --gpu A100-SXM4-80GB --max-slowdown 0.05 -q
 
+# --- the per-GPU static reference is within the target, or said to be over it ---------------------
+# 2 stages x 2 data-parallel replicas x 2 tensor-parallel ranks (SYNTHETIC) at +5 %: the models'
+# first per-GPU static plan measured 26 us over the target (stop 48) and was shown as the per-GPU
+# reference; it is re-planned at a tighter model limit (driver::per_gpu_static) and measures within.
+src16="$DATA/kineto/hta_training_16rank_rank0.json.gz"
+if [[ -f "$src16" ]] && "$MAKE_JOB" "$src16" "$out/tp2p2" --mode pipeline --stages 2 --microbatches 4 --tp 2 --dp 2 \
+     --last-stage-scale 1.4 --seed 5 > /dev/null 2>&1 &&
+   "$EMO" optimize "$out"/tp2p2/rank*.json.gz --max-slowdown 5% --json "$out/tp.json" > "$out/tp.txt" 2> "$out/tp.err" &&
+   python3 - "$out/tp.json" "$out/tp.txt" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+g = r["per_gpu_static"]
+assert g is not None, "no per-GPU static plan measured on this 8-GPU job"
+assert g["within_target"], g
+assert r["emo"]["energy_j"] <= g["energy_j"], (r["emo"], g)
+assert "static per GPU: over the target" not in text
+PY
+then ok "per-GPU static reference within the target on the 2 x 2 x 2 job at +5 %"
+else bad "per-GPU static reference on the 2 x 2 x 2 job: $(tail -3 "$out/tp.err")"; fi
+
 # --- bad jobs ---------------------------------------------------------------------------------------
 expect_error "the same trace twice" "given twice" "$EMO" analyze "$r0" "$r0"
 expect_error "--ranks makes them duplicates" "duplicated rank" "$EMO" analyze "$r0" "$r1" --ranks 0,0
