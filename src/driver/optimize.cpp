@@ -699,8 +699,13 @@ Replan next_replan(ReplanState& state, TimeNs target_ns, TimeNs predicted_ns, Ti
   if (measured_ns <= target_ns) throw std::invalid_argument("next_replan: the run met the target");
   if (predicted_ns <= 0 || measured_ns <= 0) throw std::invalid_argument("next_replan: a time is not positive");
   const bool floor = state.model_target_ns <= state.base_ns;
-  const bool stuck = state.missed_ns > 0 && measured_ns >= state.missed_ns &&
-                     (state.missed_predicted_ns <= 0 || measured_ns - state.missed_ns <= state.missed_predicted_ns - predicted_ns);
+  // Stuck: the re-plan's run fell by less than 1/kStuckShare of what its prediction fell (where that
+  // run's prediction is unknown: did not fall), and did not rise by more than its prediction fell.
+  const TimeNs fell_ns = state.missed_ns - measured_ns, predicted_fell_ns = state.missed_predicted_ns - predicted_ns;
+  const bool stuck = state.missed_ns > 0 &&
+                     (state.missed_predicted_ns <= 0
+                          ? fell_ns <= 0
+                          : kStuckShare * fell_ns < predicted_fell_ns && -fell_ns <= predicted_fell_ns);
   if (floor || stuck || state.conservative_margin > 0) {
     if (state.conservative_margin > 0) {
       state.conservative_margin *= 4;

@@ -618,6 +618,26 @@ TEST(Optimize, ReplanWorkedByHand) {
   driver::ReplanState pp2{900'590'994, 909'042'447, 909'690'921, 0, 909'138'591};
   EXPECT_GT(driver::next_replan(pp2, pp_target, 909'039'048, 909'690'921 + 99'543).conservative_margin, 0.0);
 
+  // Stop 48: a re-plan whose run fell by less than a quarter of its prediction's fall is stuck.
+  // A generated 2 × 2 × 2 job at +5 % (predicted baseline 268,453,530; measured target
+  // 281,861,874): run 1 predicted 281,872,935, measured 281,946,110; the re-plan at 281,788,719
+  // predicted 281,778,946 (93,989 faster), measured 281,945,287 (823 faster; 4 × 823 < 93,989):
+  // stuck — conservative at the same model target, margin 2 × (281,945,287 − 281,778,946) /
+  // (281,778,946 − 268,453,530) = 2 × 166,341 / 13,325,416 = 0.0249659…. Until stop 48 a tighter
+  // target again, twice (measured 281,909,491 and 281,908,667: the +5 % step missed, the +3 %
+  // plan was kept at 24.31 %; now 26.73 % at +4.96 %).
+  const TimeNs tp_base = 268'453'530, tp_target = 281'861'874;
+  driver::ReplanState tp{tp_base, 281'788'719, 281'946'110, 0, 281'872'935};
+  r = driver::next_replan(tp, tp_target, 281'778'946, 281'945'287);
+  EXPECT_EQ(r.model_target_ns, 281'788'719);
+  EXPECT_NEAR(r.conservative_margin, 2.0 * 166'341 / 13'325'416, 1e-12);
+  // The boundary: a fall of exactly a quarter of the predicted fall (94,000 / 4) is progress.
+  driver::ReplanState quarter{tp_base, 281'788'719, 281'946'110, 0, 281'872'946};
+  r = driver::next_replan(quarter, tp_target, 281'778'946, 281'946'110 - 23'500);
+  EXPECT_EQ(r.conservative_margin, 0.0);
+  driver::ReplanState under{tp_base, 281'788'719, 281'946'110, 0, 281'872'946};
+  EXPECT_GT(driver::next_replan(under, tp_target, 281'778'946, 281'946'110 - 23'499).conservative_margin, 0.0);
+
   // Within [0.02, 0.25]: an error of 1 µs on 590,879 ns used (2 × 0.0017) is raised to 0.02; one of
   // 400 µs on 200 µs used (4.0) lowered to 0.25. A run measured *faster* than the run before is not
   // stuck.
