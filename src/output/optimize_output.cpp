@@ -198,8 +198,9 @@ std::string to_text(const OptimizeResult& r) {
   if (!ev.candidates.per_gpu_static_mhz.empty()) {
     out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.candidates.per_gpu_static_mhz, ",")), ev.candidates.per_gpu_static);
     if (ev.candidates.per_gpu_static.time_ns > ev.statics.target_ns)
-      out += fmt::format("    (static per GPU: over the target {} on its run; not a candidate)\n",
-                         format_duration(ev.statics.target_ns));
+      out += fmt::format("    (static per GPU: {:+.3f} % on its run, over the target of {:+.3f} %; not a candidate)\n",
+                         100 * slowdown_of(ev.candidates.per_gpu_static, ev.statics.baseline),
+                         100 * (static_cast<double>(ev.statics.target_ns) / static_cast<double>(ev.statics.baseline.time_ns) - 1));
   }
   out += row(kept_label(ev), ev.emo);
   if (!ev.ladder.empty())
