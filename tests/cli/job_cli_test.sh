@@ -11,7 +11,8 @@ source "$(dirname "$0")/check_lib.sh"  # ok, bad, expect_error, require_data, DA
 r0="$DATA/kineto/hta_sampled_2rank_rank0.json.gz"
 r1="$DATA/kineto/hta_sampled_2rank_rank1.json.gz"
 other="$DATA/kineto/hta_nccl_allreduce_rank0.json.gz"
-require_data "$r0" "$r1" "$other"
+src16="$DATA/kineto/hta_training_16rank_rank0.json.gz"
+require_data "$r0" "$r1" "$other" "$src16"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 
 # --- the real pair: all ten SendRecv kernels linked, offset and residual printed ----------------
@@ -187,8 +188,12 @@ expect_error "--solve of an unknown kind" "--solve" "$EMO" optimize "$r0" "$r1" 
 # 2 stages x 2 data-parallel replicas x 2 tensor-parallel ranks (SYNTHETIC) at +5 %: the models'
 # first per-GPU static plan measured 26 us over the target (stop 48) and was shown as the per-GPU
 # reference; it is re-planned at a tighter model limit (driver::per_gpu_static) and measures within.
-src16="$DATA/kineto/hta_training_16rank_rank0.json.gz"
-if [[ -f "$src16" ]] && "$MAKE_JOB" "$src16" "$out/tp2p2" --mode pipeline --stages 2 --microbatches 4 --tp 2 --dp 2 \
+# Two generated 8-rank jobs: run in the normal build only (they add ~340 s under the sanitizers,
+# where driver::per_gpu_static still runs in the promises tests). Not indented: heredocs inside.
+if [[ -n ${ASAN_OPTIONS:-} ]]; then
+  echo "note: the per-GPU static checks on generated 8-rank jobs run in the normal build only"
+else
+if "$MAKE_JOB" "$src16" "$out/tp2p2" --mode pipeline --stages 2 --microbatches 4 --tp 2 --dp 2 \
      --last-stage-scale 1.4 --seed 5 > /dev/null 2>&1 &&
    "$EMO" optimize "$out"/tp2p2/rank*.json.gz --max-slowdown 5% --json "$out/tp.json" > "$out/tp.txt" 2> "$out/tp.err" &&
    python3 - "$out/tp.json" "$out/tp.txt" <<'PY'
@@ -205,7 +210,7 @@ then ok "per-GPU static reference within the target on the 2 x 2 x 2 job at +5 %
 else bad "per-GPU static reference on the 2 x 2 x 2 job: $(tail -3 "$out/tp.err")"; fi
 # An 8-rank data-parallel job with a 20 % straggler at +0.25 %: the text says a per-GPU static plan
 # is over the target exactly when the JSON does, with its measured slowdown and the target.
-if [[ -f "$src16" ]] && "$MAKE_JOB" "$src16" "$out/dps8" --ranks 8 --straggler 3 --slowdown 0.2 --seed 21 > /dev/null 2>&1 &&
+if "$MAKE_JOB" "$src16" "$out/dps8" --ranks 8 --straggler 3 --slowdown 0.2 --seed 21 > /dev/null 2>&1 &&
    "$EMO" optimize "$out"/dps8/rank*.json.gz --max-slowdown 0.25% --json "$out/ds8.json" > "$out/ds8.txt" 2> "$out/ds8.err" &&
    python3 - "$out/ds8.json" "$out/ds8.txt" <<'PY'
 import json, sys
@@ -221,6 +226,7 @@ if said:
 PY
 then ok "per-GPU static over the target said in the text exactly when --json says so"
 else bad "per-GPU static text and JSON disagree: $(tail -3 "$out/ds8.err")"; fi
+fi
 
 # --- bad jobs ---------------------------------------------------------------------------------------
 expect_error "the same trace twice" "given twice" "$EMO" analyze "$r0" "$r0"
