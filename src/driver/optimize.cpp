@@ -939,13 +939,14 @@ Evaluation evaluate_on_ladder(const trace::Trace& trace, OptimizeResult& r, cons
     auto conservative = [&](double margin, TimeNs model_target_ns) {
       return conservative_plan(packs, problem, margin, model_target_ns, pl.solver->options().exact_floor, ev.search);
     };
-    Validated v = validate(problem, *pl.solver, r.profile, std::move(pl.first), target_of(ev.statics.baseline.time_ns, g),
+    const TimeNs step_target_ns = target_of(ev.statics.baseline.time_ns, g);
+    Validated v = validate(problem, *pl.solver, r.profile, std::move(pl.first), step_target_ns,
                            backend.max_validation_runs(), run, conservative, ev.search);
     ev.validation = v.validation;
     const std::vector<int> own = v.kept.plan.choice;
     offer(best, std::move(v.kept), target_ns);
     const auto model_static = opt::best_static_choice(problem.choices, problem.target_ns + opt::kRoundingNs);
-    if (std::optional<Candidate> c = per_gpu_static(problem, packs, model_static, own, target_of(ev.statics.baseline.time_ns, g), run)) {
+    if (std::optional<Candidate> c = per_gpu_static(problem, packs, model_static, own, step_target_ns, run)) {
       ev.candidates.per_gpu_static = {c->run.time_ns, c->run.energy_j, 0};
       ev.candidates.per_gpu_static_mhz = clock_per_gpu(packs, c->plan);
       c->kind = KeptPlan::per_gpu_static;

@@ -163,7 +163,7 @@ inline constexpr double kConservativeMargin = 0.25;
 inline constexpr double kMinConservativeMargin = 0.02;
 /// next_replan's `stuck`: a tighter re-plan whose run fell by less than 1/kStuckShare of its
 /// prediction's fall did not reach the miss (stop 48: a generated 2 × 2 × 2 job at +5 %, three
-/// tighter re-plans predicted 94 and 86 µs faster, measured 3 and 36 µs faster, then 0.8 µs).
+/// tighter re-plans predicted 94, 86 and 110 µs faster, measured 0.8, 36 and 0.8 µs faster).
 inline constexpr TimeNs kStuckShare = 4;
 
 /// What validation's re-plans know of the runs so far (next_replan): the predicted baseline (ns),

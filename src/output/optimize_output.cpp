@@ -40,19 +40,29 @@ double savings_of(const Evaluated& e, const Evaluated& baseline) {
   return baseline.energy_j > 0 ? 1 - e.energy_j / baseline.energy_j : 0;
 }
 
+double slowdown_of(const Evaluated& e, const Evaluated& baseline) {
+  return baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / baseline.time_ns - 1 : 0;
+}
+
+/// The measured latency target as a slowdown of the measured baseline (a fraction).
+double target_slowdown(const driver::Evaluation& ev) {
+  return slowdown_of({ev.statics.target_ns, 0, 0}, ev.statics.baseline);
+}
+
+/// True when the measured per-GPU static plan ran within the measured target.
+bool per_gpu_static_within(const driver::Evaluation& ev) {
+  return ev.candidates.per_gpu_static.time_ns <= ev.statics.target_ns;
+}
+
 /// The measured per-GPU static plan (each GPU its own clock), or null when none was run.
 nlohmann::json per_gpu_static_json(const driver::Evaluation& ev) {
   const driver::Candidates& c = ev.candidates;
   if (c.per_gpu_static_mhz.empty()) return nullptr;
   return {{"time_ns", c.per_gpu_static.time_ns},
           {"energy_j", c.per_gpu_static.energy_j},
-          {"within_target", c.per_gpu_static.time_ns <= ev.statics.target_ns},
+          {"within_target", per_gpu_static_within(ev)},
           {"clocks_mhz", c.per_gpu_static_mhz},
           {"savings", savings_of(c.per_gpu_static, ev.statics.baseline)}};
-}
-
-double slowdown_of(const Evaluated& e, const Evaluated& baseline) {
-  return baseline.time_ns > 0 ? static_cast<double>(e.time_ns) / baseline.time_ns - 1 : 0;
 }
 
 /// Profiling every clock, in equivalent iterations (scaled from what K clocks cost).
@@ -197,10 +207,9 @@ std::string to_text(const OptimizeResult& r) {
   out += row(fmt::format("best static ({:.0f} MHz)", ev.statics.best.clock_mhz), ev.statics.best);
   if (!ev.candidates.per_gpu_static_mhz.empty()) {
     out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.candidates.per_gpu_static_mhz, ",")), ev.candidates.per_gpu_static);
-    if (ev.candidates.per_gpu_static.time_ns > ev.statics.target_ns)
+    if (!per_gpu_static_within(ev))
       out += fmt::format("    (static per GPU: {:+.3f} % on its run, over the target of {:+.3f} %; not a candidate)\n",
-                         100 * slowdown_of(ev.candidates.per_gpu_static, ev.statics.baseline),
-                         100 * (static_cast<double>(ev.statics.target_ns) / static_cast<double>(ev.statics.baseline.time_ns) - 1));
+                         100 * slowdown_of(ev.candidates.per_gpu_static, ev.statics.baseline), 100 * target_slowdown(ev));
   }
   out += row(kept_label(ev), ev.emo);
   if (!ev.ladder.empty())
@@ -433,7 +442,7 @@ HtmlReport to_report(const trace::Trace& t, const OptimizeResult& r) {
                          r.profile.every_clock_profiles),
              fmt::format("Latency target {} (+{:.1f} % on the {} baseline; the models' target {}); {} clock switches "
                          "per window ({}).",
-                         format_duration(ev.statics.target_ns), 100 * (static_cast<double>(ev.statics.target_ns) / ev.statics.baseline.time_ns - 1),
+                         format_duration(ev.statics.target_ns), 100 * target_slowdown(ev),
                          r.simulated ? "simulated" : "measured", format_duration(r.model.target_ns), ev.emo_run.clock_switches,
                          g.window.label)};
   return h;
