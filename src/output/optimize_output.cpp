@@ -208,8 +208,8 @@ std::string to_text(const OptimizeResult& r) {
   if (!ev.candidates.per_gpu_static_mhz.empty()) {
     out += row(fmt::format("static per GPU ({} MHz)", fmt::join(ev.candidates.per_gpu_static_mhz, ",")), ev.candidates.per_gpu_static);
     if (!per_gpu_static_within(ev))
-      out += fmt::format("    (static per GPU: {:+.3f} % on its run, over the target of {:+.3f} %; not a candidate)\n",
-                         100 * slowdown_of(ev.candidates.per_gpu_static, ev.statics.baseline), 100 * target_slowdown(ev));
+      out += fmt::format("    (static per GPU: {:+.3f} % on its run, over the target of {:+.3f} %; not a candidate){}\n",
+                         100 * slowdown_of(ev.candidates.per_gpu_static, ev.statics.baseline), 100 * target_slowdown(ev), sim);
   }
   out += row(kept_label(ev), ev.emo);
   if (!ev.ladder.empty())

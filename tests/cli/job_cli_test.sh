@@ -222,6 +222,7 @@ said = "static per GPU: " in text and "over the target of +0.250 %; not a candid
 assert said == (not g["within_target"]), (said, g)
 if said:
     assert f"static per GPU: {100 * (g['time_ns'] / base - 1):+.3f} % on its run" in text, text
+    assert "not a candidate) [SIMULATED]" in text, text
     assert r["slowdown"] <= 0.0025 and not r["per_gpu_static_kept"]
 PY
 then ok "per-GPU static over the target said in the text exactly when --json says so"
