@@ -735,16 +735,110 @@ PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs mode
   return plan_of(problem, opt::solve_within(problem.choices, problem.problem, solver, model_target_ns, stats));
 }
 
+namespace {
+
+/// Pack b's port edges (local indices into PackTime::port_lags_ns) whose target — b's end, or an
+/// exit port — is at or after `from_ns` in `schedule` (b's end always), and the least slack among
+/// those targets (latest_times − time): b's tail from `from_ns` on, and how late it may run.
+struct Tail {
+  std::vector<std::uint32_t> port_edges;
+  TimeNs slack_ns = 0;
+};
+Tail tail_of(const pack::PackGraph& pg, std::uint32_t b, TimeNs from_ns, const timing::Schedule& schedule,
+             const std::vector<TimeNs>& latest) {
+  const std::vector<std::uint32_t>& in_begin = pg.g.in_begin;
+  const std::uint32_t end_tp = graph::DepGraph::end_tp(b);
+  Tail t{{}, latest[end_tp] - schedule.time[end_tp]};
+  for (std::uint32_t k = pg.pe_begin[b]; k < pg.pe_begin[b + 1]; ++k) {
+    // The edge's target timepoint: in-CSR edges are grouped by target.
+    const auto tp = static_cast<std::uint32_t>(std::upper_bound(in_begin.begin(), in_begin.end(), pg.pe_edge[k]) -
+                                               in_begin.begin() - 1);
+    if (tp != end_tp && schedule.time[tp] < from_ns) continue;
+    t.port_edges.push_back(k - pg.pe_begin[b]);
+    t.slack_ns = std::min(t.slack_ns, latest[tp] - schedule.time[tp]);
+  }
+  t.slack_ns = std::max<TimeNs>(0, t.slack_ns);
+  return t;
+}
+
+}  // namespace
+
+std::vector<TimeNs> early_down_leads(const opt::PackChoices& choices, const pack::Packing& packing,
+                                     const std::vector<int>& choice, const timing::Schedule& schedule,
+                                     TimeNs latency_ns) {
+  const pack::PackGraph& pg = choices.graph();
+  const std::size_t P = choices.packs();
+  if (choice.size() != P || packing.packs.size() != P || schedule.time.size() != 2 * pg.g.nodes())
+    throw std::invalid_argument("early_down_leads: the choice, packing or schedule is not of the pack graph");
+  if (latency_ns < 0) throw std::invalid_argument("early_down_leads: negative switch latency");
+  std::vector<TimeNs> lead(P, -1);
+  const TimeNs default_lead = latency_ns / runtime::kDownLeadDivisor;
+  const std::vector<pack::PackTime> times = choices.times(choice);
+  const graph::DepGraph at = pg.graph_at(times);
+  const std::vector<TimeNs> latest = timing::latest_times(at, schedule, at.dur);
+  const std::vector<double> clock = choices.clocks(choice);
+  // Each GPU's packs in predicted start order (as the policy lists them).
+  std::map<std::int32_t, std::vector<std::uint32_t>> by_gpu;
+  for (std::uint32_t p = 0; p < P; ++p) by_gpu[packing.packs[p].device].push_back(p);
+  struct Early {
+    std::uint32_t before;
+    Tail tail;
+    TimeNs worst_ns;
+    std::uint32_t pack;
+  };
+  std::vector<Early> early;
+  for (auto& [device, packs] : by_gpu) {
+    std::stable_sort(packs.begin(), packs.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return schedule.start(a) < schedule.start(b); });
+    for (std::size_t i = 1; i < packs.size(); ++i) {
+      const std::uint32_t b = packs[i - 1], p = packs[i];
+      if (!(clock[p] < clock[b] - 0.5)) continue;
+      const double stretch = clock[b] / clock[p] - 1;  // worst case: b's tail at f_p takes this much longer
+      const TimeNs widest = std::min(latency_ns, schedule.start(p) - schedule.start(b));
+      Tail tail = tail_of(pg, b, schedule.start(p) - widest, schedule, latest);
+      // The switch takes at least the default lead (as the default rule assumes): b's tail at f_p
+      // is at most l − default_lead long.
+      const TimeNs l = std::min(
+          widest, default_lead + static_cast<TimeNs>(std::floor(static_cast<double>(tail.slack_ns) / stretch)));
+      if (l <= default_lead) continue;
+      const auto worst = static_cast<TimeNs>(std::ceil(static_cast<double>(l - default_lead) * stretch));
+      lead[p] = l;
+      early.push_back({b, std::move(tail), worst, p});
+    }
+  }
+  // All worst cases at once: the half with the least slack to spare goes back to the default lead
+  // until the makespan holds.
+  std::stable_sort(early.begin(), early.end(), [](const Early& a, const Early& b) {
+    return a.tail.slack_ns - a.worst_ns > b.tail.slack_ns - b.worst_ns;
+  });
+  while (!early.empty()) {
+    std::vector<pack::PackTime> worst = times;
+    for (const Early& e : early) {
+      worst[e.before].dur_ns += e.worst_ns;
+      for (const std::uint32_t k : e.tail.port_edges) worst[e.before].port_lags_ns[k] += e.worst_ns;
+    }
+    if (pg.evaluate(worst).makespan_ns <= schedule.makespan_ns) break;
+    const std::size_t keep = early.size() / 2;
+    for (std::size_t i = keep; i < early.size(); ++i) lead[early[i].pack] = -1;
+    early.resize(keep);
+  }
+  return lead;
+}
+
 policy::Policy plan_policy(const PolicyBuilder& builder, const ProblemStage& problem, const PlanStage& plan,
                            const model::GpuSpec& gpu, double max_slowdown, bool simulated) {
   const auto& options = problem.choices.options();
+  const std::vector<TimeNs> leads =
+      early_down_leads(problem.choices, builder.packs().packing, plan.choice, plan.schedule,
+                       ms_to_ns(std::max(0.0, gpu.switch_latency_ms)));
   std::vector<PackPlan> per_pack(options.size());
   for (std::uint32_t p = 0; p < per_pack.size(); ++p) {
     const opt::PackOption& o = options[p][plan.choice[p]];
     const TimeNs start = plan.schedule.start(p), end = plan.schedule.end(p);
     per_pack[p] = {start, end, o.clock_mhz,
                    std::max(0.0, o.dynamic_energy_j) + problem.choices.switch_head_energy_j(plan.choice, p) +
-                       problem.choices.idle_w() * static_cast<double>(end - start) * kSPerNs};
+                       problem.choices.idle_w() * static_cast<double>(end - start) * kSPerNs,
+                   leads[p]};
   }
   const PolicyHeader header{max_slowdown,
                             problem.target_ns,

@@ -372,9 +372,35 @@ void add_profiles(ProfileStage& profile, runtime::PackProfiles extra);
 /// (opt::solve_within), its schedule and prediction. Adds its counters to `stats`.
 PlanStage plan(const ProblemStage& problem, opt::FastSolver& solver, TimeNs model_target_ns, opt::SearchStats& stats);
 
+/// How early a switch down into each pack may be asked for (policy::PackClock::down_lead_ns, ns;
+/// -1: the runtime's default, a quarter of `latency_ns`; runtime/switch_timing.h), one per pack of
+/// `choices` at `choice`, whose exact pack-graph schedule is `schedule` (choices.schedule(choice));
+/// `packing` the packs' (their GPUs).
+/// On each GPU, with packs in predicted start order, pack p entered by a switch down from the pack
+/// b before it (f_b > f_p; not the GPU's first pack): the switch asked ℓ before p's start lands at
+/// p's start when it takes the full latency, and in b's tail when it takes less — at worst (the
+/// default rule's own assumption: a switch takes at least the default lead L/4) b's last ℓ − L/4
+/// then run at f_p, at most (ℓ − L/4)(f_b / f_p − 1) longer (a pack's time at most inversely
+/// proportional to its clock: a compute-bound op's; memory-bound ones slow less). So p gets the
+/// largest ℓ ≤ min(latency_ns, b's predicted span) whose worst case fits the least slack
+/// (timing::latest_times on the pack graph at the choice) of b's end and of b's exits at or after
+/// p's start − that span, when that ℓ is above L/4; then all those worst cases at once — each such
+/// b's duration and the lags of its port edges into those targets longer by its worst case — must
+/// keep the makespan, else the half of them with the least slack to spare (the later ones on a tie)
+/// goes back to the default lead, until they do. Example (Optimize.EarlyDownLeadsWorkedByHand):
+/// latency 1200 ns, clocks 1600 → 800 → 400 MHz on three 1000-ns packs whose ends have 1000 and
+/// 900 ns of slack: leads 1100 and 1200 each alone, together over the makespan: {-1, 1100, -1}.
+/// O((V + E) log P) of the pack graph.
+/// Throws std::invalid_argument when choice, packing or schedule is not of `choices`' pack graph,
+/// or latency_ns < 0.
+std::vector<TimeNs> early_down_leads(const opt::PackChoices& choices, const pack::Packing& packing,
+                                     const std::vector<int>& choice, const timing::Schedule& schedule,
+                                     TimeNs latency_ns);
+
 /// Stage 5: the policy of `plan` on the builder's trace and packs (PolicyBuilder: one per packing,
-/// for every plan of it): each pack at its clock, with its exact predicted start and end and its
-/// predicted energy (dynamic energy + idle power over its span).
+/// for every plan of it): each pack at its clock, with its exact predicted start and end, its
+/// predicted energy (dynamic energy + idle power over its span) and its switch-down lead
+/// (early_down_leads at the GPU's switch latency).
 policy::Policy plan_policy(const PolicyBuilder& builder, const ProblemStage& problem, const PlanStage& plan,
                            const model::GpuSpec& gpu, double max_slowdown, bool simulated);
 

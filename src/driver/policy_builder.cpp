@@ -258,6 +258,7 @@ policy::Policy PolicyBuilder::make(const std::vector<PackPlan>& plan, const mode
     k.ops = packing.packs[p].count;
     k.clock_mhz = plan[p].clock_mhz;
     k.predicted_energy_j = plan[p].energy_j;
+    k.down_lead_ns = plan[p].down_lead_ns;
     gp.packs.push_back(std::move(k));
     id_of[d].push_back(p);
   }

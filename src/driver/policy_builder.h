@@ -19,6 +19,7 @@ namespace emo::driver {
 struct PackPlan {
   TimeNs start_ns = 0, end_ns = 0;
   double clock_mhz = 0, energy_j = 0;
+  TimeNs down_lead_ns = -1;  ///< policy::PackClock::down_lead_ns (-1: the default lead).
 };
 
 /// What the policy header says about the plan (all predicted by the pack models).
@@ -59,6 +60,8 @@ class PolicyBuilder {
   /// As make_policy, on the builder's trace and packs.
   policy::Policy make(const std::vector<PackPlan>& plan, const model::GpuSpec& gpu, const PolicyHeader& header,
                       std::map<std::int32_t, std::vector<std::uint32_t>>* ids = nullptr) const;
+  /// The packs the builder was made for.
+  const pack::PackRun& packs() const noexcept { return packs_; }
 
  private:
   struct Calls;  // the window's observable calls (policy_builder.cpp)

@@ -178,7 +178,7 @@ std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vecto
     const timing::Schedule s = pc.schedule(choice);
     if (s.makespan_ns <= limit_ns) return choice;
     const graph::DepGraph at = pg.graph_at(pc.times(choice));
-    const std::vector<TimeNs> slack = timing::slack(at, s, at.dur);
+    const std::vector<TimeNs> slack = pack::pack_slack(pg, at, s);  // its end and its exits
     bool raised = false;
     for (std::uint32_t p = 0; p < pg.packs; ++p) {
       if (choice[p] != 0 && slack[p] <= 0) choice[p] = 0, raised = true;

@@ -141,7 +141,9 @@ inline constexpr TimeNs kRoundingNs = 1000;
 TimeNs search_limit_ns(const PackChoices& pc, TimeNs target_ns, bool exact_floor);
 
 /// Repairs `choice` whose exact makespan exceeds `limit_ns`: repeatedly sets every pack with zero
-/// slack in the exact schedule (and not already at option 0) to option 0. nullopt when it still
+/// slack in the exact schedule (pack::pack_slack: at its end or at an exit port — before stop 49
+/// its end alone, which missed a pack whose critical work leaves it mid-pack) and not already at
+/// option 0 to option 0. nullopt when it still
 /// does not fit and no critical pack is left to raise. O(P · (V + E)) of the pack graph at most.
 std::optional<std::vector<int>> raise_critical(const PackChoices& pc, std::vector<int> choice, TimeNs limit_ns);
 

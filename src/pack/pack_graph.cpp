@@ -699,6 +699,25 @@ std::size_t PackGraph::memory_bytes() const noexcept {
          bytes(pe_target) + bytes(pe_base) + bytes(edge_port);
 }
 
+std::vector<TimeNs> pack_slack(const PackGraph& pg, const graph::DepGraph& at, const timing::Schedule& s) {
+  if (at.nodes() != pg.g.nodes() || s.time.size() != 2 * pg.g.nodes())
+    throw std::invalid_argument("pack_slack: the graph or schedule is not of the pack graph");
+  const std::vector<TimeNs> latest = timing::latest_times(at, s, at.dur);
+  auto slack_of = [&](std::uint32_t node) {
+    const std::uint32_t tp = graph::DepGraph::end_tp(node);
+    return std::max<TimeNs>(0, latest[tp] - s.time[tp]);
+  };
+  std::vector<TimeNs> out(pg.packs);
+  for (std::uint32_t p = 0; p < pg.packs; ++p) out[p] = slack_of(p);
+  const auto first_port = static_cast<std::uint32_t>(pg.packs + pg.host_node.size());
+  for (std::uint32_t i = 0; i < pg.port_pack.size(); ++i) {
+    if (pg.port_kind[i] != PortKind::kExit) continue;
+    TimeNs& o = out[pg.port_pack[i]];
+    o = std::min(o, slack_of(first_port + i));
+  }
+  return out;
+}
+
 PackGraph contract(const graph::DepGraph& g, const Packing& packing) {
   return Contractor(g, packing).run();
 }

@@ -148,6 +148,14 @@ struct PackGraph {
   std::size_t memory_bytes() const noexcept;
 };
 
+/// Per pack, how much later the work that others wait for may end: the least slack (timing::
+/// latest_times on `at` − the time in `s`, ≥ 0) over the pack's end and its exit ports, where `at`
+/// is pg.graph_at(times) and `s` its schedule (pg.evaluate(times)). Not timing::slack's value of
+/// the pack node alone: work leaves a pack at its exit ports too, so a pack whose end has slack may
+/// hold an op on the critical path. Throws std::invalid_argument when `at` or `s` is not of `pg`'s
+/// size. O(V + E).
+std::vector<TimeNs> pack_slack(const PackGraph& pg, const graph::DepGraph& at, const timing::Schedule& s);
+
 /// Contracts `g` by `packing` (from pack_timeline on the same graph). O(V + E + sum over packs
 /// of members x targets). Throws std::invalid_argument when the packing is not of `g` or leaves
 /// a GPU op out.

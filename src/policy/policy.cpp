@@ -94,13 +94,15 @@ std::string to_json(const Policy& p) {
   for (const auto& g : p.gpus) {
     json packs = json::array();
     for (const auto& k : g.packs) {
-      packs.push_back({{"index", k.index},
-                       {"start", start_json(k.start)},
-                       {"start_offset_ns", k.start_offset_ns},
-                       {"duration_ns", k.duration_ns},
-                       {"ops", k.ops},
-                       {"clock_mhz", k.clock_mhz},
-                       {"predicted_energy_j", k.predicted_energy_j}});
+      json pack = {{"index", k.index},
+                   {"start", start_json(k.start)},
+                   {"start_offset_ns", k.start_offset_ns},
+                   {"duration_ns", k.duration_ns},
+                   {"ops", k.ops},
+                   {"clock_mhz", k.clock_mhz},
+                   {"predicted_energy_j", k.predicted_energy_j}};
+      if (k.down_lead_ns >= 0) pack["down_lead_ns"] = k.down_lead_ns;  // optional
+      packs.push_back(std::move(pack));
     }
     gpus.push_back({{"device", g.device}, {"rank", g.rank}, {"default_clock_mhz", g.default_clock_mhz},
                     {"packs", std::move(packs)}});
@@ -177,6 +179,10 @@ Policy parse_policy(std::string_view text, const std::string& origin) {
       if (!(pc.clock_mhz > 0)) throw InputError(origin, fmt::format("{}: clock_mhz {} is not positive", w, pc.clock_mhz));
       if (pc.start.ordinal < 0 || pc.duration_ns < 0)
         throw InputError(origin, w + ": negative ordinal or duration");
+      if (k.contains("down_lead_ns")) {  // optional: absent in policies before stop 49
+        pc.down_lead_ns = field<std::int64_t>(k, "down_lead_ns", origin, w);
+        if (pc.down_lead_ns < 0) throw InputError(origin, w + ": down_lead_ns is negative");
+      }
       if (!gp.packs.empty() && pc.start_offset_ns < gp.packs.back().start_offset_ns)
         throw InputError(origin, w + ": packs are not in start order");
       gp.packs.push_back(std::move(pc));

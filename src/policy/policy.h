@@ -67,6 +67,11 @@ struct PackClock {
   std::int64_t ops = 0;                 ///< GPU ops in the pack.
   double clock_mhz = 0;                 ///< SM clock to lock for the pack, MHz.
   double predicted_energy_j = 0;        ///< Predicted energy of the pack at that clock, J.
+  /// How early (ns before its start) a switch *down* into this pack is asked for, when the pack
+  /// before it has the slack for the switch to land early in its tail (docs/runtime.md, "When a
+  /// switch down is asked"); -1: a quarter of the switch latency (runtime/switch_timing.h).
+  /// Optional in the JSON ("down_lead_ns", an integer ≥ 0; written when ≥ 0).
+  std::int64_t down_lead_ns = -1;
 };
 
 struct GpuPolicy {

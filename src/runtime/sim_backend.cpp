@@ -57,7 +57,8 @@ std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs l
     for (const auto& k : gp.packs) {
       // Up one switch latency early, down a quarter of one (switch_timing.h).
       if (k.clock_mhz != prev)
-        section.push_back({gp.device, k.start_offset_ns - switch_lead_ns(prev, k.clock_mhz, latency_ns), k.clock_mhz});
+        section.push_back(
+            {gp.device, k.start_offset_ns - switch_lead_ns(prev, k.clock_mhz, latency_ns, k.down_lead_ns), k.clock_mhz});
       prev = k.clock_mhz;
     }
     drop_overtaken(section, [](const ClockRequest& r) { return r.request_ns; });
@@ -163,7 +164,7 @@ std::vector<ClockRequest> planner_requests(const policy::Policy& policy, TimeNs 
     SwitchPlanner planner(gp, latency_ns, last, ms_to_ns(policy.min_switch_interval_ms));
     const policy::PackClock& first = gp.packs.front();
     if (first.clock_mhz != last) {
-      const TimeNs t = first.start_offset_ns - switch_lead_ns(last, first.clock_mhz, latency_ns);
+      const TimeNs t = first.start_offset_ns - switch_lead_ns(last, first.clock_mhz, latency_ns, first.down_lead_ns);
       requests.push_back({gp.device, t, first.clock_mhz});
       planner.issued_before(t, first.clock_mhz);  // the minimum interval counts from it
     }

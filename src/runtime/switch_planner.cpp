@@ -24,8 +24,8 @@ SwitchPlanner::SwitchPlanner(policy::GpuPolicy gpu, std::int64_t lead_ns, double
       requested_mhz_(current_clock_mhz),
       min_interval_ns_(std::max<std::int64_t>(0, min_interval_ns)) {}
 
-std::int64_t SwitchPlanner::lead_for(double from_mhz, double to_mhz) const noexcept {
-  return switch_lead_ns(from_mhz, to_mhz, lead_ns_);
+std::int64_t SwitchPlanner::lead_for(double from_mhz, double to_mhz, std::int64_t down_lead_ns) const noexcept {
+  return switch_lead_ns(from_mhz, to_mhz, lead_ns_, down_lead_ns);
 }
 
 std::optional<Switch> SwitchPlanner::issue_or_hold(Switch s, std::int64_t now_ns) {
@@ -70,8 +70,8 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   // time, down at the later — a switch that lands late never delays work (switch_timing.h), and
   // neither anchor knows whether the pack it is for follows the last pack's drift (a pack held
   // by another rank's transfer does not).
-  auto at = [&](std::int64_t offset, double from_mhz, double to_mhz) {
-    const std::int64_t lead = lead_for(from_mhz, to_mhz);
+  auto at = [&](std::int64_t offset, double from_mhz, double to_mhz, std::int64_t down_lead_ns) {
+    const std::int64_t lead = lead_for(from_mhz, to_mhz, down_lead_ns);
     const std::int64_t now = anchor + offset - lead, first = first_anchor + offset - lead;
     return to_mhz > from_mhz ? std::min(now, first) : std::max(now, first);
   };
@@ -81,18 +81,19 @@ std::optional<Switch> SwitchPlanner::observe(const PackStarted& p) {
   const double before_first = gpu_.default_clock_mhz > 0 ? gpu_.default_clock_mhz : packs.back().clock_mhz;
   auto before = [&](std::size_t j) { return j > 0 ? packs[j - 1].clock_mhz : before_first; };
   for (std::size_t j = begun ? k + 1 : k; j < packs.size(); ++j) {
-    plan_.push_back({at(packs[j].start_offset_ns, before(j), packs[j].clock_mhz), gpu_.device, packs[j].index,
+    plan_.push_back({at(packs[j].start_offset_ns, before(j), packs[j].clock_mhz, packs[j].down_lead_ns), gpu_.device, packs[j].index,
                      p.iteration, packs[j].clock_mhz, SwitchReason::kEarly});
   }
   if (gpu_.default_clock_mhz > 0) {
     const auto& last = packs.back();
-    plan_.push_back({at(last.start_offset_ns + last.duration_ns, last.clock_mhz, gpu_.default_clock_mhz), gpu_.device,
+    plan_.push_back({at(last.start_offset_ns + last.duration_ns, last.clock_mhz, gpu_.default_clock_mhz, -1), gpu_.device,
                      -1, p.iteration, gpu_.default_clock_mhz, SwitchReason::kDefault});
   }
   const auto prev = iteration_anchor_ns_.find(p.iteration - 1);
   if (prev != iteration_anchor_ns_.end() && anchor > prev->second) {
     const std::int64_t period = anchor - prev->second;
-    plan_.push_back({anchor + period + packs.front().start_offset_ns - lead_for(before_first, packs.front().clock_mhz),
+    plan_.push_back({anchor + period + packs.front().start_offset_ns -
+                         lead_for(before_first, packs.front().clock_mhz, packs.front().down_lead_ns),
                      gpu_.device, packs.front().index, p.iteration + 1, packs.front().clock_mhz, SwitchReason::kEarly});
   }
   // In pack order: a switch asked for no earlier than a later one is overtaken (switch_timing.h);

@@ -93,8 +93,9 @@ class SwitchPlanner {
   const policy::GpuPolicy& gpu() const noexcept { return gpu_; }
 
  private:
-  /// How early a switch from `from_mhz` to `to_mhz` is planned before its pack (switch_timing.h).
-  std::int64_t lead_for(double from_mhz, double to_mhz) const noexcept;
+  /// How early a switch from `from_mhz` to `to_mhz` is planned before its pack (switch_timing.h;
+  /// `down_lead_ns`: the pack's PackClock::down_lead_ns, -1 for the default clock).
+  std::int64_t lead_for(double from_mhz, double to_mhz, std::int64_t down_lead_ns) const noexcept;
   /// Issues `s` at `now_ns` if the interval allows (returns it), else holds it.
   std::optional<Switch> issue_or_hold(Switch s, std::int64_t now_ns);
 

@@ -12,11 +12,17 @@
 // stand-in — a request at the predicted start would race the pack's first op.) So a switch that
 // takes effect late never delays work; it costs some energy instead.
 //
+// Where the pack before has the slack for it, a switch down is asked for earlier (the policy's
+// down_lead_ns, up to one latency: it then takes effect at its pack's start). The policy builder
+// gives such a lead only where even a switch that took effect at once could not delay the iteration
+// (driver::early_down_leads): the pack before's tail then runs at the lower clock, within its slack.
+//
 // A switch down followed within three quarters of a latency by a switch up would be asked for after
 // it and take effect after it, holding the low clock through the next pack: such a switch down is
 // overtaken, and dropped (the short pack it was for runs at the higher clock).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -27,9 +33,12 @@ namespace emo::runtime {
 inline constexpr std::int64_t kDownLeadDivisor = 4;
 
 /// How early (ns) a switch from `from_mhz` to `to_mhz` is asked for before its pack starts:
-/// `latency_ns` up, latency_ns / 4 down (file comment).
-inline std::int64_t switch_lead_ns(double from_mhz, double to_mhz, std::int64_t latency_ns) noexcept {
-  return to_mhz > from_mhz ? latency_ns : latency_ns / kDownLeadDivisor;
+/// `latency_ns` up; down, the pack's `down_lead_ns` (policy::PackClock, capped at latency_ns) where
+/// the policy gives one (≥ 0), else latency_ns / 4 (file comment).
+inline std::int64_t switch_lead_ns(double from_mhz, double to_mhz, std::int64_t latency_ns,
+                                   std::int64_t down_lead_ns = -1) noexcept {
+  if (to_mhz > from_mhz) return latency_ns;
+  return down_lead_ns >= 0 ? std::min(down_lead_ns, latency_ns) : latency_ns / kDownLeadDivisor;
 }
 
 /// Removes from `switches` (in pack order; `time_of(s)` the time it is asked for) every switch that

@@ -34,7 +34,7 @@ double replay_error(const DepGraph& g, const Schedule& s) {
   return static_cast<double>(worst) / static_cast<double>(s.makespan_ns);
 }
 
-std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const TimeNs> dur) {
+std::vector<TimeNs> latest_times(const DepGraph& g, const Schedule& s, std::span<const TimeNs> dur) {
   std::vector<TimeNs> latest(2 * g.nodes(), s.end_ns);
   for (auto it = g.topo.rbegin(); it != g.topo.rend(); ++it) {
     const std::uint32_t tp = *it;
@@ -49,6 +49,11 @@ std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const 
       lf = std::min(lf, l - g.in_lag[k]);
     }
   }
+  return latest;
+}
+
+std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const TimeNs> dur) {
+  const std::vector<TimeNs> latest = latest_times(g, s, dur);
   std::vector<TimeNs> out(g.nodes());
   for (std::uint32_t n = 0; n < g.nodes(); ++n) {
     out[n] = std::max<TimeNs>(0, latest[DepGraph::end_tp(n)] - s.end(n));

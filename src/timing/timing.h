@@ -52,7 +52,13 @@ Schedule replay_with(const DepGraph& g, DurOf&& dur_of, LagOf&& lag_of) {
 /// max over GPU nodes of |replayed end - recorded end| / makespan (0 for an empty graph).
 double replay_error(const DepGraph& g, const Schedule& s);
 
-/// Per node: latest end that keeps s.end_ns, minus the node's end in `s` (>= 0). O(V + E).
+/// Per timepoint (Schedule::time's layout, size 2 × nodes): the latest time it may take that keeps
+/// s.end_ns, with node durations `dur` and g's lags (one backward pass, reverse topological order;
+/// dropped edges ignored). O(V + E).
+std::vector<TimeNs> latest_times(const DepGraph& g, const Schedule& s, std::span<const TimeNs> dur);
+
+/// Per node: latest end that keeps s.end_ns (latest_times), minus the node's end in `s` (>= 0).
+/// O(V + E).
 std::vector<TimeNs> slack(const DepGraph& g, const Schedule& s, std::span<const TimeNs> dur);
 
 /// Where the makespan goes along the critical path, in ns per category (never negative).

@@ -151,9 +151,16 @@ out=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 2 990 990" | tr '\n' '|')
   && ok "a job file not owned by root is not believed" || bad "untrusted job file: <<$out>>"
 rm -f "$dir/jobs/4242"
 printf '0 %s\n1 %s\n2 %s\n' "$job" "$job" "$job" > "$dir/procs"
+lines=$(wc -l < "$dir/svc.log")
 out=$(as_nobody "$PY" "$dir/client.py" "$SOCK" "set-sm 0 100 5000" "set-sm 0 1200 1000" | tr '\n' '|')
 [[ "$out" == "ok emo-clock/1|ok 210 1410|error MIN 1200 MHz is above MAX 1000 MHz|" ]] \
   && ok "clamped to the GPU's range (100-5000 → 210-1410); a malformed request: error" || bad "clamp: <<$out>>"
+# The service resets that client's GPU 0 when its connection closes: wait for it, so that the next
+# step does not count it among its own resets (under the sanitizers it once landed after the next
+# step had emptied the log: "ResetGpuLockedClocks 0" twice).
+for _ in $(seq 500); do
+  tail -n +$((lines + 1)) "$dir/svc.log" | grep -q 'ResetGpuLockedClocks 0' && break; sleep 0.01
+done
 
 # --- SIGKILL of the client: its GPUs reset at once, by the service ------------------------------------
 # kill_and_time PID N: SIGKILL to PID, then ms until the stand-in log holds N distinct

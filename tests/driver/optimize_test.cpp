@@ -12,6 +12,7 @@
 #include "core/progress.h"
 #include "graph/hand_trace.h"
 #include "model/gpu_catalog.h"
+#include "opt/packed.h"
 #include "output/optimize_output.h"
 #include "pack/pack_graph.h"
 #include "runtime/sim_backend.h"
@@ -663,6 +664,59 @@ TEST(Optimize, ReplanWorkedByHand) {
 
 /// The head of a pack entered by a switch down: a switch down is asked for a quarter of a latency
 /// before its pack (runtime/switch_timing.h), so 3/4 of it runs at the clock before: 15 ms of 20.
+/// Threads 1, 2, 3 launch k1, k2, k3 (1000 ns each, stream 7) at 0, 1100 and `third_launch`, and
+/// each then waits for the stream (cudaStreamSynchronize, returning 5 ns after its kernel): k1 runs
+/// [10, 1010), k2 [1110, 2110), k3 from third_launch + 10 — each kernel starts at its launch + 10
+/// (the stream is free by then). Three packs, cut where a kernel feeds a host sync (packer.h); only
+/// thread 3's sync ends the window.
+trace::Trace three_launched(TimeNs third_launch) {
+  HandTrace h;
+  const TimeNs launch[3] = {0, 1100, third_launch};
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t corr = 2 * i + 1;
+    h.call("cudaLaunchKernel", launch[i], 5, corr, /*tid=*/i + 1);
+    h.kernel("k" + std::to_string(i + 1), launch[i] + 10, 1000, 7, corr, 0);
+    h.call("cudaStreamSynchronize", launch[i] + 5, 1010, corr + 1, /*tid=*/i + 1);
+    h.sync(SyncKind::kStreamSync, launch[i] + 5, 1010, corr + 1, 0, 7);
+  }
+  return h.finish();
+}
+
+// Stop 49: which switch down may be asked early (driver::early_down_leads), worked by hand. Every
+// option has factor 1 (the times are the recording's); the plan runs k1 at 1600, k2 at 800, k3 at
+// 400 MHz: two switches down, each stretch f_b / f_p − 1 = 1. Latency 1200 ns, default lead 300.
+// k3 launched at 3000: k2's end has slack 3010 − 2110 = 900; k1's 100 (to k2's launch) + 900 = 1000.
+//   k3 (b = k2): widest lead min(1200, 3010 − 1110) = 1200; 300 + 900 / 1 ≥ 1200: lead 1200, worst 900.
+//   k2 (b = k1): widest min(1200, 1110 − 10) = 1100; 300 + 1000 ≥ 1100: lead 1100, worst 800.
+//   Both at once: k1 ends 1810, k2 runs [1810, 2810) + 900 = 3710 > 3010: the makespan grows, so the
+//   half with the least to spare (k3's: 900 − 900 = 0 against 1000 − 800 = 200) goes back: {-1, 1100, -1}.
+// k3 launched at 5000 (k2's slack 2900, k1's 3000): each lead the full 1100 / 1200, and together
+// k1 +800 → k2 [1810, 2810) + 900 = 3710 ≤ 5010: both kept.
+// k3 launched at 2200 (k2's slack 100, k1's 200): k2's lead 300 + 200 = 500 (worst 200), k3's 300 + 100
+// = 400 (worst 100); together k1 ends 1210, k2 [1210, 2210) + 100 = 2310 > 2210: k2's (spare 0) and
+// k3's (spare 0) tie; the first kept: {-1, 500, -1}.
+TEST(Optimize, EarlyDownLeadsWorkedByHand) {
+  const std::vector<opt::PackOption> options{{1600, 1.0, 3}, {800, 1.0, 2}, {400, 1.0, 1}};
+  auto leads = [&](TimeNs third_launch, std::vector<int> choice, TimeNs latency) {
+    const Packed p = pack_of(three_launched(third_launch), 1);
+    EXPECT_EQ(p.pg.packs, 3u);
+    const opt::PackChoices pc(p.pg, {options, options, options}, 0.0, 1);
+    return driver::early_down_leads(pc, p.packing, choice, pc.schedule(choice), latency);
+  };
+  using V = std::vector<TimeNs>;
+  EXPECT_EQ(leads(3000, {0, 1, 2}, 1200), (V{-1, 1100, -1}));
+  EXPECT_EQ(leads(5000, {0, 1, 2}, 1200), (V{-1, 1100, 1200}));
+  EXPECT_EQ(leads(2200, {0, 1, 2}, 1200), (V{-1, 500, -1}));
+  // Switches up, or the same clock: no lead of their own. A latency of 0: none either.
+  EXPECT_EQ(leads(5000, {2, 1, 0}, 1200), (V{-1, -1, -1}));
+  EXPECT_EQ(leads(5000, {1, 1, 1}, 1200), (V{-1, -1, -1}));
+  EXPECT_EQ(leads(5000, {0, 1, 2}, 0), (V{-1, -1, -1}));
+  const Packed p = pack_of(three_launched(5000), 1);
+  const opt::PackChoices pc(p.pg, {options, options, options}, 0.0, 1);
+  EXPECT_THROW(driver::early_down_leads(pc, p.packing, {0, 1}, pc.schedule({0, 1, 2}), 1200), std::invalid_argument);
+  EXPECT_THROW(driver::early_down_leads(pc, p.packing, {0, 1, 2}, pc.schedule({0, 1, 2}), -1), std::invalid_argument);
+}
+
 TEST(Optimize, SwitchHeadIsThreeQuartersOfTheLatency) {
   EXPECT_EQ(driver::switch_head_ns(20), 15'000'000);
   EXPECT_EQ(driver::switch_head_ns(0), 0);

@@ -458,6 +458,47 @@ TEST(Polish, SpendsTheMakespanBudgetWhereItSavesMostPerNs) {
   EXPECT_DOUBLE_EQ(pc.predicted_energy({1, 0, 0}, 3145), 24) << "the largest saving first: k1's 6 J, the budget spent";
 }
 
+/// Thread 1 launches k1 (stream 7, [10, 1010)) and k2 (stream 8, [10, 2010)) on GPU 0, waits for
+/// stream 7 (k1; returns at 1015), then launches k3 on GPU 1 ([1030, 5030)). With a min pack longer
+/// than the trace, GPU 0 is one pack {k1, k2} whose end (k2's) has slack while k1's end, an exit
+/// port, is on the critical path k1 → sync → k3.
+trace::Trace exit_on_the_critical_path() {
+  HandTrace h;
+  h.call("cudaLaunchKernel", 0, 5, 1);
+  h.kernel("k1", 10, 1000, 7, 1, 0);
+  h.call("cudaLaunchKernel", 5, 3, 2);
+  h.kernel("k2", 10, 2000, 8, 2, 0);
+  h.call("cudaStreamSynchronize", 8, 1007, 3);
+  h.sync(SyncKind::kStreamSync, 8, 1007, 3, 0, 7);
+  h.call("cudaLaunchKernel", 1020, 5, 4);
+  h.kernel("k3", 1030, 4000, 7, 4, 1);
+  return h.finish();
+}
+
+// Stop 49, worked by hand: at factor 2 on GPU 0's pack, k1 ends at 2010, the sync at 2015, k3 runs
+// [2030, 6030): 1000 ns over the all-max makespan (5030 − 0). The pack's end (k2's, [10, 4010)) has
+// 2020 ns of slack; its exit (k1's end) none. raise_critical must raise that pack (by its end alone
+// it saw nothing to raise: nullopt). pack_slack: 0 for GPU 0's pack (its exit), 0 for k3's.
+TEST(RaiseCritical, RaisesAPackWhoseExitIsCriticalThoughItsEndHasSlack) {
+  const Packed p = pack_of(exit_on_the_critical_path(), 1'000'000'000);
+  ASSERT_EQ(p.pg.packs, 2u);
+  ASSERT_EQ(p.packing.packs[0].device, 0);
+  const std::vector<opt::PackOption> o{{1410, 1.0, 10}, {705, 2.0, 5}};
+  const opt::PackChoices pc(p.pg, {o, o}, 0.0, 2);
+  const TimeNs base = pc.schedule({0, 0}).makespan_ns;
+  ASSERT_EQ(base, 5030);
+  const timing::Schedule slow = pc.schedule({1, 0});
+  ASSERT_EQ(slow.makespan_ns, 6030);
+  const graph::DepGraph at = p.pg.graph_at(pc.times({1, 0}));
+  EXPECT_EQ(timing::slack(at, slow, at.dur)[0], 2020) << "the pack's end: k2's, 4010 against 6030";
+  EXPECT_EQ(pack::pack_slack(p.pg, at, slow), (std::vector<TimeNs>{0, 0}));
+  EXPECT_EQ(opt::raise_critical(pc, {1, 0}, base), (std::optional<std::vector<int>>{{0, 0}}));
+  EXPECT_EQ(opt::raise_critical(pc, {1, 0}, 6030), (std::optional<std::vector<int>>{{1, 0}})) << "fits as it is";
+  timing::Schedule other;
+  other.time.assign(4, 0);
+  EXPECT_THROW(pack::pack_slack(p.pg, at, other), std::invalid_argument);
+}
+
 // move_energy_j is the change of predicted_energy, the makespan unchanged: by hand on the case of
 // SwitchHeadsWorkedByHand, and against the difference of two predictions on random options,
 // random choices and random switch-head chains (a pack before several others included).

@@ -91,6 +91,26 @@ TEST(Policy, MinSwitchIntervalIsOptional) {
   expect_error(negative, "min_switch_interval_ms is negative");
 }
 
+// Stop 49: a pack's switch-down lead is optional, written only when set (≥ 0).
+TEST(Policy, DownLeadIsOptional) {
+  Policy p = sample();
+  EXPECT_EQ(to_json(p).find("down_lead_ns"), std::string::npos);
+  EXPECT_EQ(parse_policy(to_json(p), "mem").gpus[0].packs[1].down_lead_ns, -1);
+  p.gpus[0].packs[1].down_lead_ns = 20'000'000;
+  const std::string text = to_json(p);
+  const Policy q = parse_policy(text, "mem");
+  EXPECT_EQ(q.gpus[0].packs[0].down_lead_ns, -1);
+  EXPECT_EQ(q.gpus[0].packs[1].down_lead_ns, 20'000'000);
+  EXPECT_EQ(to_json(q), text);
+  auto with = [&](const std::string& value) {
+    std::string t = text;
+    return t.replace(t.find("\"down_lead_ns\": 20000000"), 24, "\"down_lead_ns\": " + value);
+  };
+  expect_error(with("-1"), "down_lead_ns is negative");
+  expect_error(with("2.5"), "wrong type");
+  expect_error(with("\"early\""), "wrong type");
+}
+
 TEST(Policy, ObservationFieldsRoundTrip) {
   Policy p = sample();
   auto& s = p.gpus[0].packs[1].start;

@@ -78,6 +78,27 @@ TEST(SwitchPlanner, IssuesAnUpSwitchOneLatencyEarlyAndADownSwitchAQuarterOfOne) 
   EXPECT_EQ(planner.skipped(), 1);
 }
 
+// Stop 49: a pack's own switch-down lead (policy::PackClock::down_lead_ns) replaces the quarter
+// latency; capped at the latency; an up switch keeps one latency.
+TEST(SwitchPlanner, APacksDownLeadReplacesTheQuarterLatency) {
+  policy::GpuPolicy g = three_packs({1410, 1200, 990});
+  g.packs[1].down_lead_ns = 2 * kMs;   // = the latency: 110 − 2 = 108 ms
+  g.packs[2].down_lead_ns = 5 * kMs;   // above the latency: capped, 120 − 2 = 118 ms
+  SwitchPlanner planner(g, 2 * kMs, 1410);
+  // Pack 0 seen at 100 ms; the default (1410, up) one latency before 130 ms: 128 ms.
+  const auto got = simulate(planner, {{0, 0, 0, 100 * kMs}}, 200 * kMs);
+  EXPECT_EQ(got, (std::vector<Issued>{{108 * kMs, 1, 0, 1200, SwitchReason::kEarly},
+                                      {118 * kMs, 2, 0, 990, SwitchReason::kEarly},
+                                      {128 * kMs, -1, 0, 1410, SwitchReason::kDefault}}));
+  // A lead on a pack entered by a switch up changes nothing: 1200 -> 1410 at 120 − 2 = 118 ms.
+  policy::GpuPolicy up = three_packs();
+  up.packs[2].down_lead_ns = 0;
+  SwitchPlanner planner_up(up, 2 * kMs, 1410);
+  EXPECT_EQ(simulate(planner_up, {{0, 0, 0, 100 * kMs}}, 200 * kMs),
+            (std::vector<Issued>{{109 * kMs + kHalfMs, 1, 0, 1200, SwitchReason::kEarly},
+                                 {118 * kMs, 2, 0, 1410, SwitchReason::kEarly}}));
+}
+
 TEST(SwitchPlanner, ReanchorsOnEachObservedPack) {
   SwitchPlanner planner(three_packs({1410, 1200, 990}), 2 * kMs, 1410);
   // Pack 1 (down) switched 0.5 ms before its predicted 110 ms; it starts 5 ms late (at 115 ms):

@@ -293,6 +293,15 @@ TEST(PlannerRequests, ReanchorOnEachObservedPackStartAsEmoRunDoes) {
   EXPECT_EQ(planned({0, 13, 20, 30}), (V{{-4, 1410}, {9, 990}, {16, 1410}, {29, 1200}}));
   EXPECT_EQ(planned({0, 10, 15, 30}), (V{{-4, 1410}, {9, 990}, {15, 1410}, {29, 1200}}));
 
+  // Stop 49: pack 1 with its own switch-down lead (4 ms, the latency): 990 asked at 10 − 4 = 6,
+  // open loop and closed loop alike; pack 3 (1200 after 1410) with a 2 ms lead: at 28.
+  policy::Policy led = a;
+  led.gpus[0].packs[1].down_lead_ns = 4 * kMs;
+  led.gpus[0].packs[3].down_lead_ns = 2 * kMs;
+  EXPECT_EQ(ms_of(switch_requests(led, 4 * kMs, initial)), (V{{-4, 1410}, {6, 990}, {16, 1410}, {28, 1200}}));
+  EXPECT_EQ(ms_of(planner_requests(led, 4 * kMs, {{0, 10 * kMs, 20 * kMs, 30 * kMs}}, initial)),
+            (V{{-4, 1410}, {6, 990}, {16, 1410}, {28, 1200}}));
+
   const policy::Policy c = planner_policy({{0, 1410}, {10, 990}, {13, 1410}, {30, 990}});
   EXPECT_EQ(ms_of(switch_requests(c, 4 * kMs, initial)), (V{{-4, 1410}, {29, 990}}));
   EXPECT_EQ(ms_of(planner_requests(c, 4 * kMs, {{0, 10 * kMs, 13 * kMs, 30 * kMs}}, initial)),
