@@ -55,7 +55,7 @@ std::vector<ClockRequest> switch_requests(const policy::Policy& policy, TimeNs l
     double prev = gp.packs.back().clock_mhz;
     initial_clock_mhz[gp.device] = prev;
     for (const auto& k : gp.packs) {
-      // Up one switch latency early, down a quarter of one (switch_timing.h).
+      // Up one switch latency early, down a quarter of one or the pack's own lead (switch_timing.h).
       if (k.clock_mhz != prev)
         section.push_back(
             {gp.device, k.start_offset_ns - switch_lead_ns(prev, k.clock_mhz, latency_ns, k.down_lead_ns), k.clock_mhz});

@@ -14,8 +14,9 @@
 //
 // Where the pack before has the slack for it, a switch down is asked for earlier (the policy's
 // down_lead_ns, up to one latency: it then takes effect at its pack's start). The policy builder
-// gives such a lead only where even a switch that took effect at once could not delay the iteration
-// (driver::early_down_leads): the pack before's tail then runs at the lower clock, within its slack.
+// gives such a lead only where a switch that takes just the default lead (the rule above's own
+// assumption) could not delay the iteration (driver::early_down_leads): the pack before's tail then
+// runs at the lower clock, within its slack.
 //
 // A switch down followed within three quarters of a latency by a switch up would be asked for after
 // it and take effect after it, holding the low clock through the next pack: such a switch down is

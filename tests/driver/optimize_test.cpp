@@ -692,6 +692,10 @@ trace::Trace three_launched(TimeNs third_launch) {
 //   half with the least to spare (k3's: 900 − 900 = 0 against 1000 − 800 = 200) goes back: {-1, 1100, -1}.
 // k3 launched at 5000 (k2's slack 2900, k1's 3000): each lead the full 1100 / 1200, and together
 // k1 +800 → k2 [1810, 2810) + 900 = 3710 ≤ 5010: both kept.
+// k3 launched at 4000 (k2's slack 1900, k1's 2000): the same leads, worst cases 900 and 800 (the
+// switch takes at least the default 300 ns: the tail is the lead less 300), together k1 ends 1810,
+// k2 [1810, 2810) + 900 = 3710 ≤ 4010: both kept (with the whole lead as the tail, 1200 and 1100,
+// k2 would end 4310: one dropped).
 // k3 launched at 2200 (k2's slack 100, k1's 200): k2's lead 300 + 200 = 500 (worst 200), k3's 300 + 100
 // = 400 (worst 100); together k1 ends 1210, k2 [1210, 2210) + 100 = 2310 > 2210: k2's (spare 0) and
 // k3's (spare 0) tie; the first kept: {-1, 500, -1}.
@@ -706,6 +710,7 @@ TEST(Optimize, EarlyDownLeadsWorkedByHand) {
   using V = std::vector<TimeNs>;
   EXPECT_EQ(leads(3000, {0, 1, 2}, 1200), (V{-1, 1100, -1}));
   EXPECT_EQ(leads(5000, {0, 1, 2}, 1200), (V{-1, 1100, 1200}));
+  EXPECT_EQ(leads(4000, {0, 1, 2}, 1200), (V{-1, 1100, 1200}));
   EXPECT_EQ(leads(2200, {0, 1, 2}, 1200), (V{-1, 500, -1}));
   // Switches up, or the same clock: no lead of their own. A latency of 0: none either.
   EXPECT_EQ(leads(5000, {2, 1, 0}, 1200), (V{-1, -1, -1}));
