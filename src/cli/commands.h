@@ -76,4 +76,12 @@ void write_output(const std::string& dest, const std::string& text);
 /// user learns it before the work, not after.
 void check_output_path(const std::string& dest);
 
+/// Checks that no two of a command's outputs (option name, destination; "" = not asked) would
+/// write to one place: the same file (compared after std::filesystem::weakly_canonical) or both
+/// to stdout ("-"); and that "-" is given to `stdout_option` alone (its documented meaning,
+/// "stdout only, no text": any other output there would mix into the text report). Throws
+/// emo::InputError(option, reason) naming the two options.
+void check_distinct_outputs(const std::vector<std::pair<const char*, const std::string*>>& outputs,
+                            const char* stdout_option = "--json");
+
 }  // namespace emo::cli

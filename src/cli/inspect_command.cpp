@@ -73,6 +73,25 @@ void check_output_path(const std::string& dest) {
   }
 }
 
+void check_distinct_outputs(const std::vector<std::pair<const char*, const std::string*>>& outputs,
+                            const char* stdout_option) {
+  std::vector<std::pair<const char*, std::string>> seen;  // option, canonical destination
+  for (const auto& [option, dest] : outputs) {
+    if (dest->empty()) continue;
+    if (*dest == "-" && std::string_view(option) != stdout_option) {
+      throw InputError(option, fmt::format("'-' (stdout) is for {} only; give a file", stdout_option));
+    }
+    std::error_code ec;
+    std::string where =
+        *dest == "-" ? "-" : std::filesystem::weakly_canonical(std::filesystem::absolute(*dest, ec), ec).string();
+    if (ec) where = *dest;
+    for (const auto& [other, at] : seen) {
+      if (at == where) throw InputError(option, fmt::format("writes to '{}' as {} does: give each its own file", *dest, other));
+    }
+    seen.emplace_back(option, std::move(where));
+  }
+}
+
 Action add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(

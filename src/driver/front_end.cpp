@@ -17,9 +17,27 @@ model::GpuCatalog::Match resolve_gpu(std::string_view name) {
   return m;
 }
 
+void check_one_gpu_model(const std::string& path, const std::vector<trace::GpuInfo>& gpus, std::string_view give) {
+  const auto& catalog = model::GpuCatalog::builtin();
+  const trace::GpuInfo* first = nullptr;
+  const model::GpuSpec* first_spec = nullptr;
+  for (const trace::GpuInfo& g : gpus) {
+    const model::GpuSpec* spec = catalog.resolve(g.name).spec;
+    if (spec == nullptr) continue;
+    if (first == nullptr) {
+      first = &g, first_spec = spec;
+    } else if (spec != first_spec) {
+      throw InputError(path, fmt::format("its GPUs are not one model (GPU {}: '{}', GPU {}: '{}'); give {} to "
+                                         "optimise them all as one",
+                                         first->device, first->name, g.device, g.name, give));
+    }
+  }
+}
+
 model::GpuCatalog::Match resolve_trace_gpu(const trace::Trace& t, std::string_view name, std::string_view give) {
   if (!name.empty()) return resolve_gpu(name);
   if (t.meta.gpus.empty()) throw InputError(t.meta.path, fmt::format("the trace names no GPU; give {}", give));
+  check_one_gpu_model(t.meta.path, t.meta.gpus, give);
   for (const auto& g : t.meta.gpus) {
     model::GpuCatalog::Match m = model::GpuCatalog::builtin().resolve(g.name);
     if (m.spec != nullptr) return m;

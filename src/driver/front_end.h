@@ -6,7 +6,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/timestamp.h"
 #include "model/gpu_catalog.h"
@@ -22,8 +24,16 @@ model::GpuCatalog::Match resolve_gpu(std::string_view name);
 /// The GPU to optimise `t` for: resolve_gpu(name) when a name is given, else the first of the
 /// trace's own GPUs the catalog resolves. `give` is how the front end spells the option that
 /// names a GPU ("--gpu NAME", "gpu=NAME"), for the hint. Throws ArgumentError for an unknown
-/// name, InputError(t's path, ...) when the trace names no GPU or none in the catalog.
+/// name, InputError(t's path, ...) when the trace names no GPU, none in the catalog, or, with no
+/// name given, GPUs that resolve to different catalog entries (a job whose ranks record different
+/// GPU models: one would be taken for all, chosen by the order of the files).
 model::GpuCatalog::Match resolve_trace_gpu(const trace::Trace& t, std::string_view name, std::string_view give);
+
+/// Throws InputError(path, "its GPUs are not one model (GPU a: 'X', GPU b: 'Y'); give `give` ...")
+/// when two of `gpus` (recorded names; those the catalog does not know are left out) resolve to
+/// different catalog entries: one model is optimised for all, and taking the first would make the
+/// answer depend on the order of the files. O(gpus).
+void check_one_gpu_model(const std::string& path, const std::vector<trace::GpuInfo>& gpus, std::string_view give);
 
 /// A latency target as typed: a fraction ("0.05") or a percentage ("5%"); returns the fraction.
 /// A fraction above 1 without '%' is refused (3 meant as 3 %: the message says how to write

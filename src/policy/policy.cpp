@@ -1,5 +1,8 @@
 #include "policy/policy.h"
 
+#include <cmath>
+#include <limits>
+#include <set>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +26,14 @@ T field(const json& obj, const char* key, const std::string& origin, const std::
     else return it->is_number();
   }();
   if (!ok) throw InputError(origin, fmt::format("{}: '{}' has the wrong type", where, key));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann's get<T> wraps a value outside T's range (2^32 + 1 as an int32 is 1): refused.
+    const bool in_range = it->is_number_unsigned()
+                              ? it->template get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                              : it->template get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+                                    it->template get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+    if (!in_range) throw InputError(origin, fmt::format("{}: '{}' is out of range ({})", where, key, it->dump()));
+  }
   return it->get<T>();
 }
 
@@ -145,6 +156,8 @@ Policy parse_policy(std::string_view text, const std::string& origin) {
     *e = field<double>(*it, "energy_j", origin, key);
   }
   p.switch_latency_ms = field<double>(doc, "switch_latency_ms", origin, "policy");
+  if (!(p.switch_latency_ms >= 0) || !std::isfinite(p.switch_latency_ms))
+    throw InputError(origin, fmt::format("policy: switch_latency_ms {} is not a finite number ≥ 0", p.switch_latency_ms));
   p.simulated = field<bool>(doc, "simulated", origin, "policy");
   if (doc.contains("min_switch_interval_ms")) {  // optional: absent in policies before issue 17
     p.min_switch_interval_ms = field<double>(doc, "min_switch_interval_ms", origin, "policy");
@@ -152,6 +165,8 @@ Policy parse_policy(std::string_view text, const std::string& origin) {
   }
   auto gpus = doc.find("gpus");
   if (gpus == doc.end() || !gpus->is_array()) throw InputError(origin, "policy: missing array 'gpus'");
+  if (gpus->empty()) throw InputError(origin, "policy: 'gpus' is empty (no GPU to set a clock on)");
+  std::set<std::pair<std::int32_t, std::int32_t>> sections;  // (rank, device) of each section
   for (std::size_t gi = 0; gi < gpus->size(); ++gi) {
     const json& g = (*gpus)[gi];
     const std::string where = fmt::format("gpus[{}]", gi);
@@ -159,6 +174,10 @@ Policy parse_policy(std::string_view text, const std::string& origin) {
     GpuPolicy gp;
     gp.device = field<std::int32_t>(g, "device", origin, where);
     gp.rank = field<std::int32_t>(g, "rank", origin, where);
+    if (gp.device < 0) throw InputError(origin, fmt::format("{}: device {} is negative", where, gp.device));
+    if (gp.rank < -1) throw InputError(origin, fmt::format("{}: rank {} is below -1 (not distributed)", where, gp.rank));
+    if (!sections.insert({gp.rank, gp.device}).second)
+      throw InputError(origin, fmt::format("{}: a second section for rank {}, device {}", where, gp.rank, gp.device));
     gp.default_clock_mhz = field<double>(g, "default_clock_mhz", origin, where);
     auto packs = g.find("packs");
     if (packs == g.end() || !packs->is_array()) throw InputError(origin, where + ": missing array 'packs'");

@@ -109,8 +109,11 @@ std::array<std::int64_t, 5> observation_counts(const Policy& p) noexcept;
 std::string to_json(const Policy& p);
 
 /// Parses a policy; `origin` names it in errors. Throws emo::InputError(origin, problem) when the
-/// text is not JSON, the schema is not emo.policy/1, a field is missing or of the wrong type, a
-/// clock is not positive, packs are not in start order, or a start's observed_by is unknown. A
+/// text is not JSON, the schema is not emo.policy/1, a field is missing or of the wrong type, an
+/// integer is outside its field's range (device, rank and index are 32-bit), a clock is not
+/// positive, switch_latency_ms is negative, 'gpus' is empty, a device is negative, a rank is
+/// below -1, two sections name the same (rank, device), packs are not in start order, or a
+/// start's observed_by is unknown. A
 /// start without observed_by (a policy written before issue 32) is a kernel launch, unless its
 /// op is a copy or memset ("Memcpy…", "Memset…", "[CUDA memcpy…", "[CUDA memset…"): those were
 /// counted among ops of their name, which the tracer cannot follow, so they are kNone.

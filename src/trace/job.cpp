@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/timestamp.h"
@@ -114,6 +115,12 @@ class Linker {
       const std::int32_t r = rank_of(t_, o_, i);
       const RankDigest& t = t_[i];
       if (r < 0) throw InputError(t.path, "no rank recorded (give --ranks)");
+      if (!o_.ranks.empty() && t.rank >= 0 && t.rank != r) {  // an override (mislabelled traces), said
+        info_.warnings.push_back(fmt::format("{} records rank {}; --ranks makes it rank {}", t.path, t.rank, r));
+      }
+      if (t.device == kNone && t.device_error.empty()) {
+        throw InputError(t.path, fmt::format("rank {} has no GPU op: nothing of it to link (an empty or cut trace?)", r));
+      }
       if (t.world_size > 0 && r >= t.world_size) {
         throw InputError(t.path, fmt::format("rank {} outside world size {}", r, t.world_size));
       }
@@ -135,7 +142,10 @@ class Linker {
       info_.ranks.push_back(std::move(jr));
       info_.world_size = std::max(info_.world_size, t.world_size);
     }
-    if (info_.world_size < 0) info_.world_size = static_cast<std::int32_t>(t_.size());
+    // No trace records the world size: at least the ranks given, and one above the highest of them.
+    if (info_.world_size < 0) {
+      info_.world_size = std::max(static_cast<std::int32_t>(t_.size()), seen.rbegin()->first + 1);
+    }
     if (static_cast<std::int32_t>(t_.size()) < info_.world_size) {
       info_.warnings.push_back(fmt::format("{} of {} ranks given ({}): collectives are linked among the ranks given; "
                                            "the others' arrivals are not seen",
@@ -188,7 +198,8 @@ class Linker {
     }
     if (odd > 0) {
       info_.warnings.push_back(fmt::format("{} point-to-point kernels name a sender and a receiver that are not their "
-                                           "own rank and one other (e.g. {}): not linked",
+                                           "own rank and one other (e.g. {}; a peer recorded as -1 or not at all is "
+                                           "taken as the kernel's own rank): not linked",
                                            odd, odd_example));
     }
   }
@@ -366,39 +377,71 @@ class Linker {
     }
   }
 
-  /// Offsets breadth-first from rank 0; waits and residual after alignment.
-  void align() {
-    const std::size_t n = t_.size();
-    std::vector<char> aligned(n, 0);
-    aligned[0] = 1;
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (std::size_t r = 1; r < n; ++r) {
-        if (aligned[r]) continue;
-        std::vector<TimeNs> diff;
-        for (const Instance& inst : inst_) {
-          const Coll* mine = nullptr;
-          const Coll* ref = nullptr;
-          for (const Coll& c : inst) {
-            if (c.trace == r) mine = &c;
-            else if (aligned[c.trace] && ref == nullptr) ref = &c;
-          }
-          if (mine && ref) diff.push_back(ref->end + info_.ranks[ref->trace].offset_ns - mine->end);
-        }
-        if (diff.empty()) continue;
-        std::nth_element(diff.begin(), diff.begin() + static_cast<std::ptrdiff_t>(diff.size() / 2), diff.end());
-        info_.ranks[r].offset_ns = diff[diff.size() / 2];
-        aligned[r] = 1;
-        progress = true;
-      }
-    }
-    for (std::size_t r = 1; r < n; ++r) {
-      if (!aligned[r]) {
+  /// One warning per linked group of ranks but the first (align(): groups as aligned, each
+  /// starting with its root): a rank alone shares no linked collective; a group of several is
+  /// aligned within itself only.
+  void warn_unaligned(const std::vector<std::vector<std::size_t>>& groups) {
+    for (std::size_t k = 1; k < groups.size(); ++k) {
+      const std::int32_t root = info_.ranks[groups[k].front()].rank;
+      if (groups[k].size() == 1) {
         info_.warnings.push_back(fmt::format("rank {} shares no linked collective with the others: its clock is not "
                                              "aligned (offset 0)",
-                                             info_.ranks[r].rank));
+                                             root));
+        continue;
+      }
+      std::vector<std::int32_t> ranks;
+      for (const std::size_t r : groups[k]) ranks.push_back(info_.ranks[r].rank);
+      std::sort(ranks.begin(), ranks.end());
+      info_.warnings.push_back(fmt::format(
+          "ranks {} share linked collectives among themselves but none with rank {}'s group (a rank between them "
+          "missing?): their clocks are aligned to rank {}'s, which is kept as recorded (offset 0)",
+          fmt::join(ranks, ", "), info_.ranks[groups[0].front()].rank, root));
+    }
+  }
+
+  /// Offsets breadth-first within each linked group of ranks (the ranks that share linked
+  /// collectives, directly or through others), from its lowest rank, which keeps its recorded clock
+  /// (offset 0): a job with one stage's trace missing falls into groups that share no collective,
+  /// whose clocks are aligned within each group, not between groups (nothing relates them). The
+  /// reference is the lowest rank, not the first file, so the offsets do not depend on the order
+  /// of the files. Then waits and residual after alignment.
+  void align() {
+    const std::size_t n = t_.size();
+    std::vector<std::size_t> by_rank(n);
+    for (std::size_t i = 0; i < n; ++i) by_rank[i] = i;
+    std::stable_sort(by_rank.begin(), by_rank.end(),
+                     [&](std::size_t a, std::size_t b) { return info_.ranks[a].rank < info_.ranks[b].rank; });
+    std::vector<char> aligned(n, 0);
+    std::vector<std::vector<std::size_t>> groups;
+    for (const std::size_t root : by_rank) {
+      if (aligned[root]) continue;
+      aligned[root] = 1;
+      info_.ranks[root].offset_ns = 0;
+      std::vector<std::size_t>& group = groups.emplace_back(1, root);
+      for (bool progress = true; progress;) {
+        progress = false;
+        for (const std::size_t r : by_rank) {
+          if (aligned[r]) continue;
+          std::vector<TimeNs> diff;
+          for (const Instance& inst : inst_) {
+            const Coll* mine = nullptr;
+            const Coll* ref = nullptr;
+            for (const Coll& c : inst) {
+              if (c.trace == r) mine = &c;
+              else if (aligned[c.trace] && ref == nullptr) ref = &c;
+            }
+            if (mine && ref) diff.push_back(ref->end + info_.ranks[ref->trace].offset_ns - mine->end);
+          }
+          if (diff.empty()) continue;
+          std::nth_element(diff.begin(), diff.begin() + static_cast<std::ptrdiff_t>(diff.size() / 2), diff.end());
+          info_.ranks[r].offset_ns = diff[diff.size() / 2];
+          aligned[r] = 1;
+          group.push_back(r);
+          progress = true;
+        }
       }
     }
+    warn_unaligned(groups);
     // Residual: per instance, the spread of its aligned ends (max − min).
     std::vector<TimeNs> residual;
     std::int64_t apart = 0;
@@ -612,6 +655,7 @@ RankDigest digest(const Trace& t) {
   d.world_size = t.meta.world_size;
   std::tie(d.first_ns, d.last_ns) = span_of(t);
   find_gpu_device(t, d);
+  if (d.device != static_cast<std::int32_t>(kNone)) d.gpu_name = std::string(t.gpu_name(d.device));
   const CollectiveTable& ct = t.collectives;
   d.collectives.reserve(ct.size());
   std::map<StringId, std::int32_t> list_of;  // group_ranks string -> index in d.rank_lists

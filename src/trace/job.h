@@ -48,6 +48,7 @@ struct RankDigest {
   std::int32_t world_size = -1;     ///< TraceMeta::world_size.
   std::int32_t device = static_cast<std::int32_t>(kNone);  ///< Its one GPU (kNone: no GPU op).
   std::string device_error;         ///< Non-empty: GPU ops on several devices (linking throws it).
+  std::string gpu_name;             ///< Its GPU's recorded name (TraceMeta::gpu_name), "" if unknown.
   TimeNs first_ns = 0;              ///< First recorded start (0 for an empty trace).
   TimeNs last_ns = 0;               ///< Last recorded end.
   std::vector<Collective> collectives;
@@ -92,16 +93,21 @@ JobLink link_ranks(const std::vector<RankDigest>& ranks, const LinkOptions& opti
 /// meta.job.warnings says which): an unlinked collective keeps its recorded duration, wait
 /// included.
 ///
-/// Clock offsets: rank 0 of the list is the reference; each other rank's offset is the median,
-/// over the collectives it shares with an already aligned rank, of (that rank's end − its own
-/// end), found breadth-first. The residual is what is left after alignment.
+/// Clock offsets: the lowest rank is the reference (offset 0, whatever the order of the list);
+/// each other rank's offset is the median, over the collectives it shares with an already aligned
+/// rank, of (that rank's end − its own end), found breadth-first. Ranks that share no linked
+/// collective with the reference's group, directly or through others (a job with a rank between
+/// them missing), form groups of their own, each aligned from its lowest rank, which keeps its
+/// recorded clock; a warning names each such group. The residual is what is left after alignment.
 ///
 /// The merged trace: ops of every rank in start order (after alignment), device = position in
 /// the list, host process ids made distinct per rank, correlation and external ids offset per
 /// rank, strings re-interned; collectives.match gives each linked kernel its instance id.
-/// meta.job describes the ranks (JobRank). Throws emo::InputError(path, problem) for
-/// duplicated ranks, a rank outside the world size, a trace with GPU ops on more than one
-/// device, or `options.ranks` of the wrong length.
+/// meta.job describes the ranks (JobRank). The world size is the one the traces record, else
+/// the number of traces or the highest rank + 1, whichever is more. Throws
+/// emo::InputError(path, problem) for duplicated ranks, a rank outside the world size, a trace
+/// with GPU ops on more than one device or with none, or `options.ranks` of the wrong length.
+/// `options.ranks` overrides the ranks the traces record, with a warning for each one it changes.
 Trace link_job(std::vector<Trace> traces, const LinkOptions& options = {});
 
 /// In a linked trace: the position in meta.job.ranks of the rank op `row` belongs to (its GPU

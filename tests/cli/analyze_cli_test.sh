@@ -126,7 +126,7 @@ check instance_out_of_range "has 1 instance(s)" "$a" --annotation ProfilerStep -
 check bad_what_if "--what-if kind=gpu:x2: unknown kind 'gpu'" "$a" --what-if 'kind=gpu:x2'
 check bad_what_if_unit "unknown unit" "$a" --what-if 'all:+3 parsecs'
 check missing_file "does_not_exist.json" "$out/does_not_exist.json"
-check bad_overlay_path "cannot open for writing" "$a" --overlay "$out/no/such/dir/o.json"
+check bad_overlay_path "cannot write: directory '$out/no/such/dir' does not exist" "$a" --overlay "$out/no/such/dir/o.json"
 
 # Usage errors (CLI11) also exit 2 and name the conflict on the first line. CLI11 adds a second
 # line ("Run with --help for more information."), so only the first line is checked here.

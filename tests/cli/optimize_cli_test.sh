@@ -121,6 +121,14 @@ expect_error missing_slowdown "max-slowdown" "$EMO" optimize "$a" --gpu A100-SXM
 expect_error no_trace "no trace given" "$EMO" optimize --max-slowdown 0.05
 expect_error example_with_trace "--example: takes no trace" "$EMO" optimize --example "$a"
 expect_error nvml_device "--device nvml" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device nvml
+# Stop 50: two outputs to one place were written over each other (--policy and --json to one
+# file), or mixed on stdout; '-' is --json's alone ("stdout only, no text").
+expect_error same_output_file "--json: writes to '$out/same.json' as --policy does" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --policy "$out/same.json" --json "$out/same.json"
+expect_error same_output_file_spelled_apart "--report: writes to '$out/./r.html' as --json does" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --json "$out/r.html" --report "$out/./r.html"
+expect_error policy_to_stdout "--policy: '-' (stdout) is for --json only" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --policy - --json -
+expect_error overlay_to_stdout "--overlay: '-' (stdout) is for --json only" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --overlay -
+expect_error analyze_same_output "--overlay: writes to '$out/a.json' as --json does" "$EMO" analyze "$a" --json "$out/a.json" --overlay "$out/a.json"
+[[ ! -e "$out/same.json" && ! -e "$out/r.html" && ! -e "$out/a.json" ]] && ok "nothing written when the outputs collide" || bad "an output was written before the error"
 expect_error bad_device "device" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --device tpu
 expect_error one_clock "profile-clocks" "$EMO" optimize "$a" --gpu A100-SXM4-80GB --max-slowdown 0.05 --profile-clocks 1
 expect_error unknown_gpu "unknown GPU" "$EMO" optimize "$a" --gpu Z9000 --max-slowdown 0.05

@@ -18,7 +18,7 @@ out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 "$MAKE_JOB" "$src" "$out/job" --mode pipeline --stages 3 --microbatches 2 --forward-ms 2 > /dev/null ||
   { bad "emo_make_job failed"; echo "$passes passed, $fails failed"; exit 1; }
 # edit IN OUT MODE: drop-send deletes rank's first send kernel (1 -> 2 on rank 1); peer-out sets its
-# Dst Rank to 7 (the job has 3 ranks).
+# Dst Rank to 7 (the job has 3 ranks), peer-neg to -5, peer-big to 2^32 (beyond 32 bits).
 edit() {
   python3 - "$@" <<'PY'
 import gzip, json, sys
@@ -30,16 +30,16 @@ assert ev[i]["args"]["Dst Rank"] == 2, ev[i]["args"]
 if mode == "drop-send":
     del ev[i]
 else:
-    ev[i]["args"]["Dst Rank"] = 7
+    ev[i]["args"]["Dst Rank"] = {"peer-out": 7, "peer-neg": -5, "peer-big": 2**32}[mode]
 json.dump(d, gzip.open(dst, "wt"))
 PY
 }
-mkdir "$out/missing" "$out/counts" "$out/outside"
-cp "$out/job/rank00000.json.gz" "$out/job/rank00002.json.gz" "$out/missing/"
-cp "$out/job/rank00000.json.gz" "$out/job/rank00002.json.gz" "$out/counts/"
-cp "$out/job/rank00000.json.gz" "$out/job/rank00002.json.gz" "$out/outside/"
+mkdir "$out/missing" "$out/counts" "$out/outside" "$out/negative" "$out/big"
+for d in missing counts outside negative big; do cp "$out/job/rank00000.json.gz" "$out/job/rank00002.json.gz" "$out/$d/"; done
 edit "$out/job/rank00001.json.gz" "$out/counts/rank00001.json.gz" drop-send
 edit "$out/job/rank00001.json.gz" "$out/outside/rank00001.json.gz" peer-out
+edit "$out/job/rank00001.json.gz" "$out/negative/rank00001.json.gz" peer-neg
+edit "$out/job/rank00001.json.gz" "$out/big/rank00001.json.gz" peer-big
 
 # The job as made: 8 transfers (2 x 2 each way between 0-1 and 1-2) linked, for comparison.
 "$EMO" analyze "$out"/job/*.json.gz --json "$out/whole.json" > /dev/null 2>&1 &&
@@ -81,6 +81,60 @@ done
 err=$("$EMO" analyze "$out"/outside/*.json.gz 2>&1 >/dev/null)
 [[ "$err" == *"names rank 7 as its receiver: outside the job (world size 3)"* ]] &&
   ok "the error says which rank and why" || bad "error text: $err"
+
+# Stop 50: a negative peer other than -1 ("not recorded") was read as not recorded, and one beyond
+# 32 bits likewise; both are errors naming the file.
+expect_error "peer -5" "$out/negative/rank00001.json.gz: point-to-point kernel 'send' at" "$EMO" analyze "$out"/negative/*.json.gz
+err=$("$EMO" analyze "$out"/negative/*.json.gz 2>&1 >/dev/null)
+[[ "$err" == *"names rank -5 as its receiver: outside the job (world size 3)"* ]] &&
+  ok "peer -5: the error says which rank" || bad "peer -5 error text: $err"
+expect_error "peer 2^32" "$out/big/rank00001.json.gz" "$EMO" analyze "$out"/big/*.json.gz
+err=$("$EMO" analyze "$out"/big/*.json.gz 2>&1 >/dev/null)
+[[ "$err" == *"'args.Dst Rank' is 4294967296: no rank can be"* ]] &&
+  ok "peer 2^32: the reader refuses it" || bad "peer 2^32 error text: $err"
+
+# --- ranks that record different GPU models (stop 50): the first file's was taken for all -------------
+mkdir "$out/mixed"
+cp "$out/job/rank00000.json.gz" "$out/job/rank00002.json.gz" "$out/mixed/"
+python3 - "$out/job/rank00001.json.gz" "$out/mixed/rank00001.json.gz" <<'PY'
+import gzip, json, sys
+d = json.load(gzip.open(sys.argv[1], "rt"))
+d["deviceProperties"][0]["name"] = "NVIDIA H100 80GB HBM3"
+json.dump(d, gzip.open(sys.argv[2], "wt"))
+PY
+for how in "" "--solve decomposed"; do
+  expect_error "two GPU models ${how:-joint}" "its GPUs are not one model (GPU 0: 'NVIDIA A100-SXM4-80GB', GPU 1: 'NVIDIA H100 80GB HBM3'); give --gpu NAME" \
+    "$EMO" optimize "$out"/mixed/*.json.gz --max-slowdown 1% -q $how
+done
+"$EMO" optimize "$out"/mixed/*.json.gz --max-slowdown 1% -q --single-target --gpu A100-SXM4-80GB > /dev/null 2>&1 &&
+  ok "two GPU models: --gpu names the one to optimise for" || bad "two GPU models with --gpu: rc=$?"
+
+# --- a stage missing from a job whose hosts' clocks differ (stop 50) ----------------------------------
+# 4 stages, clocks up to 300 us apart, rank 1 missing: ranks 2 and 3 still share their transfers,
+# so they are aligned to each other (before, only the first file's group was: ranks 2 and 3 kept
+# offset 0 and their transfers ended up to 300 us apart); the result does not depend on file order.
+"$MAKE_JOB" "$src" "$out/job4" --mode pipeline --stages 4 --microbatches 2 --forward-ms 2 --max-offset-us 300 > /dev/null ||
+  bad "emo_make_job (4 stages) failed"
+mkdir "$out/gap"
+cp "$out"/job4/rank0000{0,2,3}.json.gz "$out/gap/"
+"$EMO" analyze "$out"/gap/*.json.gz --json "$out/g1.json" > "$out/g1.txt" 2>&1 &&
+  "$EMO" analyze "$out"/gap/rank00003.json.gz "$out"/gap/rank00002.json.gz "$out"/gap/rank00000.json.gz --json "$out/g2.json" > /dev/null 2>&1 &&
+  ok "stage 1 missing: exit 0 in both file orders" || bad "stage 1 missing: $(tail -2 "$out/g1.txt")"
+grep -q "job warning: ranks 2, 3 share linked collectives among themselves but none with rank 0's group (a rank between them missing?): their clocks are aligned to rank 2's, which is kept as recorded (offset 0)" "$out/g1.txt" &&
+  ok "stage 1 missing: the warning names the group of ranks 2 and 3" || bad "stage 1 missing warnings: $(grep warning "$out/g1.txt")"
+"$EMO" analyze "$out"/job4/*.json.gz --json "$out/full.json" > /dev/null 2>&1 || bad "the 4-stage job as made"
+python3 - "$out/g1.json" "$out/g2.json" "$out/full.json" <<'PY' && ok "stage 1 missing: ranks 2-3 aligned as in the whole job, residual 0, the same in both file orders" || bad "stage 1 missing: offsets"
+import json, sys
+a, b, full = (json.load(open(p))["job"] for p in sys.argv[1:4])
+off = lambda j: {r["rank"]: r["offset_ns"] for r in j["ranks"]}
+assert off(a) == off(b), (off(a), off(b))
+assert a["offset_residual_max_ns"] == 0 and a["collectives_linked"] > 0, a
+# The whole job aligns every rank to rank 0 through rank 1; without rank 1, ranks 2 and 3 are
+# aligned to rank 2: rank 3's offset is then the whole job's offset of rank 3 less that of rank 2.
+o, w = off(a), off(full)
+assert w[2] != 0 and w[3] != w[2], w  # the generator did skew the clocks
+assert o[0] == 0 and o[2] == 0 and o[3] == w[3] - w[2], (o, w)
+PY
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "driver/front_end.h"
 #include "graph/hand_trace.h"
 #include "model/gpu_catalog.h"
 #include "opt/packed.h"
@@ -762,6 +763,35 @@ TEST(Optimize, SwitchHeadsOfAHandPacking) {
     EXPECT_EQ(h.ops[p][0].first, 2) << "7 - 5";
     EXPECT_EQ(h.ops[p][0].second, static_cast<TimeNs>(3 + p));
   }
+}
+
+}  // namespace
+}  // namespace emo::testing
+
+namespace emo::testing {
+namespace {
+
+// Stop 50 (a breaker's finding): a job whose ranks record different GPU models was optimised as
+// the first file's GPU, so the answer changed with the order of the files.
+TEST(FrontEnd, GpusOfDifferentModelsNeedANamedGpu) {
+  trace::Trace t;
+  t.meta.path = "job.json";
+  t.meta.gpus = {trace::GpuInfo{0, "NVIDIA A100-SXM4-80GB"}, trace::GpuInfo{1, "NVIDIA H100 80GB HBM3"}};
+  try {
+    (void)driver::resolve_trace_gpu(t, "", "--gpu NAME");
+    ADD_FAILURE() << "no error for two GPU models";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("job.json: its GPUs are not one model (GPU 0: 'NVIDIA A100-SXM4-80GB', GPU 1: "
+                                         "'NVIDIA H100 80GB HBM3'); give --gpu NAME"),
+              std::string::npos)
+        << e.what();
+  }
+  // A name given: that entry, for every GPU.
+  EXPECT_EQ(driver::resolve_trace_gpu(t, "A100-SXM4-80GB", "--gpu NAME").spec->id, "A100-SXM4-80GB");
+  // One model on every GPU, and a GPU the catalog does not know beside it: that model.
+  t.meta.gpus = {trace::GpuInfo{0, "NVIDIA A100-SXM4-80GB"}, trace::GpuInfo{1, "Some Unknown GPU"},
+                 trace::GpuInfo{2, "NVIDIA A100-SXM4-80GB"}};
+  EXPECT_EQ(driver::resolve_trace_gpu(t, "", "--gpu NAME").spec->id, "A100-SXM4-80GB");
 }
 
 }  // namespace

@@ -288,6 +288,43 @@ TEST(LinkJob, BadJobsAreRefusedOrWarned) {
         << t.meta.job.warnings.back();
     EXPECT_EQ(graph::build_graph(t).stats.edges[static_cast<int>(EdgeType::kCollective)], 0);
   }
+  // Stop 50 (a breaker's findings). A rank with no GPU op (an empty or cut trace): an error naming
+  // it (before, the joint solve linked the others without a word).
+  {
+    std::vector<trace::Trace> v = two_ranks();
+    v[1] = trace::Trace{};
+    v[1].meta.path = "empty.json";
+    v[1].meta.rank = 1;
+    v[1].meta.world_size = 2;
+    try {
+      trace::link_job(std::move(v));
+      FAIL() << "a rank with no GPU op accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("empty.json: rank 1 has no GPU op"), std::string::npos) << e.what();
+    }
+  }
+  // --ranks that changes recorded ranks: done, and said for each trace it changes.
+  {
+    const trace::Trace t = trace::link_job(two_ranks(), {.ranks = {1, 0}});
+    int said = 0;
+    for (const std::string& w : t.meta.job.warnings) {
+      said += w == "rank0.json records rank 0; --ranks makes it rank 1";
+      said += w == "rank1.json records rank 1; --ranks makes it rank 0";
+    }
+    EXPECT_EQ(said, 2);
+    EXPECT_EQ(t.meta.job.ranks[0].rank, 1);
+  }
+  // No world size recorded: the number of traces, or the highest rank + 1 when that is more
+  // (--ranks 0,5 of two traces: ranks 1-4 are missing, not a "rank 5 of 2").
+  {
+    std::vector<trace::Trace> v = two_ranks();
+    for (auto& t : v) t.meta.world_size = -1, t.meta.rank = -1;
+    const trace::Trace t = trace::link_job(std::move(v), {.ranks = {0, 5}});
+    EXPECT_EQ(t.meta.job.world_size, 6);
+    ASSERT_FALSE(t.meta.job.warnings.empty());
+    EXPECT_NE(t.meta.job.warnings[0].find("2 of 6 ranks given (missing: ranks 1, 2, 3, 4)"), std::string::npos)
+        << t.meta.job.warnings[0];
+  }
   // --ranks of the wrong length, and malformed --ranks text.
   EXPECT_THROW(trace::link_job(two_ranks(), {.ranks = {0}}), ArgumentError);
   EXPECT_THROW(trace::parse_ranks("0,x"), ArgumentError);
@@ -460,7 +497,8 @@ TEST(LinkJobPeer, APeerOutsideTheRanksGivenIsLeftUnlinked) {
             "linked, each keeps its recorded duration");
   EXPECT_EQ(link.info.warnings[2],
             "1 point-to-point kernels name a sender and a receiver that are not their own rank and one other (e.g. "
-            "on rank 1: from 0 to 2): not linked");
+            "on rank 1: from 0 to 2; a peer recorded as -1 or not at all is taken as the kernel's own rank): not "
+            "linked");
 }
 
 TEST(LinkJobPeer, APeerOutsideTheJobIsAnErrorNamingTheFile) {

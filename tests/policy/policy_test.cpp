@@ -78,6 +78,39 @@ TEST(Policy, BadInputNamesTheProblem) {
   expect_error(replaced("\"start_offset_ns\": 40", "\"start_offset_ns\": -5"), "start order");
 }
 
+// Stop 50 (a breaker's findings): integers beyond their 32-bit fields were wrapped (device 2^40
+// read as 0, rank 2^32 + 1 as 1); negative devices, ranks below -1, a negative switch latency, an
+// empty 'gpus' and two sections for one (rank, device) were accepted.
+TEST(Policy, OutOfRangeAndInconsistentSectionsAreRefused) {
+  const std::string good = to_json(sample());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  expect_error(replaced("\"device\": 0", "\"device\": 1099511627776"), "'device' is out of range (1099511627776)");
+  expect_error(replaced("\"rank\": 0", "\"rank\": 4294967297"), "'rank' is out of range");
+  expect_error(replaced("\"rank\": 0", "\"rank\": -4294967295"), "'rank' is out of range");
+  expect_error(replaced("\"index\": 1", "\"index\": 18446744073709551615"), "'index' is out of range");
+  expect_error(replaced("\"device\": 0", "\"device\": -1"), "device -1 is negative");
+  expect_error(replaced("\"rank\": 0", "\"rank\": -2"), "rank -2 is below -1");
+  expect_error(replaced("\"switch_latency_ms\": 20.0", "\"switch_latency_ms\": -20.0"), "switch_latency_ms -20 is not");
+  Policy empty = sample();
+  empty.gpus.clear();
+  expect_error(to_json(empty), "'gpus' is empty");
+  Policy twice = sample();
+  twice.gpus.push_back(twice.gpus[0]);
+  expect_error(to_json(twice), "gpus[1]: a second section for rank 0, device 0");
+  // One process driving two GPUs: one rank, two devices — two sections, accepted.
+  Policy two_gpus = sample();
+  two_gpus.gpus.push_back(two_gpus.gpus[0]);
+  two_gpus.gpus[1].device = 1;
+  EXPECT_EQ(parse_policy(to_json(two_gpus), "mem").gpus.size(), 2u);
+  // The range's ends are accepted.
+  EXPECT_EQ(parse_policy(replaced("\"device\": 0", "\"device\": 2147483647"), "mem").gpus[0].device, 2147483647);
+}
+
 // Issue 17: the minimum switch interval is optional, written only when set.
 TEST(Policy, MinSwitchIntervalIsOptional) {
   Policy p = sample();

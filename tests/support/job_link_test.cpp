@@ -38,28 +38,39 @@ void check_link(const std::string& path, const JobSpec& spec) {
   int groups = 0;
   for (int r = 0; r < spec.ranks; r = gen.group_of(r).last) groups += gen.group_of(r).last - gen.group_of(r).first >= 2;
   EXPECT_EQ(info.collectives_linked, static_cast<std::int64_t>(src.collectives.size()) * groups);
-  const int reference = info.ranks[0].rank;
   for (const trace::JobRank& jr : info.ranks) {
     const bool alone = gen.group_of(jr.rank).last - gen.group_of(jr.rank).first < 2;
     EXPECT_EQ(jr.collectives, static_cast<std::int64_t>(src.collectives.size())) << "rank " << jr.rank;
     EXPECT_EQ(jr.matched, alone ? 0 : jr.collectives) << "rank " << jr.rank;
-    // Groups share no collective: only the reference's group can be aligned with it.
-    if (alone || gen.group_of(jr.rank).index != gen.group_of(reference).index) continue;
-    // Offsets put each rank on the reference's clock: offset(reference) − offset(rank).
-    const TimeNs want = gen.offset_ns(reference) - gen.offset_ns(jr.rank);
-    EXPECT_LE(std::abs(jr.offset_ns - want), info.residual_max_ns + 1)
-        << "rank " << jr.rank << " recovered " << jr.offset_ns << " put in " << want;
+    // Groups share no collective: each is aligned within itself, on its lowest rank's clock
+    // (the generator's groups are ranges of ranks; its offsets are what it put in).
+    const int root = gen.group_of(jr.rank).first;
+    const TimeNs want = alone ? 0 : gen.offset_ns(root) - gen.offset_ns(jr.rank);
+    EXPECT_EQ(jr.offset_ns, want) << "rank " << jr.rank << " in the group of rank " << root;
   }
-  if (groups == 1) {
-    EXPECT_LE(info.residual_max_ns, 1) << "collectives end together to the ns once aligned";
-  } else {
-    // Disjoint groups: the ranks outside the reference's group cannot be aligned with it, and
-    // link_job says so for each of them.
-    int unaligned = 0;
-    for (const std::string& w : info.warnings) unaligned += w.find("shares no linked collective") != std::string::npos;
-    int outside = 0;
-    for (int r = 0; r < spec.ranks; ++r) outside += gen.group_of(r).index != gen.group_of(reference).index;
-    EXPECT_EQ(unaligned, outside);
+  // Every instance lies within one group, so every one ends together to the ns once aligned.
+  EXPECT_LE(info.residual_max_ns, 1) << "collectives end together to the ns once aligned";
+  // Each group but the lowest rank's is named in a warning: a rank alone as unaligned, a group of
+  // several as aligned among itself.
+  int alone_outside = 0, groups_outside = 0;
+  for (int r = gen.group_of(0).last; r < spec.ranks; r = gen.group_of(r).last)
+    ++(gen.group_of(r).last - gen.group_of(r).first < 2 ? alone_outside : groups_outside);
+  int alone_warned = 0, groups_warned = 0;
+  for (const std::string& w : info.warnings) {
+    alone_warned += w.find("shares no linked collective") != std::string::npos;
+    groups_warned += w.find("share linked collectives among themselves") != std::string::npos;
+  }
+  EXPECT_EQ(alone_warned, alone_outside);
+  EXPECT_EQ(groups_warned, groups_outside);
+  // The order of the files does not change any rank's offset.
+  std::vector<Trace> reversed;
+  for (int r = spec.ranks - 1; r >= 0; --r) reversed.push_back(gen.rank_trace(r));
+  const Trace back = trace::link_job(std::move(reversed));
+  for (const trace::JobRank& jr : back.meta.job.ranks) {
+    const auto same = std::find_if(info.ranks.begin(), info.ranks.end(),
+                                   [&](const trace::JobRank& k) { return k.rank == jr.rank; });
+    ASSERT_NE(same, info.ranks.end());
+    EXPECT_EQ(jr.offset_ns, same->offset_ns) << "rank " << jr.rank << " with the files in reverse order";
   }
   // The joint graph: every linked collective's duration is the generator's T.
   const graph::DepGraph g = graph::build_graph(job);

@@ -444,6 +444,16 @@ TEST(KinetoReaderErrors, WrongTypesAndMissingFields) {
   EXPECT_THAT(error_of("{\"traceEvents\": [{\"ph\": 7}]}"), HasSubstr("'ph' is not a string"));
   EXPECT_THAT(error_of("{\"traceEvents\": [], \"distributedInfo\": {\"rank\": \"zero\"}}"),
               HasSubstr("distributedInfo.rank"));
+  // Stop 50: beyond 32 bits the value was wrapped (world size 2^32 + 4 read as 4, rank 2^32 + 1
+  // as 1); a rank below -1 read as "no rank" (-1 is "unknown", as EMO's own writer writes it).
+  EXPECT_THAT(error_of("{\"traceEvents\": [], \"distributedInfo\": {\"world_size\": 4294967300}}"),
+              HasSubstr("'distributedInfo.world_size' is 4294967300, outside 1 to 2147483647"));
+  EXPECT_THAT(error_of("{\"traceEvents\": [], \"distributedInfo\": {\"rank\": 4294967297}}"),
+              HasSubstr("'distributedInfo.rank' is 4294967297"));
+  EXPECT_THAT(error_of("{\"traceEvents\": [], \"distributedInfo\": {\"rank\": -2}}"),
+              HasSubstr("'distributedInfo.rank' is -2, outside 0 to"));
+  EXPECT_THAT(error_of("{\"traceEvents\": [], \"distributedInfo\": {\"world_size\": 0}}"),
+              HasSubstr("'distributedInfo.world_size' is 0"));
   EXPECT_THAT(error_of("{\"traceEvents\": [], \"deviceProperties\": {}}"),
               HasSubstr("deviceProperties"));
   EXPECT_THAT(error_of("{\"traceEvents\": [], \"deviceProperties\": [{\"name\": 5}]}"),

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <limits>
 #include <cstring>
 #include <optional>
 
@@ -276,15 +277,27 @@ class KinetoReader {
 
   void parse_distributed_info(const nlohmann::json& v) {
     if (!v.is_object()) throw InputError(path_, "'distributedInfo' is not an object");
-    auto int_field = [&](const char* name, std::int32_t& out) {
+    // Read as 64-bit and range-checked: get<std::int32_t> would wrap 2^32 + 1 to 1. -1 is
+    // "unknown" (what EMO's own writer, kineto_writer.cpp, and TraceMeta use).
+    auto int_field = [&](const char* name, std::int32_t& out, std::int64_t lowest) {
       if (!v.contains(name)) return;
-      if (!v[name].is_number_integer()) {
+      const nlohmann::json& f = v[name];
+      if (!f.is_number_integer()) {
         throw InputError(path_, fmt::format("'distributedInfo.{}' is not an integer", name));
       }
-      out = v[name].get<std::int32_t>();
+      constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+      const bool in_range = f.is_number_unsigned() ? f.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMax) &&
+                                                         static_cast<std::int64_t>(f.get<std::uint64_t>()) >= lowest
+                                                   : f.get<std::int64_t>() == -1 ||
+                                                         (f.get<std::int64_t>() >= lowest && f.get<std::int64_t>() <= kMax);
+      if (!in_range) {
+        throw InputError(path_, fmt::format("'distributedInfo.{}' is {}, outside {} to {} (or -1: unknown)", name, f.dump(),
+                                            lowest, kMax));
+      }
+      out = static_cast<std::int32_t>(f.get<std::int64_t>());
     };
-    int_field("rank", trace_.meta.rank);
-    int_field("world_size", trace_.meta.world_size);
+    int_field("rank", trace_.meta.rank, 0);
+    int_field("world_size", trace_.meta.world_size, 1);
     if (v.contains("backend") && v["backend"].is_string()) {
       trace_.meta.backend = v["backend"].get<std::string>();
     }
@@ -501,10 +514,12 @@ class KinetoReader {
     throw EventError{fmt::format("'{}' is not an integer", field)};
   }
 
-  /// A global rank (`Src Rank`, `Dst Rank`); kNone for a value no rank can have (e.g. -1).
+  /// A global rank (`Src Rank`, `Dst Rank`): -1 is "not recorded" (kNone); a value below it is
+  /// kept, for link_job to refuse as no rank of the job (trace/job.h); one beyond 32 bits throws.
   static std::int64_t read_rank(od::value v, const char* field) {
     const std::int64_t r = read_int(v, field);
-    return r < 0 || r > INT32_MAX ? kNone : r;
+    if (r < INT32_MIN || r > INT32_MAX) throw EventError{fmt::format("'{}' is {}: no rank can be", field, r)};
+    return r;
   }
 
   IdValue read_id(od::value v, const char* field) {
