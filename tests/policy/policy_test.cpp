@@ -61,16 +61,17 @@ void expect_error(const std::string& text, const std::string& needle) {
   }
 }
 
+/// The sample policy's JSON with the first `from` replaced by `to` (`from` must occur).
+std::string replaced(const std::string& from, const std::string& to) {
+  std::string s = to_json(sample());
+  const auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
 TEST(Policy, BadInputNamesTheProblem) {
   expect_error("{", "not valid JSON");
   expect_error("[]", "JSON object");
-  std::string good = to_json(sample());
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string s = good;
-    const auto at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return s.replace(at, from.size(), to);
-  };
   expect_error(replaced("\"emo.policy/1\"", "\"emo.policy/9\""), "schema");
   expect_error(replaced("\"clock_mhz\": 990.0", "\"clock_mhz\": -1.0"), "clock_mhz");
   expect_error(replaced("\"clock_mhz\": 990.0", "\"clock_mhz\": \"fast\""), "wrong type");
@@ -82,13 +83,6 @@ TEST(Policy, BadInputNamesTheProblem) {
 // read as 0, rank 2^32 + 1 as 1); negative devices, ranks below -1, a negative switch latency, an
 // empty 'gpus' and two sections for one (rank, device) were accepted.
 TEST(Policy, OutOfRangeAndInconsistentSectionsAreRefused) {
-  const std::string good = to_json(sample());
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string s = good;
-    const auto at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return s.replace(at, from.size(), to);
-  };
   expect_error(replaced("\"device\": 0", "\"device\": 1099511627776"), "'device' is out of range (1099511627776)");
   expect_error(replaced("\"rank\": 0", "\"rank\": 4294967297"), "'rank' is out of range");
   expect_error(replaced("\"rank\": 0", "\"rank\": -4294967295"), "'rank' is out of range");
