@@ -78,8 +78,10 @@ int main(int argc, char** argv) {
       // "--instance: Value -1 not in range ..." -> "--instance: -1 is negative; give a number >= 0"
       const std::size_t colon = what.find(": Value ");
       if (colon != std::string::npos) {
-        what = fmt::format("{}: {} is negative; give a number >= 0", what.substr(0, colon),
-                           what.substr(colon + 8, range - colon - 8));
+        // CLI11 says the same of "abc": only a value with a minus sign is negative.
+        const std::string value = what.substr(colon + 8, range - colon - 8);
+        what = fmt::format("{}: {} is {}; give a number >= 0", what.substr(0, colon), value,
+                           value.starts_with('-') ? "negative" : "not a number");
       }
     }
     return "emo: error: " + what + " (see emo --help)\n";

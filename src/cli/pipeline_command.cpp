@@ -60,9 +60,23 @@ std::optional<opt::Solution> target_plan(const PipelineOptions& o, opt::FastSolv
   return target;
 }
 
+/// Most deadlines a frontier samples (--points).
+constexpr int kMaxPoints = 100'000;
+/// Most stages x micro-batches of a pipeline (its graph holds twice as many passes).
+constexpr std::int64_t kMaxStageMicrobatches = 1'000'000;
+
 int run_pipeline(const PipelineOptions& o) {
   if (o.schedule != "1f1b") throw InputError("--schedule", fmt::format("unknown schedule '{}' (known: 1f1b)", o.schedule));
   if (o.points < 2) throw InputError("--points", fmt::format("{} is fewer than 2 points", o.points));
+  // Bounds that keep a typo from running out of memory or for hours (a breaker found
+  // --microbatches 100000000 "out of memory", exit 3, and --points 1000000000 running on): the
+  // frontier solves one deadline per point, and the graph holds 2 passes per stage and micro-batch.
+  if (o.points > kMaxPoints)
+    throw InputError("--points", fmt::format("{} is more than {} points", o.points, kMaxPoints));
+  if (o.stages > 0 && o.microbatches > 0 &&
+      static_cast<std::int64_t>(o.stages) * o.microbatches > kMaxStageMicrobatches)
+    throw InputError("--microbatches", fmt::format("{} stages x {} micro-batches is more than {} (stage, micro-batch) pairs",
+                                                   o.stages, o.microbatches, kMaxStageMicrobatches));
   double p_blocked = o.p_blocked_w;
   if (std::isnan(p_blocked)) {
     const model::GpuSpec& gpu = model::GpuCatalog::builtin().at(o.gpu);

@@ -90,6 +90,7 @@ printf 'not a sqlite file' > "$dir/report.nsys-rep"
 check_cmd nsys_report "nsys export --type sqlite" inspect "$dir/report.nsys-rep"
 check_cmd unknown_command "unknown command 'frobnicate'; the commands are inspect, analyze" frobnicate x
 check_cmd negative_instance "--instance: -1 is negative; give a number >= 0" analyze "$dir/overlay.json" --annotation ProfilerStep --instance -1
+check_cmd instance_not_a_number "--instance: abc is not a number; give a number >= 0" analyze "$dir/overlay.json" --annotation ProfilerStep --instance abc
 check_cmd max_slowdown_above_one "would mean +300 %; for 3 % write 0.03 or 3%" optimize "$dir/overlay.json" --max-slowdown 3
 check_cmd max_slowdown_not_a_number "--max-slowdown abc: expected a fraction" optimize "$dir/overlay.json" --max-slowdown abc
 

@@ -57,6 +57,9 @@ printf 'stage,instruction,frequency,time\n0,forward,1410,1\n' > "$out/nocol.csv"
 expect_error "missing file" "emo: error: $out/none.csv" "$EMO" pipeline --stage-profile "$out/none.csv" --stages 8 --microbatches 4
 expect_error "too many stages" "no measurements for stage 8" "$EMO" pipeline --stage-profile "$prof" --stages 9 --microbatches 4
 expect_error "too few stages" "the pipeline has 4 stages" "$EMO" pipeline --stage-profile "$prof" --stages 4 --microbatches 4
+# Stop 50: bounds (before: out of memory, exit 3, or hours of solving).
+expect_error "too many micro-batches" "--microbatches: 8 stages x 100000000 micro-batches is more than 1000000" "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 100000000
+expect_error "too many points" "--points: 1000000000 is more than 100000 points" "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 4 --points 1000000000
 expect_error "zero microbatches" "--microbatches" "$EMO" pipeline --stage-profile "$prof" --stages 8 --microbatches 0
 expect_error "unknown instruction" "recompute" "$EMO" pipeline --stage-profile "$out/odd.csv" --stages 1 --microbatches 2
 expect_error "bad CSV" "nocol.csv" "$EMO" pipeline --stage-profile "$out/nocol.csv" --stages 1 --microbatches 2
