@@ -31,6 +31,24 @@ int words_to_parse(int argc, char** argv) {
   return argc;
 }
 
+/// A CLI11 usage error as one line, like every other error ("emo: error: WHAT (see emo --help)"),
+/// with CLI11's "Value V not in range 0 to 1.79e308" of a NonNegativeNumber option said plainly.
+std::string usage_error(const CLI::App*, const CLI::Error& e) {
+  std::string what = e.what();
+  const std::size_t range = what.find(" not in range 0.000000 to 1797");
+  if (range != std::string::npos) {
+    // "--instance: Value -1 not in range ..." -> "--instance: -1 is negative; give a number >= 0"
+    const std::size_t colon = what.find(": Value ");
+    if (colon != std::string::npos) {
+      // CLI11 says the same of "abc": only a value with a minus sign is negative.
+      const std::string value = what.substr(colon + 8, range - colon - 8);
+      what = fmt::format("{}: {} is {}; give a number >= 0", what.substr(0, colon), value,
+                         value.starts_with('-') ? "negative" : "not a number");
+    }
+  }
+  return "emo: error: " + what + " (see emo --help)\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,10 +58,6 @@ int main(int argc, char** argv) {
                "lower SM clocks"};
   app.set_version_flag("--version", "emo " + std::string(emo::version()));
   app.require_subcommand(1);
-  // Usage errors: one line, like every other error ("emo: error: ...").
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("emo: error: ") + e.what() + " (see emo --help)\n";
-  });
   std::vector<emo::cli::Action> actions;
   actions.push_back(emo::cli::add_inspect_command(app));
   actions.push_back(emo::cli::add_analyze_command(app));
@@ -71,21 +85,7 @@ int main(int argc, char** argv) {
                  fmt::format("{}", fmt::join(commands, ", ")).c_str());
     return 2;
   }
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    std::string what = e.what();
-    const std::size_t range = what.find(" not in range 0.000000 to 1797");
-    if (range != std::string::npos) {
-      // "--instance: Value -1 not in range ..." -> "--instance: -1 is negative; give a number >= 0"
-      const std::size_t colon = what.find(": Value ");
-      if (colon != std::string::npos) {
-        // CLI11 says the same of "abc": only a value with a minus sign is negative.
-        const std::string value = what.substr(colon + 8, range - colon - 8);
-        what = fmt::format("{}: {} is {}; give a number >= 0", what.substr(0, colon), value,
-                           value.starts_with('-') ? "negative" : "not a number");
-      }
-    }
-    return "emo: error: " + what + " (see emo --help)\n";
-  });
+  app.failure_message(usage_error);  // one line, like every other error
   try {
     app.parse(words_to_parse(argc, argv), argv);
   } catch (const CLI::ParseError& e) {

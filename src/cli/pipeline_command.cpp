@@ -65,7 +65,9 @@ constexpr int kMaxPoints = 100'000;
 /// Most stages x micro-batches of a pipeline (its graph holds twice as many passes).
 constexpr std::int64_t kMaxStageMicrobatches = 1'000'000;
 
-int run_pipeline(const PipelineOptions& o) {
+/// Throws InputError naming the option for an unknown --schedule, fewer than 2 or more than
+/// kMaxPoints --points, or more than kMaxStageMicrobatches stages x micro-batches.
+void check_pipeline_options(const PipelineOptions& o) {
   if (o.schedule != "1f1b") throw InputError("--schedule", fmt::format("unknown schedule '{}' (known: 1f1b)", o.schedule));
   if (o.points < 2) throw InputError("--points", fmt::format("{} is fewer than 2 points", o.points));
   // Bounds that keep a typo from running out of memory or for hours (a breaker found
@@ -77,6 +79,10 @@ int run_pipeline(const PipelineOptions& o) {
       static_cast<std::int64_t>(o.stages) * o.microbatches > kMaxStageMicrobatches)
     throw InputError("--microbatches", fmt::format("{} stages x {} micro-batches is more than {} (stage, micro-batch) pairs",
                                                    o.stages, o.microbatches, kMaxStageMicrobatches));
+}
+
+int run_pipeline(const PipelineOptions& o) {
+  check_pipeline_options(o);
   double p_blocked = o.p_blocked_w;
   if (std::isnan(p_blocked)) {
     const model::GpuSpec& gpu = model::GpuCatalog::builtin().at(o.gpu);
