@@ -89,8 +89,7 @@ Action add_analyze_command(CLI::App& app) {
       ->needs("--annotation");
   return [cmd, opts]() -> int {
     if (!cmd->parsed()) return -1;
-    for (const std::string* out : {&opts->json_out, &opts->overlay_out}) check_output_path(*out);
-    check_distinct_outputs({{"--json", &opts->json_out}, {"--overlay", &opts->overlay_out}});
+    check_outputs({{"--json", &opts->json_out}, {"--overlay", &opts->overlay_out}});
     if (opts->durations_instance < -1 || (opts->durations_instance >= 0 && !opts->durations_window.empty())) {
       throw InputError("--durations-instance", "takes a number >= 0 and excludes --durations-window");
     }

@@ -71,17 +71,14 @@ const std::vector<std::string>& command_after_separator();
 /// Writes `text` to `dest` ("-" = stdout). Throws InputError when the file cannot be written.
 void write_output(const std::string& dest, const std::string& text);
 
-/// Checks before a long run that `dest` (an output path; "-" and "" are fine) can be written:
-/// its directory exists and is writable. Throws emo::InputError(dest, reason) otherwise, so the
-/// user learns it before the work, not after.
-void check_output_path(const std::string& dest);
-
-/// Checks that no two of a command's outputs (option name, destination; "" = not asked) would
-/// write to one place: the same file (compared after std::filesystem::weakly_canonical) or both
-/// to stdout ("-"); and that "-" is given to `stdout_option` alone (its documented meaning,
-/// "stdout only, no text": any other output there would mix into the text report). Throws
-/// emo::InputError(option, reason) naming the two options.
-void check_distinct_outputs(const std::vector<std::pair<const char*, const std::string*>>& outputs,
-                            const char* stdout_option = "--json");
+/// Checks a command's outputs (option name, destination; "" = not asked) before a long run, so
+/// the user learns of a problem before the work, not after: first that each file can be written
+/// (its directory exists and is writable; "-" is stdout), then that no two would write to one
+/// place — the same file (compared after std::filesystem::weakly_canonical) or both to stdout —
+/// and that "-" is given to `stdout_option` alone (its documented meaning, "stdout only, no
+/// text": any other output there would mix into the text report). Throws
+/// emo::InputError(destination or option, reason).
+void check_outputs(const std::vector<std::pair<const char*, const std::string*>>& outputs,
+                   const char* stdout_option = "--json");
 
 }  // namespace emo::cli

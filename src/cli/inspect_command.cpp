@@ -59,6 +59,10 @@ void write_output(const std::string& dest, const std::string& text) {
   if (!out) throw InputError(dest, "write failed");
 }
 
+namespace {
+
+/// Throws InputError(dest, reason) when `dest` ("-" and "" are fine) cannot be written: its
+/// directory is missing or not writable, or it is a directory.
 void check_output_path(const std::string& dest) {
   if (dest.empty() || dest == "-") return;
   const std::filesystem::path p(dest);
@@ -73,8 +77,10 @@ void check_output_path(const std::string& dest) {
   }
 }
 
-void check_distinct_outputs(const std::vector<std::pair<const char*, const std::string*>>& outputs,
-                            const char* stdout_option) {
+}  // namespace
+
+void check_outputs(const std::vector<std::pair<const char*, const std::string*>>& outputs, const char* stdout_option) {
+  for (const auto& [option, dest] : outputs) check_output_path(*dest);
   std::vector<std::pair<const char*, std::string>> seen;  // option, canonical destination
   for (const auto& [option, dest] : outputs) {
     if (dest->empty()) continue;

@@ -252,9 +252,8 @@ void check_options(const OptimizeCliOptions& o, bool nvml) {
     const char* opt = o.gpu_index >= 0 ? "--gpu-index" : (o.no_tracer ? "--no-tracer" : "--run-log");
     throw InputError(opt, "only applies with --device nvml (the simulated device runs no workload)");
   }
-  for (const std::string* out : {&o.policy_out, &o.json_out, &o.report_out, &o.overlay_out}) check_output_path(*out);
-  check_distinct_outputs({{"--policy", &o.policy_out}, {"--json", &o.json_out}, {"--report", &o.report_out},
-                          {"--overlay", &o.overlay_out}});
+  check_outputs({{"--policy", &o.policy_out}, {"--json", &o.json_out}, {"--report", &o.report_out},
+                 {"--overlay", &o.overlay_out}});
   if (o.compare_independent && (o.traces.size() < 2 || nvml)) {
     throw InputError("--compare-independent", "needs the traces of a job's ranks, on the simulated device");
   }
@@ -351,14 +350,14 @@ std::optional<job::JobPorts> decomposed_job(const OptimizeCliOptions& o, bool nv
   if (!o.job.ranks.empty()) lo.ranks = trace::parse_ranks(o.job.ranks);
   if ((!lo.ranks.empty() && lo.ranks.size() != digests.size()) || trace::not_one_job(digests, lo)) return std::nullopt;
   if (!wants_decomposed(o, digests.size())) return std::nullopt;
+  job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests, lo));
   if (o.gpu.empty()) {  // one GPU model for the job, as resolve_trace_gpu asks of a linked trace
     std::vector<trace::GpuInfo> gpus;
     for (std::size_t i = 0; i < digests.size(); ++i)
       gpus.push_back(trace::GpuInfo{static_cast<std::int32_t>(i), digests[i].gpu_name});
-    driver::check_one_gpu_model(fmt::format("job of {} ranks ({} ...)", digests.size(), digests[0].path), gpus,
-                                "--gpu NAME");
+    (void)driver::one_gpu_model(jp.path, gpus, "--gpu NAME");
   }
-  return job::job_ports(digests, trace::link_ranks(digests, lo));
+  return jp;
 }
 
 /// The decomposed solve of the job `jp` (job/job_solve.h): prints its text, adds its JSON to

@@ -62,8 +62,7 @@ Action add_pack_command(CLI::App& app) {
                   "Write a Chrome/Perfetto JSON trace with a track of packs per GPU");
   return [cmd, opts]() -> int {
     if (!cmd->parsed()) return -1;
-    for (const std::string* out : {&opts->json_out, &opts->overlay_out}) check_output_path(*out);
-    check_distinct_outputs({{"--json", &opts->json_out}, {"--overlay", &opts->overlay_out}});
+    check_outputs({{"--json", &opts->json_out}, {"--overlay", &opts->overlay_out}});
     return run_pack_command(*opts);
   };
 }

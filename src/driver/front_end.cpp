@@ -17,31 +17,29 @@ model::GpuCatalog::Match resolve_gpu(std::string_view name) {
   return m;
 }
 
-void check_one_gpu_model(const std::string& path, const std::vector<trace::GpuInfo>& gpus, std::string_view give) {
+std::optional<model::GpuCatalog::Match> one_gpu_model(const std::string& path, const std::vector<trace::GpuInfo>& gpus,
+                                                      std::string_view give) {
   const auto& catalog = model::GpuCatalog::builtin();
   const trace::GpuInfo* first = nullptr;
-  const model::GpuSpec* first_spec = nullptr;
+  std::optional<model::GpuCatalog::Match> model;
   for (const trace::GpuInfo& g : gpus) {
-    const model::GpuSpec* spec = catalog.resolve(g.name).spec;
-    if (spec == nullptr) continue;
-    if (first == nullptr) {
-      first = &g, first_spec = spec;
-    } else if (spec != first_spec) {
+    model::GpuCatalog::Match m = catalog.resolve(g.name);
+    if (m.spec == nullptr) continue;
+    if (!model) {
+      first = &g, model = std::move(m);
+    } else if (m.spec != model->spec) {
       throw InputError(path, fmt::format("its GPUs are not one model (GPU {}: '{}', GPU {}: '{}'); give {} to "
                                          "optimise them all as one",
                                          first->device, first->name, g.device, g.name, give));
     }
   }
+  return model;
 }
 
 model::GpuCatalog::Match resolve_trace_gpu(const trace::Trace& t, std::string_view name, std::string_view give) {
   if (!name.empty()) return resolve_gpu(name);
   if (t.meta.gpus.empty()) throw InputError(t.meta.path, fmt::format("the trace names no GPU; give {}", give));
-  check_one_gpu_model(t.meta.path, t.meta.gpus, give);
-  for (const auto& g : t.meta.gpus) {
-    model::GpuCatalog::Match m = model::GpuCatalog::builtin().resolve(g.name);
-    if (m.spec != nullptr) return m;
-  }
+  if (std::optional<model::GpuCatalog::Match> m = one_gpu_model(t.meta.path, t.meta.gpus, give)) return *m;
   throw InputError(t.meta.path, fmt::format("the trace's GPU '{}' is not in the GPU catalog; give {}",
                                             t.meta.gpus.front().name, give));
 }

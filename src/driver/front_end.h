@@ -29,11 +29,13 @@ model::GpuCatalog::Match resolve_gpu(std::string_view name);
 /// GPU models: one would be taken for all, chosen by the order of the files).
 model::GpuCatalog::Match resolve_trace_gpu(const trace::Trace& t, std::string_view name, std::string_view give);
 
+/// The catalog entry every one of `gpus` resolves to (recorded names; those the catalog does not
+/// know are left out), as the first of them resolves (its Match::why); nullopt when none is known.
 /// Throws InputError(path, "its GPUs are not one model (GPU a: 'X', GPU b: 'Y'); give `give` ...")
-/// when two of `gpus` (recorded names; those the catalog does not know are left out) resolve to
-/// different catalog entries: one model is optimised for all, and taking the first would make the
-/// answer depend on the order of the files. O(gpus).
-void check_one_gpu_model(const std::string& path, const std::vector<trace::GpuInfo>& gpus, std::string_view give);
+/// when two resolve to different entries: one model is optimised for all, and taking the first
+/// would make the answer depend on the order of the files. O(gpus).
+std::optional<model::GpuCatalog::Match> one_gpu_model(const std::string& path, const std::vector<trace::GpuInfo>& gpus,
+                                                      std::string_view give);
 
 /// A latency target as typed: a fraction ("0.05") or a percentage ("5%"); returns the fraction.
 /// A fraction above 1 without '%' is refused (3 meant as 3 %: the message says how to write

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <limits>
 #include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_integer.h"
 
 namespace emo::policy {
 namespace {
@@ -26,13 +28,9 @@ T field(const json& obj, const char* key, const std::string& origin, const std::
     else return it->is_number();
   }();
   if (!ok) throw InputError(origin, fmt::format("{}: '{}' has the wrong type", where, key));
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    // nlohmann's get<T> wraps a value outside T's range (2^32 + 1 as an int32 is 1): refused.
-    const bool in_range = it->is_number_unsigned()
-                              ? it->template get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
-                              : it->template get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-                                    it->template get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
-    if (!in_range) throw InputError(origin, fmt::format("{}: '{}' is out of range ({})", where, key, it->dump()));
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {  // get<T> would wrap: refused
+    if (!integer_within(*it, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()))
+      throw InputError(origin, fmt::format("{}: '{}' is out of range ({})", where, key, it->dump()));
   }
   return it->get<T>();
 }

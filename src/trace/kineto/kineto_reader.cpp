@@ -17,14 +17,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_integer.h"
 #include "trace/kineto/json_scan.h"
 
 namespace emo::trace {
@@ -286,11 +287,8 @@ class KinetoReader {
         throw InputError(path_, fmt::format("'distributedInfo.{}' is not an integer", name));
       }
       constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
-      const bool in_range = f.is_number_unsigned() ? f.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMax) &&
-                                                         static_cast<std::int64_t>(f.get<std::uint64_t>()) >= lowest
-                                                   : f.get<std::int64_t>() == -1 ||
-                                                         (f.get<std::int64_t>() >= lowest && f.get<std::int64_t>() <= kMax);
-      if (!in_range) {
+      const bool unknown = !f.is_number_unsigned() && f.get<std::int64_t>() == -1;
+      if (!unknown && !integer_within(f, lowest, kMax)) {
         throw InputError(path_, fmt::format("'distributedInfo.{}' is {}, outside {} to {} (or -1: unknown)", name, f.dump(),
                                             lowest, kMax));
       }
