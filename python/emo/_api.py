@@ -52,6 +52,10 @@ def _handle(trace):
 def _window_args(window, annotation, instance):
     if isinstance(instance, bool) or not isinstance(instance, int):
         raise ValueError("instance {!r}: must be an integer >= 0".format(instance))
+    for name, value in (("window", window), ("annotation", annotation)):
+        if value == "":
+            raise ValueError("{} '': an empty name selects nothing; give an annotation such as "
+                             "ProfilerStep#3, or None for the whole trace".format(name))
     return _optional_str("window", window), _optional_str("annotation", annotation), instance
 
 

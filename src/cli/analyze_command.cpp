@@ -36,7 +36,7 @@ struct AnalyzeOptions {
 int run_analyze(const AnalyzeOptions& o) {
   std::vector<timing::WhatIf> what_ifs;
   for (const std::string& spec : o.what_ifs) what_ifs.push_back(timing::parse_what_if(spec));
-  const trace::Trace t = load_trace_or_job(o.traces, o.job);
+  const trace::Trace t = load_trace_or_job("analyze", o.traces, o.job);
   const graph::Window window = o.win.find(t);
   timing::Analysis a = timing::analyze(t, window, what_ifs);
   if (!o.durations_from.empty()) {
@@ -82,6 +82,7 @@ Action add_analyze_command(CLI::App& app) {
   cmd->add_option("--durations-window", opts->durations_window,
                   "With --durations-from: the source window, an annotation name such as ProfilerStep#4 "
                   "(default: the whole source trace)")
+      ->check(annotation_name())
       ->needs(from);
   cmd->add_option("--durations-instance", opts->durations_instance,
                   "With --durations-from and --annotation NAME: the source window is instance K of NAME")

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -201,6 +202,13 @@ struct Loaded {
   std::vector<trace::RankDigest> digests;
 };
 
+/// What loading changed in each trace of `digests`, by path (warn_changed_on_load).
+ChangedOnLoad changed_on_load(const std::vector<trace::RankDigest>& digests) {
+  ChangedOnLoad out;
+  for (const trace::RankDigest& d : digests) out.emplace_back(d.path, d.changed_on_load);
+  return out;
+}
+
 /// The traces of `o`, in order: job::load_traces, or load_own_traces_mpi with --mpi (nullopt
 /// on a process other than 0 when some file failed: process 0 throws its error). Reduced as
 /// load_options() says.
@@ -215,6 +223,7 @@ std::optional<Loaded> load_all(const OptimizeCliOptions& o, ProgressBar& bar, jo
       out.traces = job::load_traces(o.traces, load);
       for (const trace::Trace& t : out.traces) out.digests.push_back(trace::digest(t));
     }
+    if (!share.active() || share.process == 0) warn_changed_on_load("optimize", changed_on_load(out.digests));
     return out;
   } catch (const job::MpiPeerFailed&) {
     return std::nullopt;
@@ -494,6 +503,18 @@ int run_optimize(OptimizeCliOptions o) {
   return 0;
 }
 
+/// CLI11 check of an unsigned 64-bit option (--seed): CLI11 saturates a value past 2^64 - 1, so
+/// two such seeds would be one; refused with a one-line error instead.
+CLI::Validator within_64_bits() {
+  return CLI::Validator(
+      [](const std::string& s) {
+        std::uint64_t v = 0;
+        const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return ec == std::errc::result_out_of_range ? fmt::format("{} is beyond 2^64 - 1", s) : std::string();
+      },
+      "UINT64");
+}
+
 }  // namespace
 
 Action add_optimize_command(CLI::App& app) {
@@ -525,7 +546,8 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_option("--min-pack-ms", o->min_pack_ms, "Shortest pack in ms (default: the GPU's clock-switch latency)");
   add_window_options(cmd, o->win, "Optimise");
   cmd->add_option("--seed", o->seed, "Seed of the simulated device (per-op variation and noise)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->check(within_64_bits());
   cmd->add_option("--policy", o->policy_out, "Write the clock policy (emo.policy/1, docs/policy.md)");
   cmd->add_option("--json", o->json_out, "Write the JSON result to FILE ('-' = stdout only, no text)");
   cmd->add_option("--overlay", o->overlay_out,

@@ -25,6 +25,17 @@ void add_window_options(CLI::App* cmd, WindowOptions& w, const std::string& verb
       ->check(CLI::NonNegativeNumber)
       ->needs(ann);
   win->excludes(ann);
+  win->check(annotation_name());
+  ann->check(annotation_name());
+}
+
+CLI::Validator annotation_name() {
+  return CLI::Validator(
+      [](const std::string& s) {
+        return s.empty() ? std::string("an empty name selects nothing; give an annotation such as ProfilerStep#3")
+                         : std::string();
+      },
+      "NAME");
 }
 
 void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent) {
@@ -61,9 +72,31 @@ std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, cons
   return out;
 }
 
-trace::Trace load_trace_or_job(const std::vector<std::string>& paths, const JobOptions& j) {
+void warn_changed_on_load(std::string_view command, const ChangedOnLoad& changed) {
+  std::size_t shown = 0, rest = 0;
+  for (const auto& [path, what] : changed) {
+    if (what.empty()) continue;
+    if (shown == kChangedOnLoadTraces) {
+      ++rest;
+      continue;
+    }
+    ++shown;
+    for (const std::string& w : what) fmt::print(stderr, "emo {}: warning: {}: {}\n", command, path, w);
+  }
+  if (rest > 0) {
+    fmt::print(stderr, "emo {}: warning: and {} more {} changed on load (emo inspect lists each)\n", command, rest,
+               rest == 1 ? "trace" : "traces");
+  }
+}
+
+trace::Trace load_trace_or_job(std::string_view command, const std::vector<std::string>& paths, const JobOptions& j) {
   std::vector<trace::Trace> loaded;
-  for (const std::string& path : paths) loaded.push_back(trace::load_trace(path));
+  ChangedOnLoad changed;
+  for (const std::string& path : paths) {
+    loaded.push_back(trace::load_trace(path));
+    changed.emplace_back(path, trace::changed_on_load(loaded.back()));
+  }
+  warn_changed_on_load(command, changed);
   return std::move(link_if_one_job(std::move(loaded), j, true).front());
 }
 

@@ -1,7 +1,10 @@
 // Options shared by several commands, registered and checked in one place.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -33,6 +36,10 @@ struct JobOptions {
   bool independent = false;
 };
 
+/// CLI11 check of an annotation-name option (--window, --annotation, --durations-window): refuses
+/// an empty name, which would select no window and leave the whole trace, with a one-line error.
+CLI::Validator annotation_name();
+
 /// Registers --ranks (and, when `with_independent`, --independent) on `cmd`.
 void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent);
 
@@ -42,8 +49,21 @@ void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent);
 /// are an error. Throws emo::InputError / ArgumentError (link_job, parse_ranks).
 std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, const JobOptions& j, bool one_required);
 
-/// `emo analyze` and `emo pack`: loads every file of `paths` whole (trace::load_trace) and links
-/// several into one job (link_if_one_job, one required). Throws emo::InputError / ArgumentError.
-trace::Trace load_trace_or_job(const std::vector<std::string>& paths, const JobOptions& j);
+/// What loading changed in each trace (trace::changed_on_load), by path: traces with no change may
+/// be left out.
+using ChangedOnLoad = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+/// At most this many traces' changes are printed by warn_changed_on_load; the rest are counted.
+inline constexpr std::size_t kChangedOnLoadTraces = 8;
+
+/// Prints on stderr, for each trace of `changed` with a change (the first kChangedOnLoadTraces of
+/// them, then one line counting the rest), one line per change: `emo COMMAND: warning: PATH:
+/// 3 events had a negative duration; set to 0`. Prints nothing when nothing was changed.
+void warn_changed_on_load(std::string_view command, const ChangedOnLoad& changed);
+
+/// `emo analyze` and `emo pack` (`command`): loads every file of `paths` whole
+/// (trace::load_trace), says what loading changed (warn_changed_on_load) and links several into
+/// one job (link_if_one_job, one required). Throws emo::InputError / ArgumentError.
+trace::Trace load_trace_or_job(std::string_view command, const std::vector<std::string>& paths, const JobOptions& j);
 
 }  // namespace emo::cli

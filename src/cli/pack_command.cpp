@@ -32,7 +32,7 @@ struct PackCliOptions {
 
 int run_pack_command(const PackCliOptions& o) {
   const std::optional<TimeNs> min_pack = driver::parse_min_pack_ms(o.min_pack_ms);
-  const trace::Trace t = load_trace_or_job(o.traces, o.job);
+  const trace::Trace t = load_trace_or_job("pack", o.traces, o.job);
   const graph::Window window = o.win.find(t);
   const pack::PackRun r = pack::run_pack(t, window, model::pack_options_for(t, min_pack, "--min-pack-ms"));
   if (o.json_out != "-") fmt::print("{}", output::to_text(t, r));

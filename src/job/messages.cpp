@@ -105,7 +105,7 @@ json digest_json(const trace::RankDigest& d) {
                   c.op});
   }
   return {{"path", d.path}, {"rank", d.rank}, {"world_size", d.world_size}, {"device", d.device},
-          {"device_error", d.device_error}, {"gpu_name", d.gpu_name}, {"first_ns", d.first_ns}, {"last_ns", d.last_ns}, {"collectives", std::move(cs)},
+          {"device_error", d.device_error}, {"gpu_name", d.gpu_name}, {"changed_on_load", d.changed_on_load}, {"first_ns", d.first_ns}, {"last_ns", d.last_ns}, {"collectives", std::move(cs)},
           {"rank_lists", d.rank_lists}};
 }
 
@@ -117,6 +117,7 @@ trace::RankDigest digest_of(const json& j) {
   d.device = j.at("device").get<std::int32_t>();
   d.device_error = j.at("device_error").get<std::string>();
   d.gpu_name = j.value("gpu_name", std::string());
+  d.changed_on_load = j.value("changed_on_load", std::vector<std::string>());
   d.first_ns = j.at("first_ns").get<TimeNs>();
   d.last_ns = j.at("last_ns").get<TimeNs>();
   for (const auto& c : j.at("collectives")) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <iterator>
 #include <set>
 #include <stdexcept>
@@ -55,20 +56,44 @@ void find_gpu_device(const Trace& t, RankDigest& d) {
   d.device = dev;
 }
 
-/// "[0, 1, 5]" -> {0, 1, 5}; empty on anything else.
-std::set<std::int32_t> parse_group_ranks(std::string_view s) {
+/// A `Process Group Ranks` list as PyTorch writes it, "[0, 1, 5]" -> {0, 1, 5} (blanks allowed
+/// around the brackets, numbers and commas); nullopt on anything else: no brackets, an empty list,
+/// a negative or non-numeric entry, a value beyond 32 bits.
+std::optional<std::set<std::int32_t>> parse_group_ranks(std::string_view s) {
+  auto skip_blanks = [&](std::size_t i) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    return i;
+  };
+  std::size_t i = skip_blanks(0);
+  if (i >= s.size() || s[i] != '[') return std::nullopt;
   std::set<std::int32_t> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] < '0' || s[i] > '9')) ++i;
-    if (i >= s.size()) break;
+  for (i = skip_blanks(i + 1);; i = skip_blanks(i + 1)) {
     std::int32_t v = 0;
     const auto [p, ec] = std::from_chars(s.data() + i, s.data() + s.size(), v);
-    if (ec != std::errc()) return {};
+    if (ec != std::errc() || v < 0) return std::nullopt;
     out.insert(v);
-    i = static_cast<std::size_t>(p - s.data());
+    i = skip_blanks(static_cast<std::size_t>(p - s.data()));
+    if (i < s.size() && s[i] == ']') break;
+    if (i >= s.size() || s[i] != ',') return std::nullopt;
   }
+  if (skip_blanks(i + 1) != s.size()) return std::nullopt;
   return out;
+}
+
+/// What is wrong with the instance `key` (process group, sequence) of a collective left unlinked:
+/// `repeated` (a rank recorded it twice), else participants `have` against the ranks expected
+/// among those given, `want`: ranks its group's list does not name, or the ranks it misses.
+std::string partial_example(const std::pair<std::string, std::int64_t>& key, bool repeated,
+                            const std::set<std::int32_t>& have, const std::set<std::int32_t>& want) {
+  const std::string what = fmt::format("group {} seq {}", key.first, key.second);
+  if (repeated) return what + " recorded twice on one rank";
+  std::vector<std::int32_t> diff;
+  std::set_difference(have.begin(), have.end(), want.begin(), want.end(), std::back_inserter(diff));
+  if (!diff.empty()) return fmt::format("{} recorded on {} {}, which its group's rank list does not name", what,
+                                         diff.size() == 1 ? "rank" : "ranks", fmt::join(diff, ", "));
+  std::set_difference(want.begin(), want.end(), have.begin(), have.end(), std::back_inserter(diff));
+  return fmt::format("{} on {} of its {} ranks given, missing on {} {}", what, have.size(), want.size(),
+                     diff.size() == 1 ? "rank" : "ranks", fmt::join(diff, ", "));
 }
 
 /// One collective kernel of one rank.
@@ -261,12 +286,31 @@ class Linker {
     }
   }
 
+  /// The ranks of `text`, the `Process Group Ranks` of a collective of `group` on trace `i`, when
+  /// it is a rank list (parse_group_ranks) within the job's world; else empty — the group's ranks
+  /// taken as not recorded (every rank given is expected) — and a warning saying so.
+  std::set<std::int32_t> usable_group_ranks(const std::string& text, const std::string& group, std::size_t i) {
+    const std::optional<std::set<std::int32_t>> ranks = parse_group_ranks(text);
+    std::string why;
+    if (!ranks) {
+      why = "is not a list of ranks";
+    } else if (info_.world_size > 0 && *ranks->rbegin() >= info_.world_size) {
+      why = fmt::format("names rank {}, outside the job's {} ranks", *ranks->rbegin(), info_.world_size);
+    } else {
+      return *ranks;
+    }
+    info_.warnings.push_back(fmt::format("{}: 'Process Group Ranks' '{}' of group {} {}: the group's ranks are taken "
+                                         "as not recorded (every rank given is expected)",
+                                         t_[i].path, text, group, why));
+    return {};
+  }
+
   /// (process group, sequence) where both are recorded.
   void match_by_group() {
     std::map<std::pair<std::string, std::int64_t>, Instance> by_key;
     // Per key, the rank lists its participants recorded (normally one), each parsed once per
     // distinct text: a list is as long as its group, and every collective of the group has it.
-    std::map<std::string, std::set<std::int32_t>, std::less<>> parsed;
+    std::map<std::string, std::set<std::int32_t>, std::less<>> parsed;  // empty: not a usable list
     std::map<std::pair<std::string, std::int64_t>, std::set<const std::set<std::int32_t>*>> expected;
     for (std::size_t i = 0; i < t_.size(); ++i) {
       const auto& ct = t_[i].collectives;
@@ -281,7 +325,7 @@ class Linker {
         if (list_of[l] == nullptr) {
           const std::string& text = t_[i].rank_lists[static_cast<std::size_t>(l)];
           auto it = parsed.find(text);
-          if (it == parsed.end()) it = parsed.emplace(text, parse_group_ranks(text)).first;
+          if (it == parsed.end()) it = parsed.emplace(text, usable_group_ranks(text, group, i)).first;
           list_of[l] = &it->second;
         }
         if (!list_of[l]->empty()) expected[key].insert(list_of[l]);
@@ -308,7 +352,7 @@ class Linker {
       std::set<std::int32_t> have;
       for (const Coll& c : inst) have.insert(info_.ranks[c.trace].rank);
       if (have.size() != inst.size() || have != want) {
-        if (example.empty()) example = fmt::format("group {} seq {} on {} of {} ranks", key.first, key.second, have.size(), want.size());
+        if (example.empty()) example = partial_example(key, have.size() != inst.size(), have, want);
         ++partial;
         continue;
       }
@@ -656,6 +700,7 @@ RankDigest digest(const Trace& t) {
   std::tie(d.first_ns, d.last_ns) = span_of(t);
   find_gpu_device(t, d);
   if (d.device != static_cast<std::int32_t>(kNone)) d.gpu_name = std::string(t.gpu_name(d.device));
+  d.changed_on_load = changed_on_load(t);
   const CollectiveTable& ct = t.collectives;
   d.collectives.reserve(ct.size());
   std::map<StringId, std::int32_t> list_of;  // group_ranks string -> index in d.rank_lists

@@ -49,6 +49,7 @@ struct RankDigest {
   std::int32_t device = static_cast<std::int32_t>(kNone);  ///< Its one GPU (kNone: no GPU op).
   std::string device_error;         ///< Non-empty: GPU ops on several devices (linking throws it).
   std::string gpu_name;             ///< Its GPU's recorded name (TraceMeta::gpu_name), "" if unknown.
+  std::vector<std::string> changed_on_load;  ///< trace::changed_on_load: what loading changed, for the CLI to say.
   TimeNs first_ns = 0;              ///< First recorded start (0 for an empty trace).
   TimeNs last_ns = 0;               ///< Last recorded end.
   std::vector<Collective> collectives;

@@ -286,16 +286,7 @@ void write_warnings(Trace& t) {
                             q.gpu_ops_without_launch,
                             plural(q.gpu_ops_without_launch, "op has", "ops have")));
   }
-  if (q.clamped_children > 0) {
-    w.push_back(fmt::format("{} host {} after the enclosing op (by up to {} ns); "
-                            "clamped to the parent's end",
-                            q.clamped_children, plural(q.clamped_children, "op ended", "ops ended"),
-                            q.max_clamp_ns));
-  }
-  if (q.negative_duration > 0) {
-    w.push_back(fmt::format("{} {} a negative duration; set to 0", q.negative_duration,
-                            plural(q.negative_duration, "event had", "events had")));
-  }
+  for (std::string& c : changed_on_load(t)) w.push_back(std::move(c));
   if (q.zero_duration > 0) {
     w.push_back(fmt::format("{} {} zero duration", q.zero_duration,
                             plural(q.zero_duration, "event has", "events have")));
@@ -320,6 +311,22 @@ void write_warnings(Trace& t) {
 }
 
 }  // namespace
+
+std::vector<std::string> changed_on_load(const Trace& t) {
+  const QuirkCounts& q = t.quirks;
+  std::vector<std::string> out;
+  if (q.clamped_children > 0) {
+    out.push_back(fmt::format("{} host {} after the enclosing op (by up to {} ns); "
+                              "clamped to the parent's end",
+                              q.clamped_children, plural(q.clamped_children, "op ended", "ops ended"),
+                              q.max_clamp_ns));
+  }
+  if (q.negative_duration > 0) {
+    out.push_back(fmt::format("{} {} a negative duration; set to 0", q.negative_duration,
+                              plural(q.negative_duration, "event had", "events had")));
+  }
+  return out;
+}
 
 void Trace::finish(TimeNs clamp_tolerance_ns) {
   sort_ops(*this);

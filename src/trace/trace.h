@@ -260,4 +260,11 @@ struct Trace {
   std::size_t memory_bytes() const noexcept;
 };
 
+/// The load warnings of `t` that say its data was changed on load: negative durations set to 0
+/// and host ops clamped to their enclosing op's end (QuirkCounts). These are printed by every
+/// command that computes from the trace (`emo optimize`, `analyze`, `pack`), where the others in
+/// `warnings` (events sorted, zero durations, string ids, ...) are informational and only `emo
+/// inspect` lists them. Empty when nothing was changed. Never throws but std::bad_alloc.
+std::vector<std::string> changed_on_load(const Trace& t);
+
 }  // namespace emo::trace

@@ -92,7 +92,50 @@ check_cmd unknown_command "unknown command 'frobnicate'; the commands are inspec
 check_cmd negative_instance "--instance: -1 is negative; give a number >= 0" analyze "$dir/overlay.json" --annotation ProfilerStep --instance -1
 check_cmd instance_not_a_number "--instance: abc is not a number; give a number >= 0" analyze "$dir/overlay.json" --annotation ProfilerStep --instance abc
 check_cmd max_slowdown_above_one "would mean +300 %; for 3 % write 0.03 or 3%" optimize "$dir/overlay.json" --max-slowdown 3
+check_cmd empty_window "--window: an empty name selects nothing" optimize "$dir/overlay.json" --max-slowdown 1% --window ''
+check_cmd empty_annotation "--annotation: an empty name selects nothing" analyze "$dir/overlay.json" --annotation '' --instance 0
+check_cmd empty_durations_window "--durations-window: an empty name selects nothing" analyze "$dir/overlay.json" --durations-from "$dir/overlay.json" --durations-window ''
+check_cmd seed_beyond_64_bits "--seed: 18446744073709551616 is beyond 2^64 - 1" optimize "$dir/overlay.json" --max-slowdown 1% --seed 18446744073709551616
 check_cmd max_slowdown_not_a_number "--max-slowdown abc: expected a fraction" optimize "$dir/overlay.json" --max-slowdown abc
+
+# Data changed on load is said by every command that computes from the trace (not only by
+# `emo inspect`): a kernel of negative duration (set to 0) and a host op ending 0.5 us past its
+# parent (clamped), each counted by hand below. Exit 0, the work done, one warning line each.
+python3 "$(dirname "$0")/three_pack_trace.py" "$dir/changed.json"
+python3 - "$dir/changed.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ev = doc["traceEvents"]
+ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 500000.0, "dur": 5, "pid": 10, "tid": 11,
+           "args": {"correlation": 900}})
+ev.append({"ph": "X", "cat": "kernel", "name": "neg_k", "ts": 500010.0, "dur": -3, "pid": 0, "tid": 7,
+           "args": {"device": 0, "stream": 7, "correlation": 900}})
+ev.append({"ph": "X", "cat": "cpu_op", "name": "parent", "ts": 400000.0, "dur": 10, "pid": 10, "tid": 12, "args": {}})
+ev.append({"ph": "X", "cat": "cpu_op", "name": "child", "ts": 400002.0, "dur": 8.5, "pid": 10, "tid": 12, "args": {}})
+json.dump(doc, open(sys.argv[1], "w"))
+PY
+neg="emo CMD: warning: $dir/changed.json: 1 event had a negative duration; set to 0"
+clamp="emo CMD: warning: $dir/changed.json: 1 host op ended after the enclosing op (by up to 500 ns); clamped to the parent's end"
+for cmd in optimize analyze pack; do
+  args=(); [[ $cmd == optimize ]] && args=(--max-slowdown 5% -q)
+  err=$("$EMO" "$cmd" "$dir/changed.json" "${args[@]}" 2>&1 >/dev/null); rc=$?
+  if [[ $rc -eq 0 && $(printf '%s\n' "$err" | grep -cxF "${neg/CMD/$cmd}") -eq 1 && $(printf '%s\n' "$err" | grep -cxF "${clamp/CMD/$cmd}") -eq 1 ]]; then
+    passes=$((passes + 1)); echo "ok   changed_on_load_$cmd"
+  else
+    fails=$((fails + 1)); echo "FAIL changed_on_load_$cmd: rc=$rc stderr=<<$err>>"
+  fi
+done
+# Ten such traces optimised alone: the first 8 named (2 lines each), the other 2 counted in one line.
+copies=()
+for i in $(seq 0 9); do cp "$dir/changed.json" "$dir/changed_$i.json"; copies+=("$dir/changed_$i.json"); done
+err=$("$EMO" optimize "${copies[@]}" --max-slowdown 5% -q 2>&1 >/dev/null); rc=$?
+named=$(printf '%s\n' "$err" | grep -c "^emo optimize: warning: $dir/changed_[0-7].json: ")
+if [[ $rc -eq 0 && $named -eq 16 && $(printf '%s\n' "$err" | grep -c 'changed_[89].json') -eq 0 &&
+      $(printf '%s\n' "$err" | grep -cxF 'emo optimize: warning: and 2 more traces changed on load (emo inspect lists each)') -eq 1 ]]; then
+  passes=$((passes + 1)); echo "ok   changed_on_load_capped"
+else
+  fails=$((fails + 1)); echo "FAIL changed_on_load_capped: rc=$rc named=$named stderr=<<$err>>"
+fi
 
 # Usage errors also exit 2; --help exits 0.
 "$EMO" >/dev/null 2>&1; rc=$?

@@ -40,6 +40,7 @@ struct RankSpec {
   int collectives = 1;
   std::int32_t world = 2;
   bool device_sync = false;  ///< A cudaDeviceSynchronize [300, 320) with no record (inferred).
+  std::string_view group_ranks = "[0, 1]";  ///< Its collectives' `Process Group Ranks`.
 };
 
 /// A row of CollectiveTable as the Kineto reader fills it from record_param_comms metadata
@@ -84,7 +85,7 @@ trace::Trace rank_trace(const RankSpec& r) {
   for (std::uint32_t row = 0; row < t.ops.size(); ++row) {
     if (t.strings.view(t.ops.name[row]).find("ncclKernel") == std::string_view::npos) continue;
     const auto seq = static_cast<std::int64_t>(t.collectives.size());
-    add_collective(t, row, r.group ? CollRow{"allreduce", "0", "[0, 1]", 2, seq} : CollRow{"allreduce", "", ""});
+    add_collective(t, row, r.group ? CollRow{"allreduce", "0", r.group_ranks, 2, seq} : CollRow{"allreduce", "", ""});
   }
   return t;
 }
@@ -225,6 +226,42 @@ TEST(LinkJob, AnUnrecordedDeviceSyncWaitsForItsOwnRankOnly) {
   EXPECT_EQ(syncs, 1);  // the last op of rank 0's one stream
 }
 
+// A `Process Group Ranks` that is not a rank list, or names a rank outside the job's world (2
+// ranks here), is said once and not used: the collective is expected on every rank given, and
+// both record it, so it links. A well-formed list that leaves out a rank recording the collective
+// (rank 1, "[0]") leaves it unlinked, and the warning names that rank.
+TEST(LinkJob, GroupRankListsThatCannotBeUsedAreSaid) {
+  for (const std::string_view bad : {"hello", "[0, 99]", "[-1, 0]", "[0, 1", "[]", "[0, 1] x", "0, 1"}) {
+    std::vector<trace::Trace> v;
+    v.push_back(rank_trace({.rank = 0, .group_ranks = bad}));
+    v.push_back(rank_trace({.rank = 1, .clock_ahead = 1000, .gemm = 200, .group_ranks = bad}));
+    const trace::Trace t = trace::link_job(std::move(v));
+    EXPECT_EQ(t.meta.job.collectives_linked, 1) << bad;
+    ASSERT_EQ(t.meta.job.warnings.size(), 1u) << bad;
+    const std::string& w = t.meta.job.warnings[0];
+    EXPECT_NE(w.find(fmt::format("rank0.json: 'Process Group Ranks' '{}' of group 0 ", bad)), std::string::npos) << w;
+    const std::string why = bad == "[0, 99]" ? "names rank 99, outside the job's 2 ranks" : "is not a list of ranks";
+    EXPECT_NE(w.find(why + ": the group's ranks are taken as not recorded"), std::string::npos) << w;
+  }
+  for (const std::string_view good : {"[0, 1]", " [ 1 ,0 ] "}) {
+    std::vector<trace::Trace> v;
+    v.push_back(rank_trace({.rank = 0, .group_ranks = good}));
+    v.push_back(rank_trace({.rank = 1, .clock_ahead = 1000, .gemm = 200, .group_ranks = good}));
+    const trace::Trace t = trace::link_job(std::move(v));
+    EXPECT_EQ(t.meta.job.collectives_linked, 1) << good;
+    EXPECT_TRUE(t.meta.job.warnings.empty()) << good << ": " << t.meta.job.warnings[0];
+  }
+  std::vector<trace::Trace> v;
+  v.push_back(rank_trace({.rank = 0, .group_ranks = "[0]"}));
+  v.push_back(rank_trace({.rank = 1, .clock_ahead = 1000, .gemm = 200, .group_ranks = "[0]"}));
+  const trace::Trace t = trace::link_job(std::move(v));
+  EXPECT_EQ(t.meta.job.collectives_linked, 0);
+  ASSERT_FALSE(t.meta.job.warnings.empty());
+  EXPECT_NE(t.meta.job.warnings[0].find("(e.g. group 0 seq 0 recorded on rank 1, which its group's rank list does not name)"),
+            std::string::npos)
+      << t.meta.job.warnings[0];
+}
+
 TEST(LinkJob, BadJobsAreRefusedOrWarned) {
   // Duplicated ranks: an error naming both files.
   {
@@ -267,7 +304,9 @@ TEST(LinkJob, BadJobsAreRefusedOrWarned) {
     const trace::Trace t = trace::link_job(std::move(v));
     EXPECT_EQ(t.meta.job.collectives_linked, 1);
     ASSERT_FALSE(t.meta.job.warnings.empty());
-    EXPECT_NE(t.meta.job.warnings[0].find("missing on some of their group's ranks"), std::string::npos)
+    EXPECT_NE(t.meta.job.warnings[0].find("missing on some of their group's ranks (e.g. group 0 seq 1 on 1 of its 2 "
+                                          "ranks given, missing on rank 0)"),
+              std::string::npos)
         << t.meta.job.warnings[0];
     std::int64_t unlinked = 0;
     for (const std::int64_t m : t.collectives.match) unlinked += m == kNone;

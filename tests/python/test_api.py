@@ -201,6 +201,11 @@ def test_bad_arguments_are_value_errors(hand_trace):
         emo.analyze(t, annotation="x", instance=-1)
     with pytest.raises(ValueError):
         emo.analyze(42)
+    # An empty window name would select nothing and leave the whole trace (the CLI refuses it too).
+    with pytest.raises(ValueError, match="window '': an empty name selects nothing"):
+        emo.analyze(t, window="")
+    with pytest.raises(ValueError, match="annotation '': an empty name selects nothing"):
+        emo.pack(t, annotation="", instance=0)
 
 
 def test_missing_window_is_input_error(hand_trace):
