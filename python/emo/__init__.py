@@ -29,11 +29,13 @@ except ImportError as _e:  # pragma: no cover - depends on the build
 from ._api import (  # noqa: E402
     AnalysisResult,
     InputError,
+    JOINT_SOLVE_MAX_RANKS,
     OptimizeResult,
     PackResult,
     Policy,
     Trace,
     analyze,
+    load_job,
     load_trace,
     optimize,
     pack,
@@ -42,8 +44,8 @@ from ._api import (  # noqa: E402
 
 __version__ = _emo.version()
 __all__ = [
-    "AnalysisResult", "InputError", "OptimizeResult", "PackResult", "Policy", "Trace",
-    "analyze", "load_trace", "optimize", "pack", "resolve_gpu", "torch",
+    "AnalysisResult", "InputError", "JOINT_SOLVE_MAX_RANKS", "OptimizeResult", "PackResult", "Policy", "Trace",
+    "analyze", "load_job", "load_trace", "optimize", "pack", "resolve_gpu", "torch",
 ]
 
 

@@ -5,6 +5,7 @@ main figures as attributes; tables become pandas DataFrames when pandas is insta
 """
 import array as _array
 import json as _json
+import warnings as _warnings
 
 from . import _emo
 
@@ -40,13 +41,53 @@ def _optional_str(name, value):
     return value
 
 
+def _is_path(x):
+    return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
+
+
 def _handle(trace):
+    """The C++ trace of `trace`: an emo.Trace, a path, or a list/tuple of a job's ranks (paths or
+    emo.Trace, linked by load_job)."""
     if isinstance(trace, Trace):
         return trace._h
-    if isinstance(trace, (str, bytes)) or hasattr(trace, "__fspath__"):
+    if _is_path(trace):
         import os
         return load_trace(os.fsdecode(trace))._h
-    raise ValueError("trace {!r}: expected an emo.Trace or a path".format(trace))
+    if isinstance(trace, (list, tuple)):
+        return load_job(trace)._h if len(trace) != 1 else _handle(trace[0])
+    raise ValueError("trace {!r}: expected an emo.Trace, a path, or a list of a job's ranks".format(trace))
+
+
+def _job_paths(traces):
+    """The files of `traces` (paths or emo.Trace, whose file is read again), in order."""
+    import os
+    out = []
+    for t in traces:
+        if isinstance(t, Trace):
+            if t.job is not None:
+                raise ValueError("trace {!r}: already a linked job; give the ranks' files".format(t))
+            out.append(t.path)
+        elif _is_path(t):
+            out.append(os.fsdecode(t))
+        else:
+            raise ValueError("trace {!r}: expected an emo.Trace or a path".format(t))
+    return out
+
+
+def _ranks_arg(ranks, n):
+    if ranks is None:
+        return []
+    ranks = list(ranks)
+    if len(ranks) != n or any(isinstance(r, bool) or not isinstance(r, int) or r < 0 for r in ranks):
+        raise ValueError("ranks {!r}: one integer >= 0 per trace expected ({} traces)".format(ranks, n))
+    return ranks
+
+
+def _warn_changed(changed):
+    """One RuntimeWarning per change loading made to a trace ((path, [change, ...]) pairs)."""
+    for path, changes in changed:
+        for change in changes:
+            _warnings.warn("emo: {}: {}".format(path, change), RuntimeWarning, stacklevel=3)
 
 
 def _window_args(window, annotation, instance):
@@ -113,6 +154,13 @@ class Trace:
     counts = property(lambda self: dict(self._summary["counts"]), doc="Ops per kind (emo inspect's counts).")
     warnings = property(lambda self: list(self._summary["warnings"]), doc="The reader's warnings about quirks met.")
 
+    @property
+    def job(self):
+        """A linked job's JobInfo (load_job(); ``emo optimize --json``'s "job": ranks, clock offsets,
+        collectives linked, warnings), None for a single trace."""
+        text = self._h.job_json
+        return None if text is None else _json.loads(text)
+
     def summary(self):
         """The ``emo inspect --json`` object of the trace (a new dict)."""
         return _json.loads(self._h.summary_json)
@@ -161,16 +209,45 @@ class Trace:
         return df
 
 
+def load_job(traces, ranks=None, threads=0):
+    """Loads the traces of one job's ranks (paths, or emo.Trace whose files are read again) and
+    links them into one trace, as ``emo analyze A B ...`` or ``emo optimize A B ...`` do: their
+    collectives and point-to-point transfers matched across ranks, their clocks aligned
+    (docs/multi-rank.md). `ranks`: each trace's rank, in order (``--ranks``; default: as the traces
+    record them). `threads`: loading threads (0: every core). The result's ``job`` says what was
+    linked, with the link's warnings; analyze(), pack() and optimize() take it like any trace (a
+    joint solve; for a decomposed one pass optimize() the list of files).
+
+    Warns as load_trace() does. Raises emo.InputError for a bad file or traces that are not one
+    job's ranks, ValueError for a bad argument (fewer than 2 traces, a rank count not theirs).
+    """
+    if not isinstance(traces, (list, tuple)):
+        raise ValueError("traces {!r}: expected a list of a job's trace files".format(traces))
+    paths = _job_paths(traces)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise ValueError("threads {!r}: must be an integer >= 0".format(threads))
+    h, changed = _emo.load_job(paths, _ranks_arg(ranks, len(paths)), threads)
+    _warn_changed(changed)
+    return Trace(h)
+
+
 def load_trace(path):
     """Reads a trace: PyTorch profiler (Kineto) JSON, plain or gzip; an Nsight Systems SQLite
     export; or EMO's emo.trace/1. The format is detected from the content.
 
-    Raises emo.InputError ("FILE: problem") for a missing, truncated, malformed or unknown file.
+    Warns (RuntimeWarning, one per change) where loading changed the data: negative durations set
+    to 0, host ops clamped to their parent's end. Raises emo.InputError ("FILE: problem") for a
+    missing, truncated, malformed or unknown file.
     """
     import os
     if not isinstance(path, (str, bytes)) and not hasattr(path, "__fspath__"):
         raise ValueError("path {!r}: expected a file path".format(path))
-    return Trace(_emo.load_trace(os.fsdecode(path)))
+    t = Trace(_emo.load_trace(os.fsdecode(path)))
+    # What loading changed in the data is said, as `emo optimize` / `analyze` / `pack` say it on
+    # stderr (the other, informational quirks are in Trace.warnings only; docs/trace-model.md).
+    for change in t._h.changed_on_load:
+        _warnings.warn("emo: {}: {}".format(t.path, change), RuntimeWarning, stacklevel=2)
+    return t
 
 
 class AnalysisResult(_JsonResult):
@@ -282,13 +359,15 @@ class OptimizeResult(_JsonResult):
     savings = property(lambda self: self._scalar("savings"), doc="1 - EMO's energy / the baseline's (measured).")
     slowdown = property(lambda self: self._scalar("slowdown"), doc="EMO's time / the baseline's - 1 (measured).")
     simulated = property(lambda self: self._scalar("simulated"), doc="True when measured on the simulated device.")
-    frontier = property(lambda self: self._doc["frontier"], doc="Predicted [{time_s, energy_j}], ascending time.")
+    frontier = property(lambda self: self._doc.get("frontier"),
+                        doc="Predicted [{time_s, energy_j}], ascending time (None for a decomposed solve).")
+    job = property(lambda self: self._doc.get("job"), doc="A job's JobInfo (its ranks, links), None for one trace.")
     baseline = property(lambda self: self._doc["baseline"], doc="Every pack at the max clock: time, energy.")
     static_best = property(lambda self: self._doc["static_best"], doc="The best static clock: clock, time, energy.")
     emo = property(lambda self: self._doc["emo"], doc="EMO's policy: time, energy (measured and predicted).")
-    static_curve = property(lambda self: self._doc["static_curve"],
+    static_curve = property(lambda self: self._doc.get("static_curve"),
                             doc="Every static run measured: [{clock_mhz, time_ns, energy_j}], descending clock "
-                                "(the simulated device: every option clock).")
+                                "(the simulated device: every option clock; None for a decomposed solve).")
 
     def frontier_frame(self):
         """The predicted frontier as a pandas DataFrame (time_s, energy_j)."""
@@ -312,14 +391,24 @@ class OptimizeResult(_JsonResult):
 
 
 def optimize(trace, max_slowdown=0.05, gpu=None, seed=1, profile_clocks=3, min_pack_ms=None,
-             frontier_points=24, window=None, annotation=None, instance=0):
+             frontier_points=24, window=None, annotation=None, instance=0, ranks=None, solve="auto",
+             solve_threads=0):
     """``emo optimize`` on the simulated device: packs, profiles each at `profile_clocks` clocks,
     fits their models, minimises energy within max_slowdown (0.05 = at most 5 % slower than
     every GPU at its max clock) and evaluates the policy against the baseline and the best
     static clock. `gpu` is a GPU catalog id or NVML name (default: the trace's own GPU).
 
-    Raises ValueError for a bad argument (max_slowdown < 0, an unknown gpu, ...) and
-    emo.InputError for a trace it cannot optimise (no GPU ops, an unknown GPU, ...).
+    `trace`: an emo.Trace or a path; or a job: a list of its ranks' files (or emo.Trace), or the
+    trace load_job() linked. A list is optimised as ``emo optimize A B ... --solve SOLVE`` does
+    (docs/multi-rank.md): `ranks` as ``--ranks``; `solve` "auto" (jointly up to
+    JOINT_SOLVE_MAX_RANKS ranks, decomposed above), "joint" or "decomposed" (each rank solved on
+    its own against prices on its collectives, on `solve_threads` threads, 0: every core; whole
+    traces only, no window; its result has no frontier or static_curve). The result's ``job`` is
+    the job's JobInfo and its policy has a section per rank.
+
+    Raises ValueError for a bad argument (max_slowdown < 0, an unknown gpu, an unknown solve, a
+    window with the decomposed solve, ...) and emo.InputError for a trace it cannot optimise (no
+    GPU ops, an unknown GPU, traces that are not one job's ranks, ...).
     """
     try:
         max_slowdown = float(max_slowdown)
@@ -329,10 +418,32 @@ def optimize(trace, max_slowdown=0.05, gpu=None, seed=1, profile_clocks=3, min_p
         min_pack_ms = float(min_pack_ms)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError("seed {!r}: must be an integer >= 0".format(seed))
+    if solve not in ("auto", "joint", "decomposed"):
+        raise ValueError("solve {!r}: must be 'auto', 'joint' or 'decomposed'".format(solve))
+    if isinstance(solve_threads, bool) or not isinstance(solve_threads, int) or solve_threads < 0:
+        raise ValueError("solve_threads {!r}: must be an integer >= 0".format(solve_threads))
     w, a, i = _window_args(window, annotation, instance)
-    h = _handle(trace)
+    job = isinstance(trace, (list, tuple)) and len(trace) >= 2
+    if ranks is not None and not job:
+        raise ValueError("ranks {!r}: given for a list of a job's traces only".format(ranks))
+    if solve == "decomposed" and not job:
+        raise ValueError("solve 'decomposed': needs the files of a job's ranks, as a list (docs/multi-rank.md)")
+    if job and (solve == "decomposed" or (solve == "auto" and len(trace) > JOINT_SOLVE_MAX_RANKS)):
+        if w is not None or a is not None:
+            raise ValueError("window/annotation: the decomposed solve optimises the whole traces; "
+                             "give solve='joint' for a window")
+        paths = _job_paths(trace)
+        h = _emo.optimize_decomposed(paths, _ranks_arg(ranks, len(paths)), max_slowdown, _optional_str("gpu", gpu),
+                                     seed, int(profile_clocks), min_pack_ms, solve_threads)
+        _warn_changed(h.changed_on_load)
+        return OptimizeResult(h)
+    h = load_job(trace, ranks, solve_threads)._h if job else _handle(trace)
     return OptimizeResult(_emo.optimize(h, max_slowdown, _optional_str("gpu", gpu), seed, int(profile_clocks),
                                         min_pack_ms, int(frontier_points), w, a, i))
+
+
+JOINT_SOLVE_MAX_RANKS = _emo.JOINT_SOLVE_MAX_RANKS
+"""Ranks up to which optimize(solve="auto") solves a job jointly; above it, decomposed (as the CLI)."""
 
 
 def resolve_gpu(name):

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,15 +25,19 @@
 #include "core/version.h"
 #include "driver/front_end.h"
 #include "driver/optimize.h"
+#include "job/job_solve.h"
+#include "job/load_job.h"
 #include "model/gpu_catalog.h"
 #include "model/pack_options.h"
 #include "output/analysis_output.h"
 #include "output/html_report.h"
+#include "output/job_view_output.h"
 #include "output/optimize_output.h"
 #include "output/pack_output.h"
 #include "pack/pack_run.h"
 #include "policy/policy.h"
 #include "timing/analysis.h"
+#include "trace/job.h"
 #include "trace/load.h"
 #include "trace/summary.h"
 
@@ -64,12 +69,14 @@ JsonTexts texts_of(const nlohmann::json& j) {
   return {j.dump(), head.dump()};
 }
 
-/// One optimize() run: its JSON, its policy and what the HTML report needs.
+/// One optimize() run: its JSON, its policy and its HTML report (drawn on demand from what the
+/// report function holds: the trace and result, or a decomposed solve and its job).
 struct OptimizeHandle {
-  std::shared_ptr<const trace::Trace> trace;
-  std::shared_ptr<const driver::OptimizeResult> result;
-  JsonTexts json;           ///< `emo optimize --json` of the trace (texts_of).
+  JsonTexts json;           ///< `emo optimize --json` of the trace or job (texts_of).
   std::string policy_json;  ///< emo.policy/1 text (`emo optimize --policy`).
+  std::function<std::string()> report;  ///< `emo optimize --report`'s HTML.
+  /// What loading changed in each trace it loaded, by path (optimize_decomposed; empty otherwise).
+  std::vector<std::pair<std::string, std::vector<std::string>>> changed_on_load;
 };
 
 /// The raw bytes of a column, for numpy.frombuffer / array.array on the Python side.
@@ -165,14 +172,105 @@ OptimizeHandle optimize(const TraceHandle& h, double max_slowdown, const std::op
   opts.frontier_points = frontier_points;
   const graph::Window w = window_of(*h.trace, window, annotation, instance);
   auto r = std::make_shared<const driver::OptimizeResult>(driver::optimize(*h.trace, w, gpu_of(*h.trace, gpu), opts));
-  JsonTexts json = texts_of(output::to_json(*r));
+  nlohmann::json doc = output::to_json(*r);
+  if (!h.trace->meta.job.ranks.empty()) doc["job"] = output::job_json(*h.trace, r->packs.analysis);
   std::string policy_json = policy::to_json(r->policy());
-  return OptimizeHandle{h.trace, std::move(r), std::move(json), std::move(policy_json)};
+  return OptimizeHandle{texts_of(doc), std::move(policy_json),
+                        [t = h.trace, r] { return output::render_html_report(output::to_report(*t, *r)); }, {}};
+}
+
+/// The link options of `ranks` (empty: the traces' recorded ranks), one per trace of `traces`.
+trace::LinkOptions link_options(const std::vector<std::int32_t>& ranks, std::size_t traces) {
+  if (!ranks.empty() && ranks.size() != traces) {
+    throw ArgumentError("ranks", fmt::format("{} ranks", ranks.size()), fmt::format("one rank per trace expected ({} traces)", traces));
+  }
+  trace::LinkOptions lo;
+  lo.ranks = ranks;
+  return lo;
+}
+
+/// What loading changed in each trace of `traces` (trace::changed_on_load), by path, for the
+/// Python layer to warn about as load_trace() does.
+using ChangedOnLoad = std::vector<std::pair<std::string, std::vector<std::string>>>;
+ChangedOnLoad changed_on_load_of(const std::vector<trace::Trace>& traces) {
+  ChangedOnLoad out;
+  for (const trace::Trace& t : traces) out.emplace_back(t.meta.path, trace::changed_on_load(t));
+  return out;
+}
+
+/// load_job(): the traces of `paths`, the ranks of one job in order (`ranks`: their ranks, empty:
+/// as recorded), loaded whole on `threads` threads (job::load_traces, not reduced: analyze and
+/// pack see every op) and linked into one (trace::link_job), with what loading changed in each.
+/// Throws InputError for a bad file, when they are not one job (trace::not_one_job's reason) or
+/// do not link; ArgumentError for fewer than 2 paths or a rank count that is not theirs.
+std::pair<TraceHandle, ChangedOnLoad> load_job(const std::vector<std::string>& paths,
+                                               const std::vector<std::int32_t>& ranks, int threads) {
+  py::gil_scoped_release release;
+  if (paths.size() < 2) throw ArgumentError("traces", fmt::format("{} trace(s)", paths.size()), "a job needs 2 or more");
+  const trace::LinkOptions lo = link_options(ranks, paths.size());
+  std::vector<trace::Trace> traces = job::load_traces(paths, job::LoadOptions{threads, false});
+  ChangedOnLoad changed = changed_on_load_of(traces);
+  if (const auto why = trace::not_one_job(traces, lo)) {
+    throw InputError(traces[1].meta.path, fmt::format("not a rank of the same job as {}: {}", traces[0].meta.path, *why));
+  }
+  return {TraceHandle{std::make_shared<const trace::Trace>(trace::link_job(std::move(traces), lo)),
+                      std::make_shared<TraceHandle::Summary>()},
+          std::move(changed)};
+}
+
+/// The JSON of a linked job's JobInfo (`emo optimize --json`'s "job"), or None for one trace.
+py::object job_info(const TraceHandle& h) {
+  if (h.trace->meta.job.ranks.empty()) return py::none();
+  return py::str(output::job_json(h.trace->meta.job).dump());
+}
+
+/// optimize(..., solve="decomposed"): the job of `handles` (ranks as link_job) solved by
+/// decomposition (job::solve_decomposed, as `emo optimize --solve decomposed`) on `threads`
+/// threads (0: every core), on the simulated device. Throws InputError as link_job does, and for
+/// ranks of different GPU models without `gpu`.
+OptimizeHandle optimize_decomposed(const std::vector<std::string>& paths, const std::vector<std::int32_t>& ranks,
+                                   double max_slowdown, const std::optional<std::string>& gpu, std::uint64_t seed,
+                                   int profile_clocks, std::optional<double> min_pack_ms, int threads) {
+  py::gil_scoped_release release;
+  if (paths.size() < 2) throw ArgumentError("traces", fmt::format("{} trace(s)", paths.size()), "a job needs 2 or more");
+  if (threads < 0) throw ArgumentError("solve_threads", std::to_string(threads), "must be >= 0");
+  const trace::LinkOptions lo = link_options(ranks, paths.size());
+  std::vector<trace::Trace> traces = job::load_traces(paths, job::LoadOptions{threads, true});  // reduced, as the CLI
+  ChangedOnLoad changed = changed_on_load_of(traces);
+  std::vector<trace::RankDigest> digests;
+  for (const trace::Trace& t : traces) digests.push_back(trace::digest(t));
+  if (const auto why = trace::not_one_job(digests, lo)) {
+    throw InputError(digests[1].path, fmt::format("not a rank of the same job as {}: {}", digests[0].path, *why));
+  }
+  auto jp = std::make_shared<const job::JobPorts>(job::job_ports(digests, trace::link_ranks(digests, lo)));
+  if (!gpu) {  // one GPU model for the job, as `emo optimize --solve decomposed` asks
+    std::vector<trace::GpuInfo> gpus;
+    for (std::size_t i = 0; i < digests.size(); ++i) gpus.push_back(trace::GpuInfo{static_cast<std::int32_t>(i), digests[i].gpu_name});
+    (void)driver::one_gpu_model(jp->path, gpus, "gpu=NAME");
+  }
+  const model::GpuSpec& spec = gpu_of(traces[0], gpu);  // the job's GPU: the first trace's, as the CLI
+  driver::OptimizeOptions opts;
+  opts.max_slowdown = driver::parse_max_slowdown(fmt::format("{}", max_slowdown));
+  opts.profile_clocks = profile_clocks;
+  opts.seed = seed;
+  opts.min_pack_ns = min_pack_ns_of(min_pack_ms);
+  job::DecomposedOptions how;
+  how.threads = threads;
+  how.lanes = true;  // the report's job view
+  auto d = std::make_shared<const job::DecomposedSolve>(job::solve_decomposed(*jp, std::move(traces), spec, opts, how));
+  nlohmann::json doc = output::to_json(*d);
+  doc["trace"] = jp->path;
+  doc["gpu"] = spec.id;
+  doc["job"] = output::job_json(jp->link.info);
+  std::string policy_json = policy::to_json(d->policy);
+  return OptimizeHandle{texts_of(doc), std::move(policy_json),
+                        [d, jp, id = spec.id] { return output::render_html_report(output::to_report(*d, *jp, id)); },
+                        std::move(changed)};
 }
 
 std::string report_html(const OptimizeHandle& h) {
   py::gil_scoped_release release;
-  return output::render_html_report(output::to_report(*h.trace, *h.result));
+  return h.report();
 }
 
 /// The op table's columns: name -> (bytes, struct format character).
@@ -231,12 +329,18 @@ PYBIND11_MODULE(_emo, m) {
       .def_property_readonly("summary_json", &summary_json, "`emo inspect --json` of the trace, as text.")
       .def_property_readonly("path", [](const TraceHandle& h) { return h.trace->meta.path; })
       .def_property_readonly("op_count", [](const TraceHandle& h) { return h.trace->ops.size(); })
+      .def_property_readonly(
+          "changed_on_load", [](const TraceHandle& h) { return emo::trace::changed_on_load(*h.trace); },
+          "What loading changed in the trace (trace::changed_on_load): negative durations, clamped host ops.")
+      .def_property_readonly("job_json", &job_info, "The linked job's JobInfo as JSON text, None for one trace.")
       .def("columns", &columns, "The op table's columns: name -> (bytes, struct format).")
       .def("strings", &strings, "The trace's string table (index = name_id).");
 
   py::class_<OptimizeHandle>(m, "OptimizeHandle", "One optimize() run (C++ side).")
       .def_readonly("json", &OptimizeHandle::json, "`emo optimize --json` of the run and its scalars, as texts.")
       .def_readonly("policy_json", &OptimizeHandle::policy_json, "The clock policy (emo.policy/1), as text.")
+      .def_readonly("changed_on_load", &OptimizeHandle::changed_on_load, "What loading changed, by path.")
+      .def_readonly("changed_on_load", &OptimizeHandle::changed_on_load, "What loading changed, by path.")
       .def("report_html", &report_html, "The self-contained HTML report (`emo optimize --report`).");
 
   m.def("load_trace", &load, py::arg("path"), "Reads a trace file (Kineto JSON, plain or gzip; nsys SQLite; emo.trace/1).");
@@ -247,6 +351,12 @@ PYBIND11_MODULE(_emo, m) {
   m.def("optimize", &optimize, py::arg("trace"), py::arg("max_slowdown"), py::arg("gpu"), py::arg("seed"),
         py::arg("profile_clocks"), py::arg("min_pack_ms"), py::arg("frontier_points"), py::arg("window"),
         py::arg("annotation"), py::arg("instance"), "Runs `emo optimize` on the simulated device.");
+  m.def("load_job", &load_job, py::arg("paths"), py::arg("ranks"), py::arg("threads"),
+        "Loads the traces of one job's ranks and links them into one trace (`emo analyze A B ...`).");
+  m.def("optimize_decomposed", &optimize_decomposed, py::arg("paths"), py::arg("ranks"), py::arg("max_slowdown"),
+        py::arg("gpu"), py::arg("seed"), py::arg("profile_clocks"), py::arg("min_pack_ms"), py::arg("threads"),
+        "Runs `emo optimize --solve decomposed` on a job's ranks, on the simulated device.");
+  m.attr("JOINT_SOLVE_MAX_RANKS") = emo::job::kJointSolveMaxRanks;
   m.def(
       "load_policy",
       [](const std::string& path) {

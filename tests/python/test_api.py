@@ -3,6 +3,7 @@ an independent path: the CLI process vs the extension in this interpreter)."""
 import json
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -231,3 +232,78 @@ def test_long_calls_release_the_gil(real_trace):
         time.sleep(0.001)
     th.join()
     assert ticks > 5
+
+
+# --- Jobs of several ranks (what `emo optimize A B ...` does, from Python) ---------------------
+
+PAIR = ("kineto/hta_sampled_2rank_rank0.json.gz", "kineto/hta_sampled_2rank_rank1.json.gz")
+
+
+def test_load_job_links_as_the_cli_does(real_trace, cli):
+    a, b = (real_trace(p) for p in PAIR)
+    j = emo.load_job([a, b])
+    doc = cli("analyze", a, b, "--json", "-")
+    assert j.job is not None and emo.load_trace(a).job is None
+    assert [r["rank"] for r in j.job["ranks"]] == [0, 1]
+    assert j.job["collectives_linked"] == doc["job"]["collectives_linked"] > 0
+    assert emo.analyze(j).to_dict() == doc
+    assert emo.analyze([a, b]).makespan_ns == doc["makespan_ns"]  # a list is linked the same way
+    assert emo.pack([a, b]).packs == cli("pack", a, b, "--json", "-")["packs"]
+
+
+@pytest.mark.parametrize("solve", ["joint", "decomposed"])
+def test_optimize_of_a_job_equals_the_cli(real_trace, cli, tmp_path, solve):
+    a, b = (real_trace(p) for p in PAIR)
+    r = emo.optimize([a, b], max_slowdown=0.05, gpu="A100-SXM4-80GB", solve=solve)
+    policy_file = tmp_path / "policy.json"
+    # --report: the CLI then loads the traces as Python does (whole for the joint solve, with the
+    # job view for the decomposed one), so the two JSON objects are the same to the last digit.
+    doc = cli("optimize", a, b, "--max-slowdown", "0.05", "--gpu", "A100-SXM4-80GB", "--solve", solve,
+              "--policy", str(policy_file), "--report", str(tmp_path / "r.html"), "--json", "-")
+    assert r.to_dict() == doc
+    assert r.savings == doc["savings"] and r.simulated is True
+    assert r.policy == json.loads(policy_file.read_text()) and len(r.policy["gpus"]) == 2
+    assert r.job["collectives_linked"] == doc["job"]["collectives_linked"]
+    assert (r.frontier is None) == (solve == "decomposed")
+    assert "<html" in r.report_html()[:200].lower()
+    # "auto" with 2 ranks (<= JOINT_SOLVE_MAX_RANKS) is the joint solve.
+    if solve == "joint":
+        assert emo.optimize([a, b], max_slowdown=0.05, gpu="A100-SXM4-80GB").to_dict() == doc
+
+
+def test_job_arguments_are_checked(real_trace, hand_trace):
+    a, b = (real_trace(p) for p in PAIR)
+    with pytest.raises(ValueError, match="ranks"):
+        emo.load_job([a, b], ranks=[0])
+    with pytest.raises(ValueError, match="solve 'fastest'"):
+        emo.optimize([a, b], solve="fastest")
+    with pytest.raises(ValueError, match="solve 'decomposed': needs the files of a job's ranks"):
+        emo.optimize(a, solve="decomposed")
+    with pytest.raises(ValueError, match="the decomposed solve optimises the whole traces"):
+        emo.optimize([a, b], solve="decomposed", window="ProfilerStep#1")
+    with pytest.raises(ValueError, match="ranks"):
+        emo.optimize(a, ranks=[0])
+    with pytest.raises(ValueError, match="already a linked job"):
+        emo.load_job([emo.load_job([a, b]), b])
+    # The same rank twice, and a trace of no job beside a rank: not one job.
+    with pytest.raises(emo.InputError, match="hta_sampled_2rank_rank0"):
+        emo.load_job([a, a])
+    with pytest.raises(emo.InputError, match="three_kernels.json"):
+        emo.optimize([a, hand_trace], solve="decomposed")
+    with pytest.raises(emo.InputError, match="no_such.json"):
+        emo.load_job([a, "no_such.json"])
+
+
+def test_what_loading_changed_is_warned(hand_trace, tmp_path):
+    # A kernel of negative duration (set to 0): load_trace says so, as the CLI does on stderr; the
+    # unchanged trace loads without a warning.
+    doc = json.loads(open(hand_trace).read())
+    doc["traceEvents"][3]["dur"] = -4
+    p = tmp_path / "negative.json"
+    p.write_text(json.dumps(doc))
+    with pytest.warns(RuntimeWarning, match="negative.json: 1 event had a negative duration; set to 0"):
+        t = emo.load_trace(p)
+    assert "1 event had a negative duration; set to 0" in t.warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        emo.load_trace(hand_trace)
