@@ -726,8 +726,27 @@ JobLink link_ranks(const std::vector<RankDigest>& ranks, const LinkOptions& opti
   return out;
 }
 
-Trace link_job(std::vector<Trace> traces, const LinkOptions& options) {
+Trace link_job(std::vector<Trace> traces, const LinkOptions& given) {
   if (traces.empty()) throw std::invalid_argument("link_job: no trace");
+  // Rank order, whatever the order of the files: the merged trace (its devices, graph, packs
+  // and every figure computed from them) is then the same for any order of the same files.
+  LinkOptions options = given;
+  if (options.ranks.empty() || options.ranks.size() == traces.size()) {
+    std::vector<std::int32_t> rank(traces.size());
+    for (std::size_t i = 0; i < traces.size(); ++i) rank[i] = options.ranks.empty() ? traces[i].meta.rank : options.ranks[i];
+    std::vector<std::size_t> order(traces.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    if (std::none_of(rank.begin(), rank.end(), [](std::int32_t r) { return r < 0; })) {
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
+    }
+    std::vector<Trace> sorted;
+    sorted.reserve(traces.size());
+    for (const std::size_t i : order) sorted.push_back(std::move(traces[i]));
+    traces = std::move(sorted);
+    if (!options.ranks.empty()) {
+      for (std::size_t i = 0; i < order.size(); ++i) options.ranks[i] = rank[order[i]];
+    }
+  }
   std::vector<RankDigest> d;
   d.reserve(traces.size());
   for (const Trace& t : traces) d.push_back(digest(t));

@@ -101,8 +101,10 @@ JobLink link_ranks(const std::vector<RankDigest>& ranks, const LinkOptions& opti
 /// them missing), form groups of their own, each aligned from its lowest rank, which keeps its
 /// recorded clock; a warning names each such group. The residual is what is left after alignment.
 ///
+/// The traces are taken in rank order (`options.ranks`, else the ranks they record; in the order
+/// given where a rank is unknown), so that any order of the same files gives the same trace.
 /// The merged trace: ops of every rank in start order (after alignment), device = position in
-/// the list, host process ids made distinct per rank, correlation and external ids offset per
+/// rank order, host process ids made distinct per rank, correlation and external ids offset per
 /// rank, strings re-interned; collectives.match gives each linked kernel its instance id.
 /// meta.job describes the ranks (JobRank). The world size is the one the traces record, else
 /// the number of traces or the highest rank + 1, whichever is more. Throws

@@ -351,7 +351,10 @@ TEST(LinkJob, BadJobsAreRefusedOrWarned) {
       said += w == "rank1.json records rank 1; --ranks makes it rank 0";
     }
     EXPECT_EQ(said, 2);
-    EXPECT_EQ(t.meta.job.ranks[0].rank, 1);
+    // Taken in rank order (stop 51): rank 0 is now rank1.json, first.
+    EXPECT_EQ(t.meta.job.ranks[0].rank, 0);
+    EXPECT_EQ(t.meta.job.ranks[0].path, "rank1.json");
+    EXPECT_EQ(t.meta.job.ranks[1].path, "rank0.json");
   }
   // No world size recorded: the number of traces, or the highest rank + 1 when that is more
   // (--ranks 0,5 of two traces: ranks 1-4 are missing, not a "rank 5 of 2").

@@ -72,6 +72,17 @@ void check_link(const std::string& path, const JobSpec& spec) {
     ASSERT_NE(same, info.ranks.end());
     EXPECT_EQ(jr.offset_ns, same->offset_ns) << "rank " << jr.rank << " with the files in reverse order";
   }
+  // Nor the merged trace: the ranks are taken in rank order, so device i is rank i either way and
+  // every op is where it was (stop 51: the simulated figures of a job changed with the file order).
+  ASSERT_EQ(back.meta.job.ranks.size(), info.ranks.size());
+  for (std::size_t i = 0; i < info.ranks.size(); ++i) {
+    EXPECT_EQ(info.ranks[i].rank, static_cast<std::int32_t>(i));
+    EXPECT_EQ(back.meta.job.ranks[i].rank, static_cast<std::int32_t>(i));
+  }
+  EXPECT_EQ(back.ops.start_ns, job.ops.start_ns);
+  EXPECT_EQ(back.ops.dur_ns, job.ops.dur_ns);
+  EXPECT_EQ(back.ops.device, job.ops.device);
+  EXPECT_EQ(back.ops.stream, job.ops.stream);
   // The joint graph: every linked collective's duration is the generator's T.
   const graph::DepGraph g = graph::build_graph(job);
   std::vector<std::int64_t> coll_of(job.ops.size(), -1);
