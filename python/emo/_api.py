@@ -45,14 +45,44 @@ def _is_path(x):
     return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
 
 
+def _path_str(x):
+    """`x` (str, bytes or os.PathLike) as the str the C++ side reads; ValueError for a path it
+    cannot pass on whole (a NUL byte, bytes that are not UTF-8)."""
+    import os
+    p = os.fsdecode(x)
+    if "\0" in p:
+        raise ValueError("path {!r}: contains a NUL byte".format(x))
+    try:
+        p.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("path {!r}: not valid UTF-8".format(x)) from None
+    return p
+
+
+def _int_in(name, value, lo, hi):
+    """`value` as an int in [lo, hi] (bool refused; NumPy integers taken); else ValueError."""
+    import operator
+    if isinstance(value, bool):
+        raise ValueError("{} {!r}: must be an integer in [{}, {}]".format(name, value, lo, hi))
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise ValueError("{} {!r}: must be an integer in [{}, {}]".format(name, value, lo, hi)) from None
+    if not lo <= v <= hi:
+        raise ValueError("{} {!r}: must be an integer in [{}, {}]".format(name, value, lo, hi))
+    return v
+
+
+_INT32_MAX = 2**31 - 1
+
+
 def _handle(trace):
     """The C++ trace of `trace`: an emo.Trace, a path, or a list/tuple of a job's ranks (paths or
     emo.Trace, linked by load_job)."""
     if isinstance(trace, Trace):
         return trace._h
     if _is_path(trace):
-        import os
-        return load_trace(os.fsdecode(trace))._h
+        return load_trace(trace)._h
     if isinstance(trace, (list, tuple)):
         return load_job(trace)._h if len(trace) != 1 else _handle(trace[0])
     raise ValueError("trace {!r}: expected an emo.Trace, a path, or a list of a job's ranks".format(trace))
@@ -60,7 +90,6 @@ def _handle(trace):
 
 def _job_paths(traces):
     """The files of `traces` (paths or emo.Trace, whose file is read again), in order."""
-    import os
     out = []
     for t in traces:
         if isinstance(t, Trace):
@@ -68,31 +97,51 @@ def _job_paths(traces):
                 raise ValueError("trace {!r}: already a linked job; give the ranks' files".format(t))
             out.append(t.path)
         elif _is_path(t):
-            out.append(os.fsdecode(t))
+            out.append(_path_str(t))
         else:
             raise ValueError("trace {!r}: expected an emo.Trace or a path".format(t))
     return out
 
 
 def _ranks_arg(ranks, n):
+    """`ranks` (None, or a sequence of one rank per trace, in their order: a list, tuple, range or
+    1-D array — not a set, which has no order) as a list of ints in [0, 2^31 - 1]."""
     if ranks is None:
         return []
-    ranks = list(ranks)
-    if len(ranks) != n or any(isinstance(r, bool) or not isinstance(r, int) or r < 0 for r in ranks):
-        raise ValueError("ranks {!r}: one integer >= 0 per trace expected ({} traces)".format(ranks, n))
-    return ranks
+    if isinstance(ranks, (set, frozenset, dict, str, bytes)) or not hasattr(ranks, "__len__"):
+        raise ValueError("ranks {!r}: a list of one rank per trace expected ({} traces)".format(ranks, n))
+    if len(ranks) != n:
+        raise ValueError("ranks {!r}: one rank per trace expected ({} traces)".format(ranks, n))
+    return [_int_in("ranks", r, 0, _INT32_MAX) for r in ranks]
+
+
+def _caller_stacklevel():
+    """The stacklevel of the first frame outside the emo package, for warnings.warn called here:
+    a warning is then reported at the user's line (and filtered per line there, not once per line
+    of emo)."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _warn_changed(changed):
-    """One RuntimeWarning per change loading made to a trace ((path, [change, ...]) pairs)."""
+    """One RuntimeWarning per change loading made to a trace ((path, [change, ...]) pairs),
+    reported at the caller's line."""
+    level = _caller_stacklevel()
     for path, changes in changed:
         for change in changes:
-            _warnings.warn("emo: {}: {}".format(path, change), RuntimeWarning, stacklevel=3)
+            _warnings.warn("emo: {}: {}".format(path, change), RuntimeWarning, stacklevel=level)
 
 
 def _window_args(window, annotation, instance):
     if isinstance(instance, bool) or not isinstance(instance, int):
         raise ValueError("instance {!r}: must be an integer >= 0".format(instance))
+    if instance != 0 and annotation is None:
+        raise ValueError("instance {!r}: picks an instance of annotation=NAME, which is not given".format(instance))
     for name, value in (("window", window), ("annotation", annotation)):
         if value == "":
             raise ValueError("{} '': an empty name selects nothing; give an annotation such as "
@@ -224,8 +273,7 @@ def load_job(traces, ranks=None, threads=0):
     if not isinstance(traces, (list, tuple)):
         raise ValueError("traces {!r}: expected a list of a job's trace files".format(traces))
     paths = _job_paths(traces)
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise ValueError("threads {!r}: must be an integer >= 0".format(threads))
+    threads = _int_in("threads", threads, 0, 1024)
     h, changed = _emo.load_job(paths, _ranks_arg(ranks, len(paths)), threads)
     _warn_changed(changed)
     return Trace(h)
@@ -239,14 +287,12 @@ def load_trace(path):
     to 0, host ops clamped to their parent's end. Raises emo.InputError ("FILE: problem") for a
     missing, truncated, malformed or unknown file.
     """
-    import os
-    if not isinstance(path, (str, bytes)) and not hasattr(path, "__fspath__"):
+    if not _is_path(path):
         raise ValueError("path {!r}: expected a file path".format(path))
-    t = Trace(_emo.load_trace(os.fsdecode(path)))
+    t = Trace(_emo.load_trace(_path_str(path)))
     # What loading changed in the data is said, as `emo optimize` / `analyze` / `pack` say it on
     # stderr (the other, informational quirks are in Trace.warnings only; docs/trace-model.md).
-    for change in t._h.changed_on_load:
-        _warnings.warn("emo: {}: {}".format(t.path, change), RuntimeWarning, stacklevel=2)
+    _warn_changed([(t.path, t._h.changed_on_load)])
     return t
 
 
@@ -416,12 +462,14 @@ def optimize(trace, max_slowdown=0.05, gpu=None, seed=1, profile_clocks=3, min_p
         raise ValueError("max_slowdown {!r}: must be a number".format(max_slowdown)) from None
     if min_pack_ms is not None:
         min_pack_ms = float(min_pack_ms)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError("seed {!r}: must be an integer >= 0".format(seed))
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 or seed >= 2**64:
+        raise ValueError("seed {!r}: must be an integer in [0, 2^64 - 1]".format(seed))
+    profile_clocks = _int_in("profile_clocks", profile_clocks, 2, 10)  # as --profile-clocks
+    if gpu is not None and (not isinstance(gpu, str) or not gpu):
+        raise ValueError("gpu {!r}: a GPU catalog id or NVML name, or None for the trace's own GPU".format(gpu))
     if solve not in ("auto", "joint", "decomposed"):
         raise ValueError("solve {!r}: must be 'auto', 'joint' or 'decomposed'".format(solve))
-    if isinstance(solve_threads, bool) or not isinstance(solve_threads, int) or solve_threads < 0:
-        raise ValueError("solve_threads {!r}: must be an integer >= 0".format(solve_threads))
+    solve_threads = _int_in("solve_threads", solve_threads, 0, 1024)
     w, a, i = _window_args(window, annotation, instance)
     job = isinstance(trace, (list, tuple)) and len(trace) >= 2
     if ranks is not None and not job:

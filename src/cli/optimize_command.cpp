@@ -356,7 +356,7 @@ std::optional<job::JobPorts> decomposed_job(const OptimizeCliOptions& o, bool nv
                                                const std::vector<trace::RankDigest>& digests) {
   if (nvml || digests.size() < 2 || o.job.independent) return std::nullopt;
   trace::LinkOptions lo;
-  if (!o.job.ranks.empty()) lo.ranks = trace::parse_ranks(o.job.ranks);
+  if (!o.job.ranks.empty()) lo.ranks = trace::parse_ranks(o.job.ranks, digests.size());
   if ((!lo.ranks.empty() && lo.ranks.size() != digests.size()) || trace::not_one_job(digests, lo)) return std::nullopt;
   if (!wants_decomposed(o, digests.size())) return std::nullopt;
   job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests, lo));
@@ -503,14 +503,18 @@ int run_optimize(OptimizeCliOptions o) {
   return 0;
 }
 
-/// CLI11 check of an unsigned 64-bit option (--seed): CLI11 saturates a value past 2^64 - 1, so
-/// two such seeds would be one; refused with a one-line error instead.
+/// CLI11 check of an unsigned 64-bit option (--seed): decimal digits that fit 64 bits. CLI11
+/// saturates a value past 2^64 - 1 (also written "+N", " N", "0xN"), so two such seeds would be
+/// one; refused with a one-line error instead.
 CLI::Validator within_64_bits() {
   return CLI::Validator(
       [](const std::string& s) {
+        // Digits only: CLI11 also reads "+N", " N" and "0xN", and saturates those past 2^64 - 1 too.
         std::uint64_t v = 0;
         const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        return ec == std::errc::result_out_of_range ? fmt::format("{} is beyond 2^64 - 1", s) : std::string();
+        if (ec == std::errc::result_out_of_range) return fmt::format("{} is beyond 2^64 - 1", s);
+        if (ec != std::errc() || p != s.data() + s.size()) return fmt::format("{} is not a number; give digits only", s);
+        return std::string();
       },
       "UINT64");
 }

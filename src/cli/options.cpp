@@ -40,7 +40,12 @@ CLI::Validator annotation_name() {
 
 void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent) {
   cmd->add_option("--ranks", j.ranks,
-                  "Ranks of the traces given, in order: 0,1,2 or 0-7 (default: from the traces' distributedInfo)");
+                  "Ranks of the traces given, in order: 0,1,2 or 0-7 (default: from the traces' distributedInfo)")
+      ->check(CLI::Validator(
+          [](const std::string& s) {
+            return s.empty() ? std::string("empty; give one rank per trace (0,1,2 or 0-7)") : std::string();
+          },
+          "RANKS"));
   if (with_independent) {
     cmd->add_flag("--independent", j.independent,
                   "Optimise each trace alone even when they are the ranks of one job (docs/multi-rank.md)");
@@ -49,7 +54,7 @@ void add_job_options(CLI::App* cmd, JobOptions& j, bool with_independent) {
 
 std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, const JobOptions& j, bool one_required) {
   trace::LinkOptions lo;
-  if (!j.ranks.empty()) lo.ranks = trace::parse_ranks(j.ranks);
+  if (!j.ranks.empty()) lo.ranks = trace::parse_ranks(j.ranks, traces.size());
   if (!lo.ranks.empty() && lo.ranks.size() != traces.size()) {
     throw ArgumentError("ranks", j.ranks, fmt::format("one rank per trace expected ({} traces)", traces.size()));
   }

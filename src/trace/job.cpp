@@ -80,6 +80,23 @@ std::optional<std::set<std::int32_t>> parse_group_ranks(std::string_view s) {
   return out;
 }
 
+/// `text` for a one-line message: quoted, control characters escaped (\n, \x1b, ...), at most
+/// 60 characters of it (then "...").
+std::string quoted_excerpt(std::string_view text) {
+  std::string out = "'";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == 60) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out + "'";
+}
+
 /// What is wrong with the instance `key` (process group, sequence) of a collective left unlinked:
 /// `repeated` (a rank recorded it twice), else participants `have` against the ranks expected
 /// among those given, `want`: ranks its group's list does not name, or the ranks it misses.
@@ -136,9 +153,11 @@ class Linker {
                           fmt::format("one rank per trace expected ({} traces)", t_.size()));
     }
     std::map<std::int32_t, std::size_t> seen;
+    std::set<std::string_view> paths;  // one file twice is refused whatever ranks --ranks gives it
     for (std::size_t i = 0; i < t_.size(); ++i) {
       const std::int32_t r = rank_of(t_, o_, i);
       const RankDigest& t = t_[i];
+      if (!t.path.empty() && !paths.insert(t.path).second) throw InputError(t.path, "given twice");
       if (r < 0) throw InputError(t.path, "no rank recorded (give --ranks)");
       if (!o_.ranks.empty() && t.rank >= 0 && t.rank != r) {  // an override (mislabelled traces), said
         info_.warnings.push_back(fmt::format("{} records rank {}; --ranks makes it rank {}", t.path, t.rank, r));
@@ -150,9 +169,6 @@ class Linker {
         throw InputError(t.path, fmt::format("rank {} outside world size {}", r, t.world_size));
       }
       const auto [it, added] = seen.emplace(r, i);
-      if (!added && t_[it->second].path == t.path) {
-        throw InputError(t.path, "given twice");
-      }
       if (!added) {
         throw InputError(t.path, fmt::format("rank {} is also the rank of {}: duplicated rank (two traces of one "
                                              "rank, or traces of different jobs)",
@@ -169,7 +185,9 @@ class Linker {
     }
     // No trace records the world size: at least the ranks given, and one above the highest of them.
     if (info_.world_size < 0) {
-      info_.world_size = std::max(static_cast<std::int32_t>(t_.size()), seen.rbegin()->first + 1);
+      const std::int64_t above = static_cast<std::int64_t>(seen.rbegin()->first) + 1;  // rank 2^31 - 1 fits; + 1 not
+      if (above > INT32_MAX) throw InputError(t_[seen.rbegin()->second].path, fmt::format("rank {} leaves no room for a world size", seen.rbegin()->first));
+      info_.world_size = std::max(static_cast<std::int32_t>(t_.size()), static_cast<std::int32_t>(above));
     }
     if (static_cast<std::int32_t>(t_.size()) < info_.world_size) {
       info_.warnings.push_back(fmt::format("{} of {} ranks given ({}): collectives are linked among the ranks given; "
@@ -299,9 +317,9 @@ class Linker {
     } else {
       return *ranks;
     }
-    info_.warnings.push_back(fmt::format("{}: 'Process Group Ranks' '{}' of group {} {}: the group's ranks are taken "
+    info_.warnings.push_back(fmt::format("{}: 'Process Group Ranks' {} of group {} {}: the group's ranks are taken "
                                          "as not recorded (every rank given is expected)",
-                                         t_[i].path, text, group, why));
+                                         t_[i].path, quoted_excerpt(text), quoted_excerpt(group), why));
     return {};
   }
 
@@ -777,8 +795,9 @@ std::int32_t job_rank_index(const Trace& t, std::uint32_t row) noexcept {
   return -1;
 }
 
-std::vector<std::int32_t> parse_ranks(const std::string& text) {
+std::vector<std::int32_t> parse_ranks(const std::string& text, std::size_t traces) {
   std::vector<std::int32_t> out;
+  if (text.empty()) throw ArgumentError("ranks", text, "empty; give one rank per trace (0,1,2 or 0-7)");
   auto number = [&](std::string_view s) {
     std::int32_t v = -1;
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -792,6 +811,10 @@ std::vector<std::int32_t> parse_ranks(const std::string& text) {
     const std::int32_t a = number(all.substr(0, dash));
     const std::int32_t b = number(all.substr(dash + 1));
     if (b < a) throw ArgumentError("ranks", text, "the range ends before it starts");
+    if (static_cast<std::size_t>(b - a) + 1 != traces) {  // checked before the range is built
+      throw ArgumentError("ranks", text, fmt::format("{} ranks, one per trace expected ({} traces)",
+                                                     static_cast<std::int64_t>(b) - a + 1, traces));
+    }
     for (std::int32_t r = a; r <= b; ++r) out.push_back(r);
     return out;
   }

@@ -117,8 +117,9 @@ Trace link_job(std::vector<Trace> traces, const LinkOptions& options = {});
 /// for GPU ops, its process for host ops), or -1 in a trace of one process or when unknown.
 std::int32_t job_rank_index(const Trace& t, std::uint32_t row) noexcept;
 
-/// Parses `--ranks` text: comma-separated non-negative integers ("0,1,2"), or a range "0-7".
-/// Throws emo::ArgumentError("--ranks", text, reason).
-std::vector<std::int32_t> parse_ranks(const std::string& text);
+/// Parses `--ranks` text for `traces` traces: comma-separated non-negative integers ("0,1,2"),
+/// or a range "0-7" (refused before it is built when it is not one rank per trace: "0-2147483647"
+/// would take gigabytes). Throws emo::ArgumentError("--ranks", text, reason), also for empty text.
+std::vector<std::int32_t> parse_ranks(const std::string& text, std::size_t traces);
 
 }  // namespace emo::trace

@@ -96,6 +96,8 @@ check_cmd empty_window "--window: an empty name selects nothing" optimize "$dir/
 check_cmd empty_annotation "--annotation: an empty name selects nothing" analyze "$dir/overlay.json" --annotation '' --instance 0
 check_cmd empty_durations_window "--durations-window: an empty name selects nothing" analyze "$dir/overlay.json" --durations-from "$dir/overlay.json" --durations-window ''
 check_cmd seed_beyond_64_bits "--seed: 18446744073709551616 is beyond 2^64 - 1" optimize "$dir/overlay.json" --max-slowdown 1% --seed 18446744073709551616
+check_cmd seed_plus_sign "--seed: +18446744073709551616 is not a number; give digits only" optimize "$dir/overlay.json" --max-slowdown 1% --seed +18446744073709551616
+check_cmd seed_hex "--seed: 0x1FFFFFFFFFFFFFFFF is not a number; give digits only" optimize "$dir/overlay.json" --max-slowdown 1% --seed 0x1FFFFFFFFFFFFFFFF
 check_cmd max_slowdown_not_a_number "--max-slowdown abc: expected a fraction" optimize "$dir/overlay.json" --max-slowdown abc
 
 # Data changed on load is said by every command that computes from the trace (not only by

@@ -231,6 +231,9 @@ fi
 
 # --- bad jobs ---------------------------------------------------------------------------------------
 expect_error "the same trace twice" "given twice" "$EMO" analyze "$r0" "$r0"
+expect_error "the same trace twice, --ranks giving it two ranks" "given twice" "$EMO" analyze "$r0" "$r0" --ranks 0,1
+expect_error "--ranks empty" "--ranks: empty; give one rank per trace" "$EMO" analyze "$r0" "$r1" --ranks ''
+expect_error "--ranks a range of the wrong length" "2147483648 ranks, one per trace expected (2 traces)" "$EMO" analyze "$r0" "$r1" --ranks 0-2147483647
 expect_error "--ranks makes them duplicates" "duplicated rank" "$EMO" analyze "$r0" "$r1" --ranks 0,0
 expect_error "--ranks of the wrong length" "one rank per trace" "$EMO" analyze "$r0" "$r1" --ranks 0
 expect_error "--ranks not a number" "--ranks" "$EMO" analyze "$r0" "$r1" --ranks 0,x

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -239,9 +240,25 @@ TEST(LinkJob, GroupRankListsThatCannotBeUsedAreSaid) {
     EXPECT_EQ(t.meta.job.collectives_linked, 1) << bad;
     ASSERT_EQ(t.meta.job.warnings.size(), 1u) << bad;
     const std::string& w = t.meta.job.warnings[0];
-    EXPECT_NE(w.find(fmt::format("rank0.json: 'Process Group Ranks' '{}' of group 0 ", bad)), std::string::npos) << w;
+    EXPECT_NE(w.find(fmt::format("rank0.json: 'Process Group Ranks' '{}' of group '0' ", bad)), std::string::npos) << w;
     const std::string why = bad == "[0, 99]" ? "names rank 99, outside the job's 2 ranks" : "is not a list of ranks";
     EXPECT_NE(w.find(why + ": the group's ranks are taken as not recorded"), std::string::npos) << w;
+  }
+  // Quoted in one line: a newline or an escape code in the text is escaped, a long text cut.
+  {
+    const std::string long_list = "[" + std::string(200, '9') + "]";
+    for (const auto& [bad, shown] : std::vector<std::pair<std::string, std::string>>{
+             {"[0,\n1", "'[0,\\n1'"}, {"\x1b[31m", "'\\x1b[31m'"}, {long_list, "'" + long_list.substr(0, 60) + "...'"}}) {
+      std::vector<trace::Trace> v;
+      v.push_back(rank_trace({.rank = 0, .group_ranks = bad}));
+      v.push_back(rank_trace({.rank = 1, .clock_ahead = 1000, .gemm = 200, .group_ranks = bad}));
+      const trace::Trace t = trace::link_job(std::move(v));
+      ASSERT_EQ(t.meta.job.warnings.size(), 1u);
+      const std::string& w = t.meta.job.warnings[0];
+      EXPECT_NE(w.find("'Process Group Ranks' " + shown + " of group '0' "), std::string::npos) << w;
+      EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+      EXPECT_LT(w.size(), 300u) << w;
+    }
   }
   for (const std::string_view good : {"[0, 1]", " [ 1 ,0 ] "}) {
     std::vector<trace::Trace> v;
@@ -367,11 +384,28 @@ TEST(LinkJob, BadJobsAreRefusedOrWarned) {
     EXPECT_NE(t.meta.job.warnings[0].find("2 of 6 ranks given (missing: ranks 1, 2, 3, 4)"), std::string::npos)
         << t.meta.job.warnings[0];
   }
+  // ... and rank 2^31 - 1 there leaves no 32-bit world size (highest + 1 overflowed to "4 of 4").
+  {
+    std::vector<trace::Trace> v = two_ranks();
+    for (auto& t : v) t.meta.world_size = -1, t.meta.rank = -1;
+    try {
+      trace::link_job(std::move(v), {.ranks = {0, INT32_MAX}});
+      FAIL() << "rank 2^31 - 1 without a world size accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank1.json: rank 2147483647 leaves no room for a world size"), std::string::npos)
+          << e.what();
+    }
+  }
   // --ranks of the wrong length, and malformed --ranks text.
   EXPECT_THROW(trace::link_job(two_ranks(), {.ranks = {0}}), ArgumentError);
-  EXPECT_THROW(trace::parse_ranks("0,x"), ArgumentError);
-  EXPECT_EQ(trace::parse_ranks("2-4"), (std::vector<std::int32_t>{2, 3, 4}));
-  EXPECT_EQ(trace::parse_ranks("3,1"), (std::vector<std::int32_t>{3, 1}));
+  EXPECT_THROW(trace::parse_ranks("0,x", 2), ArgumentError);
+  EXPECT_EQ(trace::parse_ranks("2-4", 3), (std::vector<std::int32_t>{2, 3, 4}));
+  EXPECT_EQ(trace::parse_ranks("3,1", 2), (std::vector<std::int32_t>{3, 1}));
+  // A range of the wrong length is refused before it is built (2^31 ranks would take 8 GiB), and
+  // empty text is not "no ranks".
+  EXPECT_THROW(trace::parse_ranks("2-4", 2), ArgumentError);
+  EXPECT_THROW(trace::parse_ranks("0-2147483647", 4), ArgumentError);
+  EXPECT_THROW(trace::parse_ranks("", 1), ArgumentError);
 }
 
 // Point-to-point kernels matched by peer and order. A hand-made job of 3 ranks, in true time,

@@ -292,6 +292,18 @@ def test_job_arguments_are_checked(real_trace, hand_trace):
         emo.optimize([a, hand_trace], solve="decomposed")
     with pytest.raises(emo.InputError, match="no_such.json"):
         emo.load_job([a, "no_such.json"])
+    with pytest.raises(emo.InputError, match="given twice"):
+        emo.load_job([a, a], ranks=[0, 1])  # one file, two ranks: not linked to itself
+    # Values the C++ side cannot take are ValueErrors here, not pybind11's TypeError.
+    for bad in ({"gpu": ""}, {"seed": 2**64}, {"ranks": 4}, {"ranks": {0, 1}}, {"ranks": [0, 2**31]},
+                {"ranks": [0, True]}, {"solve_threads": 2**31}, {"profile_clocks": 11}, {"instance": 5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            emo.optimize([a, b], solve="decomposed", **bad)
+    with pytest.raises(ValueError, match="NUL"):
+        emo.load_trace(a + "\0x")
+    with pytest.raises(ValueError, match="UTF-8"):
+        emo.load_job([a, b"\xff.json"])
+    assert emo.load_job([a, b], ranks=range(2)).job["ranks"][1]["rank"] == 1
 
 
 def test_what_loading_changed_is_warned(hand_trace, tmp_path):
@@ -301,8 +313,12 @@ def test_what_loading_changed_is_warned(hand_trace, tmp_path):
     doc["traceEvents"][3]["dur"] = -4
     p = tmp_path / "negative.json"
     p.write_text(json.dumps(doc))
-    with pytest.warns(RuntimeWarning, match="negative.json: 1 event had a negative duration; set to 0"):
+    with pytest.warns(RuntimeWarning, match="negative.json: 1 event had a negative duration; set to 0") as w:
         t = emo.load_trace(p)
+    assert w[0].filename == __file__  # reported at the caller's line, not inside emo
+    with pytest.warns(RuntimeWarning) as w:
+        emo.analyze(str(p))
+    assert w[0].filename == __file__
     assert "1 event had a negative duration; set to 0" in t.warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
