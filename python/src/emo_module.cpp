@@ -211,7 +211,7 @@ std::pair<TraceHandle, ChangedOnLoad> load_job(const std::vector<std::string>& p
   std::vector<trace::Trace> traces = job::load_traces(paths, job::LoadOptions{threads, false});
   ChangedOnLoad changed = changed_on_load_of(traces);
   if (const auto why = trace::not_one_job(traces, lo)) {
-    throw InputError(traces[1].meta.path, fmt::format("not a rank of the same job as {}: {}", traces[0].meta.path, *why));
+    throw trace::not_one_job_error(traces[0].meta.path, traces[1].meta.path, *why);
   }
   return {TraceHandle{std::make_shared<const trace::Trace>(trace::link_job(std::move(traces), lo)),
                       std::make_shared<TraceHandle::Summary>()},
@@ -236,18 +236,18 @@ OptimizeHandle optimize_decomposed(const std::vector<std::string>& paths, const 
   if (threads < 0) throw ArgumentError("solve_threads", std::to_string(threads), "must be >= 0");
   const trace::LinkOptions lo = link_options(ranks, paths.size());
   std::vector<trace::Trace> traces = job::load_traces(paths, job::LoadOptions{threads, true});  // reduced, as the CLI
-  ChangedOnLoad changed = changed_on_load_of(traces);
   std::vector<trace::RankDigest> digests;
-  for (const trace::Trace& t : traces) digests.push_back(trace::digest(t));
+  ChangedOnLoad changed;
+  for (const trace::Trace& t : traces) {
+    digests.push_back(trace::digest(t));  // carries what loading changed (RankDigest::changed_on_load)
+    changed.emplace_back(digests.back().path, digests.back().changed_on_load);
+  }
   if (const auto why = trace::not_one_job(digests, lo)) {
-    throw InputError(digests[1].path, fmt::format("not a rank of the same job as {}: {}", digests[0].path, *why));
+    throw trace::not_one_job_error(digests[0].path, digests[1].path, *why);
   }
   auto jp = std::make_shared<const job::JobPorts>(job::job_ports(digests, trace::link_ranks(digests, lo)));
-  if (!gpu) {  // one GPU model for the job, as `emo optimize --solve decomposed` asks
-    std::vector<trace::GpuInfo> gpus;
-    for (std::size_t i = 0; i < digests.size(); ++i) gpus.push_back(trace::GpuInfo{static_cast<std::int32_t>(i), digests[i].gpu_name});
-    (void)driver::one_gpu_model(jp->path, gpus, "gpu=NAME");
-  }
+  // One GPU model for the job, as `emo optimize --solve decomposed` asks.
+  if (!gpu) (void)driver::one_gpu_model(jp->path, trace::job_gpus(digests), "gpu=NAME");
   const model::GpuSpec& spec = gpu_of(traces[0], gpu);  // the job's GPU: the first trace's, as the CLI
   driver::OptimizeOptions opts;
   opts.max_slowdown = driver::parse_max_slowdown(fmt::format("{}", max_slowdown));
@@ -339,7 +339,6 @@ PYBIND11_MODULE(_emo, m) {
   py::class_<OptimizeHandle>(m, "OptimizeHandle", "One optimize() run (C++ side).")
       .def_readonly("json", &OptimizeHandle::json, "`emo optimize --json` of the run and its scalars, as texts.")
       .def_readonly("policy_json", &OptimizeHandle::policy_json, "The clock policy (emo.policy/1), as text.")
-      .def_readonly("changed_on_load", &OptimizeHandle::changed_on_load, "What loading changed, by path.")
       .def_readonly("changed_on_load", &OptimizeHandle::changed_on_load, "What loading changed, by path.")
       .def("report_html", &report_html, "The self-contained HTML report (`emo optimize --report`).");
 

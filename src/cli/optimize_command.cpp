@@ -360,12 +360,8 @@ std::optional<job::JobPorts> decomposed_job(const OptimizeCliOptions& o, bool nv
   if ((!lo.ranks.empty() && lo.ranks.size() != digests.size()) || trace::not_one_job(digests, lo)) return std::nullopt;
   if (!wants_decomposed(o, digests.size())) return std::nullopt;
   job::JobPorts jp = job::job_ports(digests, trace::link_ranks(digests, lo));
-  if (o.gpu.empty()) {  // one GPU model for the job, as resolve_trace_gpu asks of a linked trace
-    std::vector<trace::GpuInfo> gpus;
-    for (std::size_t i = 0; i < digests.size(); ++i)
-      gpus.push_back(trace::GpuInfo{static_cast<std::int32_t>(i), digests[i].gpu_name});
-    (void)driver::one_gpu_model(jp.path, gpus, "--gpu NAME");
-  }
+  // One GPU model for the job, as resolve_trace_gpu asks of a linked trace.
+  if (o.gpu.empty()) (void)driver::one_gpu_model(jp.path, trace::job_gpus(digests), "--gpu NAME");
   return jp;
 }
 

@@ -63,7 +63,7 @@ std::vector<trace::Trace> link_if_one_job(std::vector<trace::Trace> traces, cons
     return traces;
   }
   if (const auto why = trace::not_one_job(traces, lo)) {
-    if (one_required) throw InputError(traces[1].meta.path, fmt::format("not a rank of the same job as {}: {}", traces[0].meta.path, *why));
+    if (one_required) throw trace::not_one_job_error(traces[0].meta.path, traces[1].meta.path, *why);
     // Said only where a job was plausible: several traces that record a rank, or --ranks.
     const auto ranked = std::count_if(traces.begin(), traces.end(),
                                       [](const trace::Trace& t) { return t.meta.rank >= 0 && t.meta.world_size > 1; });

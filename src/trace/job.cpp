@@ -679,6 +679,17 @@ class Merger {
 
 }  // namespace
 
+InputError not_one_job_error(const std::string& first, const std::string& second, const std::string& why) {
+  return InputError(second, fmt::format("not a rank of the same job as {}: {}", first, why));
+}
+
+std::vector<GpuInfo> job_gpus(const std::vector<RankDigest>& digests) {
+  std::vector<GpuInfo> gpus;
+  gpus.reserve(digests.size());
+  for (std::size_t i = 0; i < digests.size(); ++i) gpus.push_back(GpuInfo{static_cast<std::int32_t>(i), digests[i].gpu_name});
+  return gpus;
+}
+
 std::optional<std::string> not_one_job(const std::vector<RankDigest>& traces, const LinkOptions& options) {
   if (traces.size() < 2) return "one trace";
   if (!options.ranks.empty() && options.ranks.size() != traces.size()) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "trace/trace.h"
 
 namespace emo::trace {
@@ -68,6 +69,15 @@ RankDigest digest(const Trace& t);
 std::optional<std::string> not_one_job(const std::vector<Trace>& traces, const LinkOptions& options = {});
 /// The same on the traces' digests.
 std::optional<std::string> not_one_job(const std::vector<RankDigest>& traces, const LinkOptions& options = {});
+
+/// The error of traces that are not one job where one is required (`emo analyze`, `emo pack`,
+/// the Python job calls): InputError(`second`'s path, "not a rank of the same job as `first`:
+/// `why`"), `why` being not_one_job's reason, the paths the first two traces'.
+InputError not_one_job_error(const std::string& first, const std::string& second, const std::string& why);
+
+/// Each rank's recorded GPU, in the digests' order, as GpuInfo{position, name} (the devices of the
+/// job linked from them): what driver::one_gpu_model checks for one GPU model. O(ranks).
+std::vector<GpuInfo> job_gpus(const std::vector<RankDigest>& digests);
 
 /// How the ranks of one job link (link_ranks): the job's JobInfo (source_row empty: nothing is
 /// merged) and, per rank in the order given, per collective of its digest, the linked instance's
